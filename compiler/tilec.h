@@ -1,0 +1,329 @@
+/* tilec.h: the compiler's one internal header, a section per source file.
+ *
+ * Data flow (main.c): read -> lex/parse (AST) -> check (typed AST) -> lower (thread IR)
+ * -> passes -> regalloc -> emit (PTX text in memory) -> write / ptxas.
+ */
+#ifndef TILEC_H
+#define TILEC_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TILEC_VERSION "0.1.0"
+
+/* ---------------------------------------------------------------- util.c */
+
+/* Memory by lifetime: everything of one compilation lives in one arena. */
+typedef struct Arena Arena;
+Arena *arena_new(void);
+void arena_free(Arena *a);
+void *arena_alloc(Arena *a, size_t n);          /* zeroed, 16-byte aligned */
+char *arena_strndup(Arena *a, const char *s, size_t n);
+char *arena_printf(Arena *a, const char *fmt, ...);
+
+/* Growable array of T: struct { T *v; int n, cap; }. Heap-backed (realloc); free with vec_free. */
+#define Vec(T) struct { T *v; int n, cap; }
+#define vec_push(vec, x) \
+    (vec_grow_((void **)&(vec)->v, &(vec)->cap, (vec)->n + 1, sizeof *(vec)->v), \
+     (vec)->v[(vec)->n++] = (x))
+#define vec_free(vec) (free((vec)->v), (vec)->v = NULL, (vec)->n = (vec)->cap = 0)
+void vec_grow_(void **v, int *cap, int need, size_t elem);
+
+/* Growable text buffer: all output is built in memory first. */
+typedef struct { char *s; size_t len, cap; } Buf;
+void buf_printf(Buf *b, const char *fmt, ...);
+void buf_puts(Buf *b, const char *s);
+void buf_free(Buf *b);
+
+/* Source locations. line and col are 1-based; col counts bytes. */
+typedef struct { int line, col; } Loc;
+
+/* Diagnostics: user errors carry a location; printed as
+ *   file:line:col: error: message
+ *   <source line>
+ *   <spaces>^
+ * Errors are collected (capped at MAX_ERRORS, then one "too many errors" line). */
+enum { MAX_ERRORS = 20 };
+typedef struct {
+    const char *file;      /* name shown in messages */
+    const char *src;       /* whole file, NUL-terminated */
+    size_t len;
+    int nerrors, nwarnings;
+    bool capped;           /* stop collecting: the cap was hit */
+} Diag;
+extern Diag diag;          /* one compilation per process */
+void error_at(Loc loc, const char *fmt, ...);
+void warning_at(Loc loc, const char *fmt, ...);
+void note_at(Loc loc, const char *fmt, ...);
+/* Internal compiler bugs: print "tilec: internal error: ..." and abort. Never for user input. */
+_Noreturn void die(const char *fmt, ...);
+/* System errors (I/O): "tilec: error: ..." without location. */
+void sys_error(const char *fmt, ...);
+
+/* ---------------------------------------------------------------- types (check.c) */
+
+typedef enum {
+    TY_NONE,               /* statements, errors */
+    TY_BOOL, TY_I32, TY_U32, TY_I64, TY_F16, TY_BF16, TY_F32,
+    TY_TF32,               /* only as a matmul operand precision: the result of tf32(x) */
+    TY_COUNT
+} ElemType;
+const char *type_name(ElemType t);          /* "f32" ... */
+int type_size(ElemType t);                  /* bytes: bool 1, f16 2, f32 4, i64 8, tf32 4 */
+bool type_is_float(ElemType t);             /* f16 bf16 f32 tf32 */
+bool type_is_int(ElemType t);               /* i32 u32 i64 */
+
+enum { MAX_TILE_RANK = 2, MAX_TENSOR_RANK = 4, MAX_GRID = 3 };
+
+/* The shape of a value: rank 0 is a scalar. Tile dims are compile-time constants. */
+typedef struct { int rank; int64_t dim[MAX_TILE_RANK]; } Shape;
+
+/* ---------------------------------------------------------------- AST (parse.y, ast.c) */
+
+typedef struct Expr Expr;
+typedef struct Stmt Stmt;
+typedef struct Sym Sym;
+
+typedef enum {
+    E_INT,      /* ival */
+    E_FLOAT,    /* fval (may be +-inf: the literal `inf`, `-inf` is E_UNARY(-, inf) folded by check) */
+    E_BOOL,     /* ival 0/1: true, false */
+    E_NAME,     /* name; check sets sym (consts are folded away into E_INT/E_FLOAT) */
+    E_BLOCK,    /* block.x/y/z: ival = 0/1/2 */
+    E_UNARY,    /* op ('-', '!'), a */
+    E_BINARY,   /* op, a, b */
+    E_CALL,     /* name, args[nargs]; check sets builtin; `axis=` sets axis (else -1) */
+    E_CAST,     /* cast to type `to` of a: f32(x), f16(x), i32(x), tf32(x) ... (parsed as calls,
+                   check turns calls of a type name into E_CAST) */
+    E_INDEX,    /* tensor[idx...] (+ optional `else fill`): see Index */
+} ExprKind;
+
+/* Binary/unary operator codes: single chars where possible, else these. */
+enum {
+    OP_EQ = 256, OP_NE, OP_LE, OP_GE, OP_AND, OP_OR,  /* == != <= >= && || */
+    OP_MATMUL = '@',
+    /* + - * / % < > ! are their characters */
+};
+
+typedef enum {
+    B_NONE,
+    /* elementwise, 1 arg */
+    B_EXP, B_EXP2, B_LOG, B_LOG2, B_SQRT, B_RSQRT, B_TANH, B_SIGMOID, B_ABS,
+    /* elementwise, 2 args (max/min with two args and no axis=) */
+    B_MAXIMUM, B_MINIMUM,
+    /* elementwise, 3 args: select(c, a, b) == where(c, a, b) */
+    B_SELECT,
+    /* reductions: 1 arg (whole tile -> scalar) or 1 arg + axis= (keeps the axis, size 1) */
+    B_SUM, B_MAX, B_MIN,
+    /* integer helpers on scalars: cdiv(a, b), and arange(W) -> i32[W] = 0..W-1 */
+    B_CDIV, B_ARANGE,
+} Builtin;
+
+/* One subscript of E_INDEX. A window `start +: width` keeps the dimension (width constant);
+ * a single index `start` drops it. */
+typedef struct {
+    Expr *start;
+    Expr *width_expr;      /* NULL for a single index; check folds it into width */
+    int64_t width;         /* set by check for windows; 0 for single indices */
+    Loc loc;
+} Index;
+
+struct Expr {
+    ExprKind kind;
+    Loc loc;
+    int op;                /* E_UNARY, E_BINARY */
+    int64_t ival;          /* E_INT, E_BOOL, E_BLOCK */
+    double fval;           /* E_FLOAT */
+    const char *name;      /* E_NAME, E_CALL */
+    Expr *a, *b;           /* operands (E_UNARY a; E_BINARY a, b; E_CAST a) */
+    Expr **args; int nargs;/* E_CALL */
+    int axis;              /* E_CALL reductions: -1 whole tile, else the axis */
+    Builtin builtin;       /* E_CALL, set by check */
+    ElemType to;           /* E_CAST */
+    /* E_INDEX: */
+    Expr *base;            /* an E_NAME naming a tensor parameter */
+    Index *idx; int nidx;
+    Expr *fill;            /* `else fill`, NULL if absent; check folds it to a constant E_FLOAT/E_INT */
+    /* Filled by check: */
+    Sym *sym;              /* E_NAME, E_INDEX (the tensor) */
+    ElemType type;         /* element type of the value */
+    Shape shape;           /* rank 0 = scalar */
+};
+
+typedef enum {
+    S_BLOCK,    /* body[nbody] */
+    S_LET,      /* name, decl_type (optional, TY_NONE if absent), init */
+    S_VAR,      /* name, decl_type + decl_shape (optional), is_shared, init (optional) */
+    S_ASSIGN,   /* lhs (E_NAME of a var, or E_INDEX of a tensor = a store), op ('=', '+', '-', '*'), rhs */
+    S_FOR,      /* name (loop variable), lo, hi, step (NULL = 1), pipeline (0 = none), body */
+    S_IF,       /* cond, then, els (NULL or S_BLOCK/S_IF) */
+    S_ATOMIC,   /* op ('+' atomic_add, 'M' atomic_max), lhs (E_INDEX), rhs */
+    S_ASSUME,   /* cond; text = the source text of the condition */
+} StmtKind;
+
+struct Stmt {
+    StmtKind kind;
+    Loc loc;
+    const char *name;
+    ElemType decl_type;
+    Shape decl_shape;      /* S_VAR with a written shape; rank 0 otherwise */
+    Expr *decl_dims[MAX_TILE_RANK];  /* the written dims before folding (check fills decl_shape) */
+    int decl_rank;         /* number of written dims, -1 if no type was written */
+    bool is_shared;
+    Expr *init, *lhs, *rhs, *cond, *lo, *hi, *step;
+    int op;
+    int pipeline;          /* S_FOR pipeline(S) after folding; 0 if absent */
+    Expr *pipeline_expr;
+    Stmt **body; int nbody;/* S_BLOCK */
+    Stmt *then, *els;      /* S_IF; S_FOR uses then as its body (an S_BLOCK) */
+    const char *text;      /* S_ASSUME: source text of cond */
+    Sym *sym;              /* S_LET, S_VAR, S_FOR: the symbol declared (set by check) */
+};
+
+/* Symbols, created by check. */
+typedef enum {
+    SYM_CONST,     /* cval (int or float: is_float) */
+    SYM_SIZE,      /* a size symbol: runtime i32 kernel argument; size_index = its position */
+    SYM_TENSOR,    /* a global tensor parameter */
+    SYM_SCALAR,    /* a scalar parameter */
+    SYM_LET,       /* immutable local (scalar or tile) */
+    SYM_VAR,       /* mutable local (scalar or tile, register or shared) */
+    SYM_LOOP,      /* loop variable (i32 scalar) */
+} SymKind;
+
+/* A tensor dimension or stride: a constant or a size symbol. */
+typedef struct { int64_t cval; Sym *size; } Extent;   /* size == NULL: constant cval */
+
+struct Sym {
+    SymKind kind;
+    const char *name;
+    Loc loc;
+    ElemType type;         /* element type (tensors, scalars, locals); TY_I32 for sizes/loops */
+    Shape shape;           /* locals */
+    bool is_shared;        /* SYM_VAR in shared memory */
+    bool is_float; int64_t ival; double fval;   /* SYM_CONST */
+    int param_index;       /* SYM_TENSOR/SYM_SCALAR: position in the parameter list */
+    int size_index;        /* SYM_SIZE: position among size symbols (first appearance) */
+    /* SYM_TENSOR: */
+    int rank;
+    Extent dim[MAX_TENSOR_RANK];
+    Extent stride[MAX_TENSOR_RANK];  /* in elements; default row-major contiguous: computed by check
+                                        as products of later dims only when those are constants or
+                                        symbols: see has_default_strides */
+    bool has_default_strides;        /* true: strides not written; lowering computes
+                                        stride[d] = prod(dim[d+1..]) at run time */
+    void *lower;           /* scratch for lowering */
+};
+
+/* A parameter as written: `A: f16[M, K]` (tensor, optionally `strides(a, b)`) or `alpha: f32`. */
+typedef struct {
+    const char *name;
+    Loc loc;
+    ElemType type;
+    bool is_tensor;
+    int rank;
+    Expr *dims[MAX_TENSOR_RANK];     /* E_NAME (size symbol or const) or constant expressions */
+    Expr *strides[MAX_TENSOR_RANK];  /* NULL unless `strides(...)` written */
+    bool has_strides;
+    Sym *sym;                        /* set by check */
+} Param;
+
+typedef struct {
+    const char *name;
+    Loc loc;
+    Param *params; int nparams;
+    Expr *grid[MAX_GRID]; int ngrid;
+    Expr *threads_expr;              /* NULL: the compiler picks (256) and reports it */
+    Stmt *body;                      /* S_BLOCK */
+    /* Filled by check: */
+    int threads;                     /* block size */
+    Sym **sizes; int nsizes;         /* size symbols in order of first appearance */
+    Stmt **assumes; int nassumes;    /* every S_ASSUME in the body, in order */
+} Kernel;
+
+typedef struct {
+    const char *name; Loc loc; Expr *value;
+    bool overridden;                 /* set by check when -D gave the value */
+} ConstDecl;
+
+typedef struct {
+    ConstDecl *consts; int nconsts;
+    Kernel **kernels; int nkernels;
+} Program;
+
+/* A -D NAME=VALUE override from the command line. */
+typedef struct { const char *name; const char *value; bool used; } Define;
+
+/* ---------------------------------------------------------------- lex.re / parse.y */
+
+/* Parses the whole source in diag.src. Returns NULL only if nothing could be built; syntax errors
+ * are reported through error_at and counted in diag.nerrors. Never crashes; nesting is capped
+ * (MAX_NESTING) with an error. */
+enum { MAX_NESTING = 200 };
+Program *parse_program(Arena *a);
+
+/* ---------------------------------------------------------------- check.c */
+
+/* Semantic checks. After a successful check (diag.nerrors == 0):
+ *  - every Expr has type and shape; consts are folded (no E_NAME refers to a SYM_CONST);
+ *    integer constant subexpressions are folded to E_INT;
+ *  - E_CALL has builtin set (or was turned into E_CAST); reductions have axis;
+ *  - E_INDEX: base->sym is a SYM_TENSOR; nidx == tensor rank; at most 2 windows; widths folded;
+ *    the shape is the window widths in order; fill folded to a constant of the element type;
+ *  - scalars: every rank-0 value is uniform across the block (there is no per-thread scalar);
+ *  - tile dims are powers of two (layouts need it: error otherwise), threads is a multiple of 32,
+ *    a power of two, at most 1024;
+ *  - implicit conversions: integer literals adapt to the other operand's type; mixing f16 and f32
+ *    needs a cast; broadcasting follows NumPy (trailing dims match or one is 1);
+ *  - `acc += a @ b` is an S_ASSIGN with op '+' and rhs E_BINARY '@'; `@` operands are 2-D,
+ *    [M,K] @ [K,N] -> [M,N], f32 result; operand types f32, tf32, f16, bf16 (both the same);
+ *  - store targets: S_ASSIGN lhs E_INDEX with value shape broadcastable to the window shape;
+ *  - kernel->sizes, kernel->assumes, kernel->threads filled.
+ * Returns true when there were no errors. defs: -D overrides (unknown names are an error). */
+bool check_program(Arena *a, Program *p, Define *defs, int ndefs);
+
+/* ---------------------------------------------------------------- meta.c: what the runtime needs */
+
+/* Integer expressions the runtime evaluates at launch (grid sizes, assume facts), as RPN text:
+ * tokens separated by spaces: decimal integers, `aN` (the N-th kernel argument, ABI order),
+ * and operators + - * / % cdiv min max == != < <= > >= && || ! neg. Evaluated in int64. */
+
+/* Kernel argument ABI (PTX .param order, launcher order): the parameters in declaration order
+ * (tensors as .u64 pointers, scalars by type: f32 -> .f32, i32 -> .s32, u32 -> .u32, i64 -> .s64,
+ * f16/bf16 -> .b16, bool -> .u32), then every size symbol as .s32, in first-appearance order. */
+typedef enum { ARG_PTR, ARG_SIZE, ARG_SCALAR } ArgKind;
+typedef struct {
+    const char *name;
+    ArgKind kind;
+    ElemType type;         /* element type for pointers, the scalar's type, TY_I32 for sizes */
+    int align;             /* ARG_PTR: required byte alignment checked at launch (16 when the
+                              kernel uses vector accesses on it, else the element size) */
+} KernelArg;
+
+typedef struct {
+    const char *name;
+    KernelArg *args; int nargs;
+    int threads;
+    int smem_bytes;        /* dynamic shared memory per block */
+    int ngrid;
+    const char *grid_rpn[MAX_GRID];
+    const char **assume_rpn; const char **assume_text; int nassumes;
+    int pred_regs;         /* predicted registers per thread (regalloc) */
+    /* Filled from ptxas -v when it ran (-1 otherwise): */
+    int ptxas_regs, ptxas_spill_stores, ptxas_spill_loads, ptxas_stack;
+} KernelMeta;
+
+/* The metadata block written at the top of every PTX file as comments:
+ *   //@tilec 1
+ *   //@kernel NAME threads T smem S regs R
+ *   //@arg NAME ptr|size|scalar TYPE ALIGN
+ *   //@grid RPN                (one line per grid dimension)
+ *   //@assume RPN | TEXT
+ *   //@end
+ * (one //@kernel ... //@end group per kernel). runtime/meta.c parses exactly this. */
+void meta_write(Buf *out, KernelMeta *k);
+
+#endif
