@@ -326,4 +326,22 @@ typedef struct {
  * (one //@kernel ... //@end group per kernel). runtime/meta.c parses exactly this. */
 void meta_write(Buf *out, KernelMeta *k);
 
+/* ---------------------------------------------------------------- ptxas.c: the optional assembler */
+
+/* Runs ptxas (found by ptxas_path(): $TILEC_PTXAS, else `ptxas` next to the CUDA toolkit that
+ * configure found, else on PATH) on ptx for arch ("sm_90a") with -v. On success fills cubin with
+ * the object and log with ptxas' stderr; returns false with the log when ptxas failed or is
+ * missing (then *missing is set). Writes only temporary files it removes. */
+bool ptxas_run(const char *ptx, const char *arch, Buf *cubin, Buf *log, bool *missing);
+/* Reads `ptxas -v` output into the kernels' ptxas_* fields (matched by name). */
+void ptxas_parse_report(const char *log, KernelMeta *ks, int nk);
+
+/* ---------------------------------------------------------------- emit_c.c: --emit=c */
+
+typedef struct { const char *arch; const char *data; size_t size; } Cubin;
+/* Writes NAME.c (embedded PTX with its metadata, cubins, per-kernel typed launchers) and NAME.h
+ * (their declarations). base: the C identifier prefix and the header's file name without .h. */
+void emit_c(Buf *c_out, Buf *h_out, const char *base, const char *header_name,
+            KernelMeta *ks, int nk, const char *ptx, const Cubin *cubins, int ncubins);
+
 #endif
