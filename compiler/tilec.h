@@ -344,4 +344,128 @@ typedef struct { const char *arch; const char *data; size_t size; } Cubin;
 void emit_c(Buf *c_out, Buf *h_out, const char *base, const char *header_name,
             KernelMeta *ks, int nk, const char *ptx, const Cubin *cubins, int ncubins);
 
+/* ---------------------------------------------------------------- ir.c: the thread-level IR */
+
+/* PTX value types of instructions. Register classes follow from them. */
+typedef enum {
+    PT_PRED, PT_B16, PT_F16, PT_BF16, PT_B32, PT_S32, PT_U32, PT_F32, PT_B64, PT_S64, PT_U64,
+    PT_COUNT
+} PType;
+typedef enum { RC_P, RC_H, RC_R, RC_F, RC_D, RC_COUNT } RegClass;
+RegClass ptype_class(PType t);
+const char *ptype_suffix(PType t);          /* ".f32" ... */
+
+/* Operand: a virtual register, an integer or float immediate, or a named symbol
+ * (a special register like %tid.x, a .param name, the shared-memory symbol). */
+typedef enum { O_NONE, O_REG, O_IMM, O_FIMM, O_SYM } OpndKind;
+typedef struct { OpndKind kind; int reg; int64_t i; double f; const char *sym; } Opnd;
+
+#define IR_OPS(X) \
+    X(MOV)  X(ADD) X(SUB) X(MUL) X(MULHI) X(MULWIDE) X(MAD) X(FMA) X(DIV) X(REM) \
+    X(MIN)  X(MAX) X(NEG) X(ABS) X(AND) X(OR) X(XOR) X(NOT) X(SHL) X(SHR) \
+    X(SETP) X(SELP) X(CVT) X(EX2) X(LG2) X(SQRT) X(RSQRT) X(RCP) X(TANH) \
+    X(LD) X(ST) X(RED) X(ATOM) X(SHFL) X(BAR) X(LDPARAM) X(CVTA) X(MOVSYM) \
+    X(LABEL) X(BRA) X(RET) X(COMMENT)
+typedef enum {
+#define X(n) OP_##n,
+    IR_OPS(X)
+#undef X
+    OP_COUNT_
+} Opcode;
+const char *op_name(int op);
+
+typedef enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_LO, CMP_HS } Cmp;
+typedef enum { SP_GLOBAL, SP_SHARED, SP_PARAM } Space;
+typedef enum { RED_ADD, RED_MAX, RED_MIN, RED_CAS } RedOp;
+
+typedef struct {
+    uint16_t op;
+    uint8_t ty;            /* PType of the operation (for CVT: destination type) */
+    uint8_t ty2;           /* CVT: source type; SETP: compared type is ty, ty2 unused */
+    uint8_t cmp;           /* SETP: Cmp; CVT: 1 = round to nearest (.rn / .rzi for f->i) */
+    uint8_t vec;           /* LD/ST: 1, 2 or 4 */
+    uint8_t space;         /* LD/ST/RED/ATOM */
+    uint8_t redop;         /* RED/ATOM */
+    int guard;             /* predicate register guarding the instruction, -1 if none */
+    bool guard_neg;
+    int dst[4]; int ndst;
+    Opnd src[4]; int nsrc;
+    int64_t off;           /* LD/ST/RED/ATOM: constant byte offset added to the address src */
+    int label;             /* LABEL, BRA */
+    int line;              /* source line that produced it (report) */
+    const char *text;      /* COMMENT */
+} Ins;
+
+typedef struct {
+    RegClass rc;
+    const char *what;      /* the source value it belongs to, for the register report */
+    int phys;              /* allocated register, -1 before allocation */
+} VReg;
+
+/* One kernel's thread-level code: a flat instruction list with labels and branches. */
+typedef struct {
+    Kernel *k;
+    Vec(Ins) code;
+    Vec(VReg) regs;
+    int nlabels;
+    int smem_bytes;        /* dynamic shared memory per block */
+    int threads;
+    const char *cur_what;  /* naming for new registers */
+    int cur_line;
+    /* filled by regalloc: */
+    int nphys[RC_COUNT];
+    int peak_regs;         /* predicted 32-bit registers per thread */
+    int peak_index;        /* instruction index of the peak */
+    int peak_line;
+} Func;
+
+Func *func_new(Kernel *k);
+void func_free(Func *f);
+int new_reg(Func *f, RegClass rc);
+int new_label(Func *f);
+Ins *emit_ins(Func *f, int op, PType ty);     /* appends a blank instruction */
+Opnd R(int reg);
+Opnd IMM(int64_t v);
+Opnd FIMM(double v);
+Opnd SYM(const char *s);
+/* Convenience builders: each returns the destination register. */
+int ir_mov(Func *f, PType t, Opnd a);
+int ir_bin(Func *f, int op, PType t, Opnd a, Opnd b);          /* ADD SUB MUL MIN MAX ... */
+int ir_tern(Func *f, int op, PType t, Opnd a, Opnd b, Opnd c); /* MAD FMA SELP(c = pred) */
+int ir_un(Func *f, int op, PType t, Opnd a);                   /* NEG ABS NOT EX2 ... */
+int ir_setp(Func *f, Cmp c, PType t, Opnd a, Opnd b);
+int ir_cvt(Func *f, PType to, PType from, Opnd a);
+void ir_label(Func *f, int label);
+void ir_bra(Func *f, int label, int guard, bool neg);
+void ir_bar(Func *f);
+void ir_comment(Func *f, const char *text);
+void ir_dump(Func *f, FILE *out);
+
+/* ---------------------------------------------------------------- lower*.c: tiles -> thread IR */
+
+typedef struct {
+    bool addr_split;       /* base + constant offset addressing (-fno-addr-split turns it off) */
+    bool const_reg_elim;
+    int max_regs;          /* 0: from the block size */
+    const char *arch;      /* "sm_80" ... */
+} Options;
+
+/* Lowers one checked kernel. Returns NULL after reporting errors (e.g. a tile too large). */
+Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *meta);
+
+/* ---------------------------------------------------------------- regalloc.c */
+
+/* Liveness over the CFG, then linear-scan allocation per register class; fills VReg.phys,
+ * Func.nphys and the peak. Reports an error (naming the values live at the peak) when the demand
+ * exceeds budget. Returns false on error. */
+bool regalloc(Func *f, int budget);
+/* Registers per thread the hardware allows for a block of `threads` (65536/threads, <= 255,
+ * rounded down to a multiple of 8). */
+int reg_budget(int threads);
+
+/* ---------------------------------------------------------------- emit_ptx.c */
+
+void emit_ptx_header(Buf *out, const char *arch);
+void emit_ptx_kernel(Buf *out, Func *f, KernelMeta *meta);
+
 #endif
