@@ -349,7 +349,7 @@ void emit_c(Buf *c_out, Buf *h_out, const char *base, const char *header_name,
 /* PTX value types of instructions. Register classes follow from them. */
 typedef enum {
     PT_PRED, PT_B16, PT_F16, PT_BF16, PT_B32, PT_S32, PT_U32, PT_F32, PT_B64, PT_S64, PT_U64,
-    PT_COUNT
+    PT_U16, PT_U8, PT_COUNT
 } PType;
 typedef enum { RC_P, RC_H, RC_R, RC_F, RC_D, RC_COUNT } RegClass;
 RegClass ptype_class(PType t);
@@ -362,7 +362,7 @@ typedef struct { OpndKind kind; int reg; int64_t i; double f; const char *sym; }
 
 #define IR_OPS(X) \
     X(MOV)  X(ADD) X(SUB) X(MUL) X(MULHI) X(MULWIDE) X(MAD) X(FMA) X(DIV) X(REM) \
-    X(MIN)  X(MAX) X(NEG) X(ABS) X(AND) X(OR) X(XOR) X(NOT) X(SHL) X(SHR) \
+    X(MIN)  X(MAX) X(NEG) X(ABS) X(BAND) X(BOR) X(BXOR) X(BNOT) X(SHL) X(SHR) \
     X(SETP) X(SELP) X(CVT) X(EX2) X(LG2) X(SQRT) X(RSQRT) X(RCP) X(TANH) \
     X(LD) X(ST) X(RED) X(ATOM) X(SHFL) X(BAR) X(LDPARAM) X(CVTA) X(MOVSYM) \
     X(LABEL) X(BRA) X(RET) X(COMMENT)
@@ -467,5 +467,90 @@ int reg_budget(int threads);
 
 void emit_ptx_header(Buf *out, const char *arch);
 void emit_ptx_kernel(Buf *out, Func *f, KernelMeta *meta);
+
+/* ---------------------------------------------------------------- lower internals (lower*.c) */
+
+/* How a tile is spread over the block's threads. Shapes are normalised to 2-D (a rank-1 tile of
+ * width W is [1, W]; a scalar is [1, 1]). Along dimension d, thread coordinate t_d < T[d] owns
+ * elements (o * T[d] + t_d) * V[d] + i for o < O[d], i < V[d] -- unless bcast[d], where every t_d
+ * holds the same elements o * V[d] + i (a value broadcast along that thread dimension).
+ * Threads: t = rep * T[0]*T[1] + t0 * T[1] + t1; rep > 0 are replicas of rep == 0. */
+typedef struct {
+    int rank;              /* rank of the value (0, 1, 2) */
+    int S[2], T[2], V[2], O[2];
+    bool bcast[2];
+    int reps;              /* threads / (T[0] * T[1]) */
+} Layout;
+
+int layout_slots(const Layout *L);
+bool layout_eq(const Layout *a, const Layout *b);
+Layout layout_scalar(int threads);
+/* Rows spread over threads, columns in vectors of vec elements (coalesced row-major access). */
+Layout layout_rowmajor(Shape s, int threads, int vec);
+/* 2-D register blocking for a matmul result: each thread owns a TM x TN block made of 4x4
+ * sub-blocks spread so that shared-memory fragment reads are 16-byte vectors. */
+Layout layout_matmul(Shape s, int threads);
+
+/* A value during lowering: one operand per slot this thread owns (registers or immediates). */
+typedef struct {
+    ElemType type;         /* source-level element type (floats are held as f32) */
+    Layout L;
+    Opnd *v;               /* layout_slots(&L) operands */
+} Tile;
+
+typedef struct {
+    Tile val;              /* let/var/scalar/size/loop: the value */
+    int smem_off;          /* shared var: byte offset in the block's shared memory */
+    int smem_ld;           /* shared var: row pitch in elements */
+    int ptr;               /* tensor: 64-bit global base address register */
+    Opnd dim[MAX_TENSOR_RANK], stride[MAX_TENSOR_RANK];   /* tensor: extents (s32 imm or reg) */
+    int stride64[MAX_TENSOR_RANK];                        /* tensor: strides widened to s64 regs */
+    bool vec_ok;           /* tensor: all its window accesses may use vector memory ops */
+    bool mm_layout;        /* var accumulated by `@`: uses layout_matmul */
+    Stmt *loop;            /* loop variable: its for statement (divisibility, bounds facts) */
+    Expr *def;             /* let: its defining expression */
+} SymInfo;
+
+typedef struct {
+    Arena *a;
+    Func *f;
+    Kernel *k;
+    Program *p;
+    Options *opt;
+    KernelMeta *meta;
+    int threads;
+    int tid;               /* %tid.x */
+    int ctaid[3];
+    int smem_top;          /* bytes of shared memory allocated so far */
+    int scratch_off, scratch_size;   /* reusable scratch for reductions/layout changes */
+    bool scratch_read;     /* scratch was read since the last barrier */
+    bool failed;
+} Lower;
+
+PType held_ptype(ElemType t);              /* register type a value of t is held in */
+RegClass held_class(ElemType t);
+Tile tile_new(Lower *c, ElemType t, Layout L);   /* fresh registers */
+Tile tile_splat(Lower *c, ElemType t, Layout L, Opnd v);
+int opnd_reg(Lower *c, Opnd o, PType t);   /* materialises an immediate */
+Tile lower_expr(Lower *c, Expr *e, const Layout *want);
+Tile to_layout(Lower *c, Tile v, const Layout *L);
+int thread_coord(Lower *c, const Layout *L, int d);   /* t_d register */
+int primary_pred(Lower *c, const Layout *L);          /* -1: every thread is primary */
+int64_t known_multiple(Lower *c, Expr *e);            /* largest known divisor (1 if none) */
+bool window_in_bounds(Lower *c, Expr *tensor, int d, Expr *start, int64_t width);
+int smem_alloc(Lower *c, int bytes);
+void scratch_begin_write(Lower *c, int bytes);        /* barrier if needed; sizes the scratch */
+void scratch_end_write(Lower *c);                     /* barrier: writes visible */
+
+/* lower_mem.c */
+Tile load_window(Lower *c, Expr *e, const Layout *want);
+void store_window(Lower *c, Expr *target, Tile v);
+void atomic_window(Lower *c, Expr *target, Tile v, int op);
+Tile load_shared_var(Lower *c, Sym *s, const Layout *want);
+void store_shared_var(Lower *c, Sym *s, Tile v);
+/* lower_reduce.c */
+Tile reduce_tile(Lower *c, Tile v, Builtin b, int axis);
+/* lower_matmul.c */
+void lower_matmul(Lower *c, Tile *acc, Expr *a, Expr *b, bool accumulate);
 
 #endif

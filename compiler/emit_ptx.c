@@ -1,0 +1,283 @@
+/* emit_ptx.c: PTX text from the thread-level IR.
+ * Needs: registers allocated (VReg.phys; falls back to virtual numbers when not).
+ * Output goes to a memory buffer; the caller writes it only when everything succeeded. */
+#include <math.h>
+#include <string.h>
+#include "tilec.h"
+
+static const char *const class_prefix[RC_COUNT] = { "%p", "%h", "%r", "%f", "%rd" };
+static const char *const class_type[RC_COUNT] = { ".pred", ".b16", ".b32", ".f32", ".b64" };
+static const char *const cmp_name[] = { "eq", "ne", "lt", "le", "gt", "ge", "lo", "hs" };
+
+static int reg_number(Func *f, int r)
+{
+    VReg *v = &f->regs.v[r];
+    return v->phys >= 0 ? v->phys : r;
+}
+
+static void put_reg(Buf *out, Func *f, int r)
+{
+    buf_printf(out, "%s%d", class_prefix[f->regs.v[r].rc], reg_number(f, r));
+}
+
+static bool ptype_is_float(PType t) { return t == PT_F32 || t == PT_F16 || t == PT_BF16; }
+
+static void put_opnd(Buf *out, Func *f, Opnd o, PType t)
+{
+    switch (o.kind) {
+    case O_REG: put_reg(out, f, o.reg); break;
+    case O_IMM:
+        if (t == PT_F32) {
+            float x = (float)o.i;
+            uint32_t bits;
+            memcpy(&bits, &x, 4);
+            buf_printf(out, "0f%08X", bits);
+        } else {
+            buf_printf(out, "%lld", (long long)o.i);
+        }
+        break;
+    case O_FIMM:
+        if (ptype_is_float(t)) {
+            float x = (float)o.f;
+            uint32_t bits;
+            memcpy(&bits, &x, 4);
+            buf_printf(out, "0f%08X", bits);
+        } else {
+            buf_printf(out, "%lld", (long long)o.f);
+        }
+        break;
+    case O_SYM: buf_puts(out, o.sym); break;
+    default: die("emit: empty operand");
+    }
+}
+
+static const char *mem_space(int sp)
+{
+    return sp == SP_SHARED ? ".shared" : sp == SP_PARAM ? ".param" : ".global";
+}
+
+static void put_addr(Buf *out, Func *f, Ins *in)
+{
+    buf_puts(out, "[");
+    put_opnd(out, f, in->src[0], PT_U64);
+    if (in->off > 0)
+        buf_printf(out, "+%lld", (long long)in->off);
+    else if (in->off < 0)
+        buf_printf(out, "+%lld", (long long)in->off);   /* PTX accepts [r+-8] */
+    buf_puts(out, "]");
+}
+
+static void put_vec(Buf *out, Func *f, Ins *in, int first, bool dsts)
+{
+    if (in->vec > 1)
+        buf_puts(out, "{");
+    for (int i = 0; i < in->vec; i++) {
+        if (i)
+            buf_puts(out, ", ");
+        if (dsts)
+            put_reg(out, f, in->dst[i]);
+        else
+            put_opnd(out, f, in->src[first + i], (PType)in->ty);
+    }
+    if (in->vec > 1)
+        buf_puts(out, "}");
+}
+
+/* The PTX spelling of an operation with its type suffix, e.g. "mul.lo.s32", "fma.rn.f32". */
+static void put_opcode(Buf *out, Ins *in)
+{
+    PType t = (PType)in->ty;
+    const char *ts = ptype_suffix(t);
+    bool fl = ptype_is_float(t);
+    bool pred = t == PT_PRED;
+    switch (in->op) {
+    case OP_MOV: buf_printf(out, "mov%s", ts); break;
+    case OP_ADD: buf_printf(out, "add%s", ts); break;
+    case OP_SUB: buf_printf(out, "sub%s", ts); break;
+    case OP_MUL: buf_printf(out, fl ? "mul%s" : "mul.lo%s", ts); break;
+    case OP_MULHI: buf_printf(out, "mul.hi%s", ts); break;
+    case OP_MULWIDE: buf_printf(out, "mul.wide%s", ts); break;
+    case OP_MAD: buf_printf(out, "mad.lo%s", ts); break;
+    case OP_FMA: buf_printf(out, "fma.rn%s", ts); break;
+    case OP_DIV: buf_printf(out, fl ? "div.rn%s" : "div%s", ts); break;
+    case OP_REM: buf_printf(out, "rem%s", ts); break;
+    case OP_MIN: buf_printf(out, "min%s", ts); break;
+    case OP_MAX: buf_printf(out, "max%s", ts); break;
+    case OP_NEG: buf_printf(out, "neg%s", ts); break;
+    case OP_ABS: buf_printf(out, "abs%s", ts); break;
+    case OP_BAND: buf_printf(out, "and%s", pred ? ".pred" : t == PT_B64 || t == PT_S64 || t == PT_U64 ? ".b64" : ".b32"); break;
+    case OP_BOR: buf_printf(out, "or%s", pred ? ".pred" : ".b32"); break;
+    case OP_BXOR: buf_printf(out, "xor%s", pred ? ".pred" : ".b32"); break;
+    case OP_BNOT: buf_printf(out, "not%s", pred ? ".pred" : ".b32"); break;
+    case OP_SHL: buf_printf(out, "shl%s", ptype_class(t) == RC_D ? ".b64" : ".b32"); break;
+    case OP_SHR: buf_printf(out, "shr%s", ts); break;
+    case OP_SETP: buf_printf(out, "setp.%s%s", cmp_name[in->cmp], ts); break;
+    case OP_SELP: buf_printf(out, "selp%s", ts); break;
+    case OP_CVT: {
+        PType from = (PType)in->ty2;
+        if (in->cmp == 2) {
+            buf_puts(out, "cvt.rna.tf32.f32");
+            break;
+        }
+        const char *rnd = "";
+        if (fl && !ptype_is_float(from))
+            rnd = ".rn";
+        else if (!fl && ptype_is_float(from))
+            rnd = ".rzi";
+        else if (fl && ptype_is_float(from) && t != PT_F32)
+            rnd = ".rn";     /* narrowing f32 -> f16/bf16 */
+        buf_printf(out, "cvt%s%s%s", rnd, ts, ptype_suffix(from));
+        break;
+    }
+    case OP_EX2: buf_printf(out, "ex2.approx.ftz%s", ts); break;
+    case OP_LG2: buf_printf(out, "lg2.approx.ftz%s", ts); break;
+    case OP_SQRT: buf_printf(out, "sqrt.rn%s", ts); break;
+    case OP_RSQRT: buf_printf(out, "rsqrt.approx.ftz%s", ts); break;
+    case OP_RCP: buf_printf(out, "rcp.rn%s", ts); break;
+    case OP_TANH: buf_printf(out, "tanh.approx%s", ts); break;
+    default: die("emit: no opcode spelling for %s", op_name(in->op));
+    }
+}
+
+static void emit_ins_text(Buf *out, Func *f, Ins *in)
+{
+    if (in->op == OP_LABEL) {
+        buf_printf(out, "$L%d:\n", in->label);
+        return;
+    }
+    if (in->op == OP_COMMENT) {
+        buf_printf(out, "\t// %s\n", in->text);
+        return;
+    }
+    buf_puts(out, "\t");
+    if (in->guard >= 0) {
+        buf_printf(out, "@%s", in->guard_neg ? "!" : "");
+        put_reg(out, f, in->guard);
+        buf_puts(out, " ");
+    }
+    PType t = (PType)in->ty;
+    switch (in->op) {
+    case OP_LD:
+        buf_printf(out, "ld%s%s%s ", mem_space(in->space), in->vec > 1 ? (in->vec == 2 ? ".v2" : ".v4") : "",
+                   ptype_suffix(t));
+        put_vec(out, f, in, 0, true);
+        buf_puts(out, ", ");
+        put_addr(out, f, in);
+        break;
+    case OP_ST:
+        buf_printf(out, "st%s%s%s ", mem_space(in->space), in->vec > 1 ? (in->vec == 2 ? ".v2" : ".v4") : "",
+                   ptype_suffix(t));
+        put_addr(out, f, in);
+        buf_puts(out, ", ");
+        put_vec(out, f, in, 1, false);
+        break;
+    case OP_RED:
+        buf_printf(out, "red%s.%s%s ", mem_space(in->space),
+                   in->redop == RED_ADD ? "add" : in->redop == RED_MAX ? "max" : "min", ptype_suffix(t));
+        put_addr(out, f, in);
+        buf_puts(out, ", ");
+        put_opnd(out, f, in->src[1], t);
+        break;
+    case OP_SHFL:
+        buf_puts(out, "shfl.sync.bfly.b32 ");
+        put_reg(out, f, in->dst[0]);
+        buf_puts(out, ", ");
+        put_opnd(out, f, in->src[0], PT_B32);
+        buf_printf(out, ", %lld, 31, -1", (long long)in->src[1].i);
+        break;
+    case OP_BAR: buf_puts(out, "bar.sync 0"); break;
+    case OP_LDPARAM:
+        buf_printf(out, "ld.param%s ", ptype_suffix(t));
+        put_reg(out, f, in->dst[0]);
+        buf_printf(out, ", [%s]", in->src[0].sym);
+        break;
+    case OP_CVTA:
+        buf_puts(out, "cvta.to.global.u64 ");
+        put_reg(out, f, in->dst[0]);
+        buf_puts(out, ", ");
+        put_opnd(out, f, in->src[0], PT_U64);
+        break;
+    case OP_MOVSYM:
+        buf_printf(out, "mov%s ", ptype_suffix(t));
+        put_reg(out, f, in->dst[0]);
+        buf_printf(out, ", %s", in->src[0].sym);
+        break;
+    case OP_BRA: buf_printf(out, "bra.uni $L%d", in->label); break;
+    case OP_RET: buf_puts(out, "ret"); break;
+    default: {
+        put_opcode(out, in);
+        buf_puts(out, " ");
+        for (int d = 0; d < in->ndst; d++) {
+            put_reg(out, f, in->dst[d]);
+            buf_puts(out, ", ");
+        }
+        /* source operand types: SELP's third is a predicate; CVT's source has ty2;
+           MULWIDE's sources have ty; SHL/SHR's shift count is u32 */
+        for (int s = 0; s < in->nsrc; s++) {
+            PType st = t;
+            if (in->op == OP_CVT)
+                st = (PType)in->ty2;
+            else if (in->op == OP_SELP && s == 2)
+                st = PT_PRED;
+            else if ((in->op == OP_SHL || in->op == OP_SHR) && s == 1)
+                st = PT_U32;
+            if (s)
+                buf_puts(out, ", ");
+            put_opnd(out, f, in->src[s], st);
+        }
+        out->len -= 0;
+        break;
+    }
+    }
+    buf_puts(out, ";\n");
+}
+
+void emit_ptx_header(Buf *out, const char *arch)
+{
+    buf_printf(out, "//\n// Generated by tilec %s. Do not edit.\n//\n\n", TILEC_VERSION);
+    buf_printf(out, ".version 8.0\n.target %s\n.address_size 64\n\n", arch);
+    buf_puts(out, ".extern .shared .align 16 .b8 tilec_smem[];\n\n");
+}
+
+/* The .param name of argument i. */
+static void put_param_decl(Buf *out, KernelMeta *m, int i)
+{
+    KernelArg *a = &m->args[i];
+    const char *ty = ".u64";
+    if (a->kind == ARG_SIZE)
+        ty = ".s32";
+    else if (a->kind == ARG_SCALAR) {
+        switch (a->type) {
+        case TY_F32: ty = ".f32"; break;
+        case TY_I64: ty = ".s64"; break;
+        case TY_U32: case TY_BOOL: ty = ".u32"; break;
+        case TY_F16: case TY_BF16: ty = ".b16"; break;
+        default: ty = ".s32"; break;
+        }
+    }
+    buf_printf(out, "\t.param %s %s_param_%d", ty, m->name, i);
+}
+
+void emit_ptx_kernel(Buf *out, Func *f, KernelMeta *m)
+{
+    buf_printf(out, ".visible .entry %s(\n", m->name);
+    for (int i = 0; i < m->nargs; i++) {
+        put_param_decl(out, m, i);
+        buf_puts(out, i + 1 < m->nargs ? ",\n" : "\n");
+    }
+    buf_printf(out, ")\n.maxntid %d, 1, 1\n{\n", f->threads);
+    /* register declarations sized by the allocator */
+    int count[RC_COUNT] = { 0 };
+    for (int r = 0; r < f->regs.n; r++) {
+        int n = reg_number(f, r) + 1;
+        if (n > count[f->regs.v[r].rc])
+            count[f->regs.v[r].rc] = n;
+    }
+    for (int c = 0; c < RC_COUNT; c++)
+        if (count[c])
+            buf_printf(out, "\t.reg %s %s<%d>;\n", class_type[c], class_prefix[c], count[c]);
+    buf_puts(out, "\n");
+    for (int i = 0; i < f->code.n; i++)
+        emit_ins_text(out, f, &f->code.v[i]);
+    buf_puts(out, "}\n\n");
+}

@@ -1,0 +1,202 @@
+/* ir.c: construction and printing of the thread-level IR.
+ * Needs nothing; every other back-end file builds on it. */
+#include <stdlib.h>
+#include <string.h>
+#include "tilec.h"
+
+static const char *const op_names[] = {
+#define X(n) #n,
+    IR_OPS(X)
+#undef X
+};
+
+const char *op_name(int op) { return op >= 0 && op < OP_COUNT_ ? op_names[op] : "?"; }
+
+RegClass ptype_class(PType t)
+{
+    switch (t) {
+    case PT_PRED: return RC_P;
+    case PT_B16: case PT_F16: case PT_BF16: case PT_U16: return RC_H;
+    case PT_U8: return RC_R;
+    case PT_F32: return RC_F;
+    case PT_B32: case PT_S32: case PT_U32: return RC_R;
+    default: return RC_D;
+    }
+}
+
+const char *ptype_suffix(PType t)
+{
+    static const char *const s[PT_COUNT] = {
+        ".pred", ".b16", ".f16", ".bf16", ".b32", ".s32", ".u32", ".f32", ".b64", ".s64", ".u64", ".u16", ".u8",
+    };
+    return t < PT_COUNT ? s[t] : "?";
+}
+
+Func *func_new(Kernel *k)
+{
+    Func *f = calloc(1, sizeof *f);
+    if (!f)
+        die("out of memory");
+    f->k = k;
+    f->cur_what = "temporary";
+    return f;
+}
+
+void func_free(Func *f)
+{
+    if (!f)
+        return;
+    vec_free(&f->code);
+    vec_free(&f->regs);
+    free(f);
+}
+
+int new_reg(Func *f, RegClass rc)
+{
+    VReg r = { rc, f->cur_what, -1 };
+    vec_push(&f->regs, r);
+    return f->regs.n - 1;
+}
+
+int new_label(Func *f) { return f->nlabels++; }
+
+Ins *emit_ins(Func *f, int op, PType ty)
+{
+    Ins in;
+    memset(&in, 0, sizeof in);
+    in.op = (uint16_t)op;
+    in.ty = (uint8_t)ty;
+    in.vec = 1;
+    in.guard = -1;
+    in.line = f->cur_line;
+    vec_push(&f->code, in);
+    return &f->code.v[f->code.n - 1];
+}
+
+Opnd R(int reg) { Opnd o = { O_REG, reg, 0, 0, NULL }; return o; }
+Opnd IMM(int64_t v) { Opnd o = { O_IMM, -1, v, 0, NULL }; return o; }
+Opnd FIMM(double v) { Opnd o = { O_FIMM, -1, 0, v, NULL }; return o; }
+Opnd SYM(const char *s) { Opnd o = { O_SYM, -1, 0, 0, s }; return o; }
+
+static int def1(Func *f, Ins *in, PType t)
+{
+    /* new_reg may move f->code? No: it grows f->regs only. */
+    int d = new_reg(f, ptype_class(t));
+    in->dst[0] = d;
+    in->ndst = 1;
+    return d;
+}
+
+int ir_mov(Func *f, PType t, Opnd a)
+{
+    Ins *in = emit_ins(f, OP_MOV, t);
+    in->src[0] = a;
+    in->nsrc = 1;
+    return def1(f, in, t);
+}
+
+int ir_bin(Func *f, int op, PType t, Opnd a, Opnd b)
+{
+    Ins *in = emit_ins(f, op, t);
+    in->src[0] = a;
+    in->src[1] = b;
+    in->nsrc = 2;
+    /* the destination of MULWIDE is twice as wide */
+    return def1(f, in, op == OP_MULWIDE ? (t == PT_U32 ? PT_U64 : PT_S64) : t);
+}
+
+int ir_tern(Func *f, int op, PType t, Opnd a, Opnd b, Opnd c)
+{
+    Ins *in = emit_ins(f, op, t);
+    in->src[0] = a;
+    in->src[1] = b;
+    in->src[2] = c;
+    in->nsrc = 3;
+    return def1(f, in, t);
+}
+
+int ir_un(Func *f, int op, PType t, Opnd a)
+{
+    Ins *in = emit_ins(f, op, t);
+    in->src[0] = a;
+    in->nsrc = 1;
+    return def1(f, in, t);
+}
+
+int ir_setp(Func *f, Cmp c, PType t, Opnd a, Opnd b)
+{
+    Ins *in = emit_ins(f, OP_SETP, t);
+    in->cmp = (uint8_t)c;
+    in->src[0] = a;
+    in->src[1] = b;
+    in->nsrc = 2;
+    return def1(f, in, PT_PRED);
+}
+
+int ir_cvt(Func *f, PType to, PType from, Opnd a)
+{
+    Ins *in = emit_ins(f, OP_CVT, to);
+    in->ty2 = (uint8_t)from;
+    in->src[0] = a;
+    in->nsrc = 1;
+    return def1(f, in, to);
+}
+
+void ir_label(Func *f, int label) { emit_ins(f, OP_LABEL, PT_B32)->label = label; }
+
+void ir_bra(Func *f, int label, int guard, bool neg)
+{
+    Ins *in = emit_ins(f, OP_BRA, PT_B32);
+    in->label = label;
+    in->guard = guard;
+    in->guard_neg = neg;
+}
+
+void ir_bar(Func *f) { emit_ins(f, OP_BAR, PT_B32); }
+
+void ir_comment(Func *f, const char *text) { emit_ins(f, OP_COMMENT, PT_B32)->text = text; }
+
+static void dump_opnd(FILE *out, Opnd o)
+{
+    switch (o.kind) {
+    case O_REG: fprintf(out, "v%d", o.reg); break;
+    case O_IMM: fprintf(out, "%lld", (long long)o.i); break;
+    case O_FIMM: fprintf(out, "%g", o.f); break;
+    case O_SYM: fprintf(out, "%s", o.sym); break;
+    default: fprintf(out, "_"); break;
+    }
+}
+
+/* A stable, readable text form: one instruction a line. */
+void ir_dump(Func *f, FILE *out)
+{
+    fprintf(out, "func %s threads %d smem %d\n", f->k->name, f->threads, f->smem_bytes);
+    for (int i = 0; i < f->code.n; i++) {
+        Ins *in = &f->code.v[i];
+        if (in->op == OP_LABEL) {
+            fprintf(out, "L%d:\n", in->label);
+            continue;
+        }
+        if (in->op == OP_COMMENT) {
+            fprintf(out, "    // %s\n", in->text);
+            continue;
+        }
+        fprintf(out, "    ");
+        if (in->guard >= 0)
+            fprintf(out, "@%sv%d ", in->guard_neg ? "!" : "", in->guard);
+        fprintf(out, "%s%s", op_name(in->op), ptype_suffix((PType)in->ty));
+        if (in->vec > 1)
+            fprintf(out, ".v%d", in->vec);
+        for (int d = 0; d < in->ndst; d++)
+            fprintf(out, "%sv%d", d ? ", " : " ", in->dst[d]);
+        for (int s = 0; s < in->nsrc; s++) {
+            fprintf(out, (s || in->ndst) ? ", " : " ");
+            dump_opnd(out, in->src[s]);
+        }
+        if (in->op == OP_LD || in->op == OP_ST || in->op == OP_RED || in->op == OP_ATOM)
+            fprintf(out, " +%lld", (long long)in->off);
+        if (in->op == OP_BRA)
+            fprintf(out, " L%d", in->label);
+        fprintf(out, "\n");
+    }
+}

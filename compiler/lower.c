@@ -1,0 +1,1046 @@
+/* lower.c: a checked kernel -> thread-level IR. Statements and elementwise expressions live here;
+ * memory windows, reductions and matmul have files of their own.
+ * Needs: check_program succeeded. Fills: Func (virtual registers), KernelMeta (args, grid,
+ * assumes, shared memory). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tilec.h"
+
+/* ---- value helpers */
+
+PType held_ptype(ElemType t)
+{
+    switch (t) {
+    case TY_BOOL: return PT_PRED;
+    case TY_I32: return PT_S32;
+    case TY_U32: return PT_U32;
+    case TY_I64: return PT_S64;
+    default: return PT_F32;     /* f16, bf16, tf32 are held widened to f32 */
+    }
+}
+
+RegClass held_class(ElemType t) { return ptype_class(held_ptype(t)); }
+
+Tile tile_new(Lower *c, ElemType t, Layout L)
+{
+    Tile v = { t, L, NULL };
+    int n = layout_slots(&L);
+    v.v = arena_alloc(c->a, sizeof *v.v * (size_t)n);
+    for (int i = 0; i < n; i++)
+        v.v[i] = R(new_reg(c->f, held_class(t)));
+    return v;
+}
+
+Tile tile_splat(Lower *c, ElemType t, Layout L, Opnd x)
+{
+    Tile v = { t, L, NULL };
+    int n = layout_slots(&L);
+    v.v = arena_alloc(c->a, sizeof *v.v * (size_t)n);
+    for (int i = 0; i < n; i++)
+        v.v[i] = x;
+    return v;
+}
+
+int opnd_reg(Lower *c, Opnd o, PType t)
+{
+    if (o.kind == O_REG)
+        return o.reg;
+    if (t == PT_PRED)
+        return ir_setp(c->f, CMP_NE, PT_S32, IMM(o.kind == O_IMM ? o.i != 0 : o.f != 0), IMM(0));
+    return ir_mov(c->f, t, o);
+}
+
+static Tile scalar_of(Lower *c, ElemType t, Opnd x) { return tile_splat(c, t, layout_scalar(c->threads), x); }
+
+/* ---- thread coordinates */
+
+static int log2i(int x)
+{
+    int n = 0;
+    while ((1 << n) < x)
+        n++;
+    return n;
+}
+
+int thread_coord(Lower *c, const Layout *L, int d)
+{
+    Func *f = c->f;
+    int t = c->tid;
+    if (d == 1) {
+        if (L->T[1] == 1)
+            return ir_mov(f, PT_U32, IMM(0));
+        return ir_bin(f, OP_BAND, PT_B32, R(t), IMM(L->T[1] - 1));
+    }
+    if (L->T[0] == 1)
+        return ir_mov(f, PT_U32, IMM(0));
+    int s = ir_bin(f, OP_SHR, PT_U32, R(t), IMM(log2i(L->T[1])));
+    return ir_bin(f, OP_BAND, PT_B32, R(s), IMM(L->T[0] - 1));
+}
+
+/* Threads that hold the authoritative copy of each element: stores, atomics and reductions count
+ * only these. */
+int primary_pred(Lower *c, const Layout *L)
+{
+    int p = -1;
+    if (L->reps > 1)
+        p = ir_setp(c->f, CMP_LO, PT_U32, R(c->tid), IMM(L->T[0] * L->T[1]));
+    for (int d = 0; d < 2; d++) {
+        if (!L->bcast[d] || L->T[d] == 1)
+            continue;
+        int q = ir_setp(c->f, CMP_EQ, PT_U32, R(thread_coord(c, L, d)), IMM(0));
+        p = p < 0 ? q : ir_bin(c->f, OP_BAND, PT_PRED, R(p), R(q));
+    }
+    return p;
+}
+
+/* ---- shared memory */
+
+int smem_alloc(Lower *c, int bytes)
+{
+    int off = (c->smem_top + 127) & ~127;
+    c->smem_top = off + bytes;
+    return off;
+}
+
+/* The scratch area is shared by every reduction and layout change. Before writing it, wait until
+ * earlier readers are done; after writing, wait until the writes are visible. */
+void scratch_begin_write(Lower *c, int bytes)
+{
+    if (bytes > c->scratch_size)
+        c->scratch_size = bytes;
+    if (c->scratch_read)
+        ir_bar(c->f);
+    c->scratch_read = false;
+}
+
+void scratch_end_write(Lower *c)
+{
+    ir_bar(c->f);
+    c->scratch_read = true;
+}
+
+static int scratch_base(Lower *c)
+{
+    int r = new_reg(c->f, RC_R);
+    Ins *in = emit_ins(c->f, OP_MOVSYM, PT_U32);
+    in->dst[0] = r;
+    in->ndst = 1;
+    in->src[0] = SYM("tilec_scratch");
+    in->nsrc = 1;
+    return r;
+}
+
+/* ---- layout changes and broadcasting */
+
+static int slot_index(const Layout *L, int o0, int i0, int o1, int i1)
+{
+    return ((o0 * L->V[0] + i0) * L->O[1] + o1) * L->V[1] + i1;
+}
+
+/* Element row/column of slot components, relative to the thread's own origin. */
+static int slot_row(const Layout *L, int o0, int i0) { return L->bcast[0] ? o0 * L->V[0] + i0 : o0 * L->T[0] * L->V[0] + i0; }
+static int slot_col(const Layout *L, int o1, int i1) { return L->bcast[1] ? o1 * L->V[1] + i1 : o1 * L->T[1] * L->V[1] + i1; }
+
+/* A broadcast source [1 or S0, 1 or S1] whose layout lines up with L along the kept dimension
+ * needs no data movement: each destination slot reads the matching source slot. */
+static bool aligned_broadcast(const Layout *src, const Layout *dst)
+{
+    for (int d = 0; d < 2; d++) {
+        if (src->S[d] == dst->S[d]) {
+            if (src->T[d] != dst->T[d] || src->V[d] != dst->V[d] || src->O[d] != dst->O[d] ||
+                src->bcast[d] != dst->bcast[d])
+                return false;
+        } else if (src->S[d] == 1) {
+            if (src->T[d] != dst->T[d] && src->T[d] != 1)
+                return false;
+            if (src->T[d] != 1 && !src->bcast[d])
+                return false;
+        } else {
+            return false;
+        }
+    }
+    return src->reps == dst->reps || (src->T[0] * src->T[1] == dst->T[0] * dst->T[1]);
+}
+
+Tile to_layout(Lower *c, Tile v, const Layout *L)
+{
+    if (layout_eq(&v.L, L))
+        return v;
+    Tile r = { v.type, *L, NULL };
+    int n = layout_slots(L);
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+    if (v.L.rank == 0) {
+        for (int i = 0; i < n; i++)
+            r.v[i] = v.v[0];
+        return r;
+    }
+    if (aligned_broadcast(&v.L, L)) {
+        for (int o0 = 0; o0 < L->O[0]; o0++)
+            for (int i0 = 0; i0 < L->V[0]; i0++)
+                for (int o1 = 0; o1 < L->O[1]; o1++)
+                    for (int i1 = 0; i1 < L->V[1]; i1++) {
+                        int so0 = v.L.S[0] == 1 ? 0 : o0, si0 = v.L.S[0] == 1 ? 0 : i0;
+                        int so1 = v.L.S[1] == 1 ? 0 : o1, si1 = v.L.S[1] == 1 ? 0 : i1;
+                        r.v[slot_index(L, o0, i0, o1, i1)] = v.v[slot_index(&v.L, so0, si0, so1, si1)];
+                    }
+        return r;
+    }
+    /* General case: through shared memory, as 32-bit words, row pitch padded against bank
+     * conflicts. i64 values need two words. */
+    Func *f = c->f;
+    PType pt = held_ptype(v.type);
+    bool wide = pt == PT_S64;
+    bool pred = pt == PT_PRED;
+    int es = wide ? 8 : 4;
+    int pitch = v.L.S[1] + (v.L.S[1] >= 8 ? 1 : 0);
+    scratch_begin_write(c, v.L.S[0] * pitch * es);
+    int base = scratch_base(c);
+    int prim = primary_pred(c, &v.L);
+    int t0 = thread_coord(c, &v.L, 0), t1 = thread_coord(c, &v.L, 1);
+    /* thread origin (row0 * pitch + col0) * es */
+    int row0 = v.L.bcast[0] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(v.L.V[0]));
+    int col0 = v.L.bcast[1] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(v.L.V[1]));
+    int lin = ir_tern(f, OP_MAD, PT_U32, R(row0), IMM(pitch), R(col0));
+    int addr = ir_tern(f, OP_MAD, PT_U32, R(lin), IMM(es), R(base));
+    for (int o0 = 0; o0 < v.L.O[0]; o0++)
+        for (int i0 = 0; i0 < v.L.V[0]; i0++)
+            for (int o1 = 0; o1 < v.L.O[1]; o1++)
+                for (int i1 = 0; i1 < v.L.V[1]; i1++) {
+                    Opnd x = v.v[slot_index(&v.L, o0, i0, o1, i1)];
+                    int val;
+                    if (pred)
+                        val = ir_tern(f, OP_SELP, PT_U32, IMM(1), IMM(0), R(opnd_reg(c, x, PT_PRED)));
+                    else
+                        val = opnd_reg(c, x, pt);
+                    Ins *in = emit_ins(f, OP_ST, wide ? PT_B64 : PT_B32);
+                    in->space = SP_SHARED;
+                    in->src[0] = R(addr);
+                    in->src[1] = R(val);
+                    in->nsrc = 2;
+                    in->off = (int64_t)(slot_row(&v.L, o0, i0) * pitch + slot_col(&v.L, o1, i1)) * es;
+                    in->guard = prim;
+                }
+    scratch_end_write(c);
+    /* read back: destination element (r, c) comes from (r mod S0src, c mod S1src) */
+    int dt0 = thread_coord(c, L, 0), dt1 = thread_coord(c, L, 1);
+    int drow0 = L->bcast[0] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(dt0), IMM(L->V[0]));
+    int dcol0 = L->bcast[1] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(dt1), IMM(L->V[1]));
+    bool rb = v.L.S[0] == 1, cb = v.L.S[1] == 1;
+    int lin2 = ir_tern(f, OP_MAD, PT_U32, rb ? IMM(0) : R(drow0), IMM(pitch), cb ? IMM(0) : R(dcol0));
+    int addr2 = ir_tern(f, OP_MAD, PT_U32, R(lin2), IMM(es), R(base));
+    for (int o0 = 0; o0 < L->O[0]; o0++)
+        for (int i0 = 0; i0 < L->V[0]; i0++)
+            for (int o1 = 0; o1 < L->O[1]; o1++)
+                for (int i1 = 0; i1 < L->V[1]; i1++) {
+                    int rr = rb ? 0 : slot_row(L, o0, i0), cc = cb ? 0 : slot_col(L, o1, i1);
+                    int d = new_reg(f, wide ? RC_D : pt == PT_F32 ? RC_F : RC_R);
+                    Ins *in = emit_ins(f, OP_LD, wide ? PT_B64 : pt == PT_F32 ? PT_F32 : PT_B32);
+                    in->space = SP_SHARED;
+                    in->dst[0] = d;
+                    in->ndst = 1;
+                    in->src[0] = R(addr2);
+                    in->nsrc = 1;
+                    in->off = (int64_t)(rr * pitch + cc) * es;
+                    if (pred)
+                        d = ir_setp(f, CMP_NE, PT_U32, R(d), IMM(0));
+                    r.v[slot_index(L, o0, i0, o1, i1)] = R(d);
+                }
+    return r;
+}
+
+/* ---- elementwise operations */
+
+static bool is_imm(Opnd o) { return o.kind == O_IMM || o.kind == O_FIMM; }
+
+static double imm_val(Opnd o) { return o.kind == O_IMM ? (double)o.i : o.f; }
+
+/* The layout of a broadcast result of shape s from operands a, b. */
+static Layout result_layout(Lower *c, Shape s, Tile *a, Tile *b, const Layout *want)
+{
+    Layout L;
+    int S[2] = { s.rank == 2 ? (int)s.dim[0] : 1, s.rank >= 1 ? (int)s.dim[s.rank - 1] : 1 };
+    Tile *cand[2] = { a, b };
+    for (int i = 0; i < 2; i++)
+        if (cand[i] && cand[i]->L.rank == s.rank && cand[i]->L.S[0] == S[0] && cand[i]->L.S[1] == S[1])
+            return cand[i]->L;
+    if (want && want->rank == s.rank && want->S[0] == S[0] && want->S[1] == S[1])
+        return *want;
+    if (s.rank == 0)
+        return layout_scalar(c->threads);
+    L = layout_rowmajor(s, c->threads, 4);
+    return L;
+}
+
+static int emit_to(Func *f, int op, PType t, Opnd a, Opnd b)
+{
+    return b.kind == O_NONE ? ir_un(f, op, t, a) : ir_bin(f, op, t, a, b);
+}
+
+/* One binary operation on one slot. Folds immediates. */
+static Opnd binop_slot(Lower *c, int op, ElemType t, Opnd a, Opnd b)
+{
+    Func *f = c->f;
+    PType pt = held_ptype(t);
+    bool fl = type_is_float(t);
+    if (is_imm(a) && is_imm(b) && pt != PT_PRED) {
+        double x = imm_val(a), y = imm_val(b);
+        switch (op) {
+        case '+': return fl ? FIMM(x + y) : IMM((int64_t)x + (int64_t)y);
+        case '-': return fl ? FIMM(x - y) : IMM((int64_t)x - (int64_t)y);
+        case '*': return fl ? FIMM(x * y) : IMM((int64_t)x * (int64_t)y);
+        default: break;
+        }
+    }
+    switch (op) {
+    case '+': return R(emit_to(f, OP_ADD, pt, a, b));
+    case '-': return R(emit_to(f, OP_SUB, pt, a, b));
+    case '*': return R(emit_to(f, OP_MUL, pt, a, b));
+    case '/': return R(emit_to(f, OP_DIV, pt, a, b));
+    case '%': return R(emit_to(f, OP_REM, pt, a, b));
+    case OP_AND: return R(ir_bin(f, OP_BAND, PT_PRED, R(opnd_reg(c, a, PT_PRED)), R(opnd_reg(c, b, PT_PRED))));
+    case OP_OR: return R(ir_bin(f, OP_BOR, PT_PRED, R(opnd_reg(c, a, PT_PRED)), R(opnd_reg(c, b, PT_PRED))));
+    default: break;
+    }
+    die("lower: binary operator %d", op);
+}
+
+static Opnd cmp_slot(Lower *c, int op, ElemType t, Opnd a, Opnd b)
+{
+    Cmp cmp;
+    switch (op) {
+    case '<': cmp = CMP_LT; break;
+    case '>': cmp = CMP_GT; break;
+    case OP_LE: cmp = CMP_LE; break;
+    case OP_GE: cmp = CMP_GE; break;
+    case OP_EQ: cmp = CMP_EQ; break;
+    default: cmp = CMP_NE; break;
+    }
+    PType pt = held_ptype(t);
+    if (pt == PT_PRED) {   /* bool == bool: xor */
+        int x = ir_bin(c->f, OP_BXOR, PT_PRED, R(opnd_reg(c, a, PT_PRED)), R(opnd_reg(c, b, PT_PRED)));
+        return cmp == CMP_EQ ? R(ir_un(c->f, OP_BNOT, PT_PRED, R(x))) : R(x);
+    }
+    if (is_imm(a)) {       /* PTX wants a register first: swap the comparison */
+        Opnd tmp = a;
+        a = b;
+        b = tmp;
+        static const Cmp swapped[] = { CMP_EQ, CMP_NE, CMP_GT, CMP_GE, CMP_LT, CMP_LE, CMP_HS, CMP_LO };
+        cmp = swapped[cmp];
+        if (is_imm(a))
+            a = R(opnd_reg(c, a, pt));
+    }
+    return R(ir_setp(c->f, cmp, pt, a, b));
+}
+
+/* Applies fn slot by slot over operands broadcast to one layout. */
+static Tile lower_binary(Lower *c, Expr *e, const Layout *want)
+{
+    Tile a = lower_expr(c, e->a, want);
+    Tile b = lower_expr(c, e->b, a.L.rank ? &a.L : want);
+    Layout L = result_layout(c, e->shape, &a, &b, want);
+    a = to_layout(c, a, &L);
+    b = to_layout(c, b, &L);
+    bool cmp = e->op == '<' || e->op == '>' || e->op == OP_LE || e->op == OP_GE || e->op == OP_EQ || e->op == OP_NE;
+    Tile r = { e->type, L, NULL };
+    int n = layout_slots(&L);
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+    /* a uniform (scalar) result computed once, not once per slot */
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && a.v[i].kind == a.v[0].kind && a.v[i].reg == a.v[0].reg && b.v[i].reg == b.v[0].reg &&
+            a.v[i].kind != O_IMM && b.v[i].kind == b.v[0].kind && b.v[i].kind == O_REG && a.v[i].kind == O_REG) {
+            r.v[i] = r.v[0];
+            continue;
+        }
+        r.v[i] = cmp ? cmp_slot(c, e->op, e->a->type, a.v[i], b.v[i]) : binop_slot(c, e->op, e->type, a.v[i], b.v[i]);
+    }
+    return r;
+}
+
+static Opnd math_slot(Lower *c, Builtin b, ElemType t, Opnd x)
+{
+    Func *f = c->f;
+    const double LOG2E = 1.4426950408889634, LN2 = 0.6931471805599453;
+    if (b == B_ABS)
+        return R(ir_un(f, OP_ABS, held_ptype(t), x));
+    if (x.kind != O_REG)
+        x = R(opnd_reg(c, x, PT_F32));
+    switch (b) {
+    case B_EXP: return R(ir_un(f, OP_EX2, PT_F32, R(ir_bin(f, OP_MUL, PT_F32, x, FIMM(LOG2E)))));
+    case B_EXP2: return R(ir_un(f, OP_EX2, PT_F32, x));
+    case B_LOG: return R(ir_bin(f, OP_MUL, PT_F32, R(ir_un(f, OP_LG2, PT_F32, x)), FIMM(LN2)));
+    case B_LOG2: return R(ir_un(f, OP_LG2, PT_F32, x));
+    case B_SQRT: return R(ir_un(f, OP_SQRT, PT_F32, x));
+    case B_RSQRT: return R(ir_un(f, OP_RSQRT, PT_F32, x));
+    case B_TANH: return R(ir_un(f, OP_TANH, PT_F32, x));
+    case B_SIGMOID: {
+        int e = ir_un(f, OP_EX2, PT_F32, R(ir_bin(f, OP_MUL, PT_F32, x, FIMM(-LOG2E))));
+        return R(ir_un(f, OP_RCP, PT_F32, R(ir_bin(f, OP_ADD, PT_F32, R(e), FIMM(1.0)))));
+    }
+    default: die("lower: builtin %d", b);
+    }
+}
+
+static Tile map_unary(Lower *c, Tile x, ElemType rt, Opnd (*fn)(Lower *, Builtin, ElemType, Opnd), Builtin b)
+{
+    Tile r = { rt, x.L, NULL };
+    int n = layout_slots(&x.L);
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+    for (int i = 0; i < n; i++)
+        r.v[i] = (i > 0 && x.v[i].kind == O_REG && x.v[i].reg == x.v[0].reg) ? r.v[0] : fn(c, b, x.type, x.v[i]);
+    return r;
+}
+
+/* Rounds a held f32 value to f16/bf16 precision and widens it back. */
+static Opnd narrow_slot(Lower *c, ElemType to, Opnd x)
+{
+    Func *f = c->f;
+    int xr = opnd_reg(c, x, PT_F32);
+    if (to == TY_F16) {
+        int h = ir_cvt(f, PT_F16, PT_F32, R(xr));
+        return R(ir_cvt(f, PT_F32, PT_F16, R(h)));
+    }
+    /* bf16: round to nearest even by cvt, widen by shifting the bits up */
+    int h = ir_cvt(f, PT_BF16, PT_F32, R(xr));
+    int w = ir_cvt(f, PT_U32, PT_U16, R(h));
+    int s = ir_bin(f, OP_SHL, PT_B32, R(w), IMM(16));
+    return R(ir_mov(f, PT_F32, R(s)));
+}
+
+static Opnd cast_slot(Lower *c, ElemType to, ElemType from, Opnd x)
+{
+    Func *f = c->f;
+    PType pt = held_ptype(to), pf = held_ptype(from);
+    if (to == TY_TF32) {
+        Ins *in;
+        int xr = opnd_reg(c, x, PT_F32);
+        int d = new_reg(f, RC_R);
+        in = emit_ins(f, OP_CVT, PT_B32);
+        in->ty2 = PT_F32;
+        in->cmp = 2;
+        in->dst[0] = d;
+        in->ndst = 1;
+        in->src[0] = R(xr);
+        in->nsrc = 1;
+        return R(ir_mov(f, PT_F32, R(d)));
+    }
+    if (is_imm(x) && pt != PT_PRED && pf != PT_PRED) {
+        double v = imm_val(x);
+        if (type_is_float(to) && to != TY_F32) {
+            int r = opnd_reg(c, FIMM(v), PT_F32);
+            return narrow_slot(c, to, R(r));
+        }
+        return type_is_float(to) ? FIMM(v) : IMM((int64_t)v);
+    }
+    if (pf == PT_PRED)
+        return R(ir_tern(f, OP_SELP, pt == PT_PRED ? PT_S32 : pt, pt == PT_F32 ? FIMM(1) : IMM(1),
+                         pt == PT_F32 ? FIMM(0) : IMM(0), R(opnd_reg(c, x, PT_PRED))));
+    if (pt == PT_PRED)
+        return R(ir_setp(f, CMP_NE, pf, R(opnd_reg(c, x, pf)), pf == PT_F32 ? FIMM(0) : IMM(0)));
+    if (pt == PT_F32 && pf == PT_F32) {
+        if (to == TY_F16 || to == TY_BF16)
+            return narrow_slot(c, to, x);
+        return x;
+    }
+    if (pt == pf)
+        return x;
+    Opnd r = R(ir_cvt(f, pt, pf, R(opnd_reg(c, x, pf))));
+    if (to == TY_F16 || to == TY_BF16)
+        return narrow_slot(c, to, r);
+    return r;
+}
+
+static Tile lower_cast(Lower *c, Expr *e, const Layout *want)
+{
+    Tile x = lower_expr(c, e->a, want);
+    Tile r = { e->to, x.L, NULL };
+    int n = layout_slots(&x.L);
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+    for (int i = 0; i < n; i++)
+        r.v[i] = cast_slot(c, e->to, x.type, x.v[i]);
+    return r;
+}
+
+static Tile lower_call(Lower *c, Expr *e, const Layout *want)
+{
+    Func *f = c->f;
+    switch (e->builtin) {
+    case B_EXP: case B_EXP2: case B_LOG: case B_LOG2: case B_SQRT: case B_RSQRT: case B_TANH:
+    case B_SIGMOID: case B_ABS: {
+        Tile x = lower_expr(c, e->args[0], want);
+        return map_unary(c, x, e->type, math_slot, e->builtin);
+    }
+    case B_MAXIMUM: case B_MINIMUM: {
+        Tile a = lower_expr(c, e->args[0], want);
+        Tile b = lower_expr(c, e->args[1], a.L.rank ? &a.L : want);
+        Layout L = result_layout(c, e->shape, &a, &b, want);
+        a = to_layout(c, a, &L);
+        b = to_layout(c, b, &L);
+        Tile r = { e->type, L, NULL };
+        int n = layout_slots(&L);
+        r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+        PType pt = held_ptype(e->type);
+        for (int i = 0; i < n; i++) {
+            Opnd x = a.v[i], y = b.v[i];
+            if (is_imm(x)) {
+                Opnd t = x;
+                x = y;
+                y = t;
+            }
+            if (is_imm(x))
+                x = R(opnd_reg(c, x, pt));
+            r.v[i] = R(ir_bin(f, e->builtin == B_MAXIMUM ? OP_MAX : OP_MIN, pt, x, y));
+        }
+        return r;
+    }
+    case B_SELECT: {
+        Tile cnd = lower_expr(c, e->args[0], want);
+        Tile a = lower_expr(c, e->args[1], cnd.L.rank ? &cnd.L : want);
+        Tile b = lower_expr(c, e->args[2], a.L.rank ? &a.L : cnd.L.rank ? &cnd.L : want);
+        Layout L = result_layout(c, e->shape, cnd.L.rank ? &cnd : &a, a.L.rank ? &a : &b, want);
+        cnd = to_layout(c, cnd, &L);
+        a = to_layout(c, a, &L);
+        b = to_layout(c, b, &L);
+        Tile r = { e->type, L, NULL };
+        int n = layout_slots(&L);
+        r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+        PType pt = held_ptype(e->type);
+        for (int i = 0; i < n; i++) {
+            int p = opnd_reg(c, cnd.v[i], PT_PRED);
+            if (pt == PT_PRED) {
+                int x = ir_bin(f, OP_BAND, PT_PRED, R(p), R(opnd_reg(c, a.v[i], PT_PRED)));
+                int np = ir_un(f, OP_BNOT, PT_PRED, R(p));
+                int y = ir_bin(f, OP_BAND, PT_PRED, R(np), R(opnd_reg(c, b.v[i], PT_PRED)));
+                r.v[i] = R(ir_bin(f, OP_BOR, PT_PRED, R(x), R(y)));
+            } else {
+                r.v[i] = R(ir_tern(f, OP_SELP, pt, a.v[i], b.v[i], R(p)));
+            }
+        }
+        return r;
+    }
+    case B_SUM: case B_MAX: case B_MIN: {
+        Tile x = lower_expr(c, e->args[0], NULL);
+        return reduce_tile(c, x, e->builtin, e->axis);
+    }
+    case B_CDIV: {
+        Tile a = lower_expr(c, e->args[0], NULL), b = lower_expr(c, e->args[1], NULL);
+        PType pt = held_ptype(e->type);
+        if (is_imm(a.v[0]) && is_imm(b.v[0]) && b.v[0].i)
+            return scalar_of(c, e->type, IMM((a.v[0].i + b.v[0].i - 1) / b.v[0].i));
+        Opnd s = binop_slot(c, '-', e->type, binop_slot(c, '+', e->type, a.v[0], b.v[0]), IMM(1));
+        return scalar_of(c, e->type, R(ir_bin(f, OP_DIV, pt, R(opnd_reg(c, s, pt)), b.v[0])));
+    }
+    case B_ARANGE: {
+        Layout L = want && want->rank == e->shape.rank && want->S[1] == e->shape.dim[e->shape.rank - 1] && want->S[0] == 1
+                       ? *want : layout_rowmajor(e->shape, c->threads, 4);
+        Tile r = { TY_I32, L, NULL };
+        int n = layout_slots(&L);
+        r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+        int t1 = thread_coord(c, &L, 1);
+        int base = L.bcast[1] ? ir_mov(f, PT_S32, IMM(0)) : ir_bin(f, OP_MUL, PT_S32, R(t1), IMM(L.V[1]));
+        for (int o1 = 0; o1 < L.O[1]; o1++)
+            for (int i1 = 0; i1 < L.V[1]; i1++) {
+                int col = slot_col(&L, o1, i1);
+                Opnd v = col ? R(ir_bin(f, OP_ADD, PT_S32, R(base), IMM(col))) : R(base);
+                for (int o0 = 0; o0 < L.O[0]; o0++)
+                    for (int i0 = 0; i0 < L.V[0]; i0++)
+                        r.v[slot_index(&L, o0, i0, o1, i1)] = v;
+            }
+        return r;
+    }
+    default: break;
+    }
+    die("lower: call of builtin %d", e->builtin);
+}
+
+Tile lower_expr(Lower *c, Expr *e, const Layout *want)
+{
+    Func *f = c->f;
+    f->cur_line = e->loc.line;
+    switch (e->kind) {
+    case E_INT: return scalar_of(c, e->type, type_is_float(e->type) ? FIMM((double)e->ival) : IMM(e->ival));
+    case E_FLOAT: return scalar_of(c, e->type, type_is_float(e->type) ? FIMM(e->fval) : IMM((int64_t)e->fval));
+    case E_BOOL: return scalar_of(c, TY_BOOL, IMM(e->ival));
+    case E_BLOCK: return scalar_of(c, TY_I32, R(c->ctaid[e->ival]));
+    case E_NAME: {
+        SymInfo *si = e->sym->lower;
+        if (e->sym->kind == SYM_VAR && e->sym->is_shared)
+            return load_shared_var(c, e->sym, want);
+        if (!si)
+            die("lower: name '%s' has no value", e->name);
+        Tile v = si->val;
+        v.type = e->type == TY_NONE ? v.type : v.type;
+        return v;
+    }
+    case E_UNARY: {
+        Tile x = lower_expr(c, e->a, want);
+        Tile r = { e->type, x.L, NULL };
+        int n = layout_slots(&x.L);
+        r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+        for (int i = 0; i < n; i++) {
+            if (e->op == '-' && is_imm(x.v[i]))
+                r.v[i] = x.v[i].kind == O_IMM ? IMM(-x.v[i].i) : FIMM(-x.v[i].f);
+            else if (e->op == '-')
+                r.v[i] = R(ir_un(f, OP_NEG, held_ptype(e->type), x.v[i]));
+            else
+                r.v[i] = R(ir_un(f, OP_BNOT, PT_PRED, R(opnd_reg(c, x.v[i], PT_PRED))));
+        }
+        return r;
+    }
+    case E_BINARY:
+        if (e->op == OP_MATMUL) {
+            Layout L = layout_matmul(e->shape, c->threads);
+            Tile acc = tile_new(c, TY_F32, L);
+            lower_matmul(c, &acc, e->a, e->b, false);
+            return acc;
+        }
+        return lower_binary(c, e, want);
+    case E_CALL: return lower_call(c, e, want);
+    case E_CAST: return lower_cast(c, e, want);
+    case E_INDEX: return load_window(c, e, want);
+    }
+    die("lower: expression kind %d", e->kind);
+}
+
+/* ---- statements */
+
+static void lower_stmt(Lower *c, Stmt *s);
+
+static void assign_slots(Lower *c, Tile *dst, Tile v, int op)
+{
+    Func *f = c->f;
+    v = to_layout(c, v, &dst->L);
+    PType pt = held_ptype(dst->type);
+    int n = layout_slots(&dst->L);
+    for (int i = 0; i < n; i++) {
+        Ins *in;
+        if (op == '=') {
+            in = emit_ins(f, OP_MOV, pt);
+            in->src[0] = pt == PT_PRED && is_imm(v.v[i]) ? R(opnd_reg(c, v.v[i], PT_PRED)) : v.v[i];
+            in->nsrc = 1;
+        } else {
+            in = emit_ins(f, op == '+' ? OP_ADD : op == '-' ? OP_SUB : OP_MUL, pt);
+            in->src[0] = dst->v[i];
+            in->src[1] = v.v[i];
+            in->nsrc = 2;
+        }
+        in->dst[0] = dst->v[i].reg;
+        in->ndst = 1;
+    }
+}
+
+static SymInfo *info(Lower *c, Sym *s)
+{
+    if (!s->lower)
+        s->lower = arena_alloc(c->a, sizeof(SymInfo));
+    return s->lower;
+}
+
+static void lower_block(Lower *c, Stmt *b)
+{
+    for (int i = 0; i < b->nbody; i++)
+        lower_stmt(c, b->body[i]);
+}
+
+static bool is_matmul(Expr *e) { return e && e->kind == E_BINARY && e->op == OP_MATMUL; }
+
+static void lower_stmt(Lower *c, Stmt *s)
+{
+    Func *f = c->f;
+    f->cur_line = s->loc.line;
+    switch (s->kind) {
+    case S_BLOCK: lower_block(c, s); break;
+    case S_LET: {
+        f->cur_what = s->name;
+        Tile v = lower_expr(c, s->init, NULL);
+        if (s->sym->type != v.type && s->sym->type != TY_NONE) {
+            Tile w = { s->sym->type, v.L, NULL };
+            int n = layout_slots(&v.L);
+            w.v = arena_alloc(c->a, sizeof *w.v * (size_t)n);
+            for (int i = 0; i < n; i++)
+                w.v[i] = cast_slot(c, s->sym->type, v.type, v.v[i]);
+            v = w;
+        }
+        info(c, s->sym)->val = v;
+        info(c, s->sym)->def = s->init;
+        f->cur_what = "temporary";
+        break;
+    }
+    case S_VAR: {
+        Sym *sym = s->sym;
+        SymInfo *si = info(c, sym);
+        if (sym->is_shared) {
+            int S0 = sym->shape.rank == 2 ? (int)sym->shape.dim[0] : 1;
+            int S1 = sym->shape.rank ? (int)sym->shape.dim[sym->shape.rank - 1] : 1;
+            si->smem_ld = S1 + (S1 >= 32 ? 4 : 0);
+            si->smem_off = smem_alloc(c, S0 * si->smem_ld * type_size(sym->type));
+            break;
+        }
+        f->cur_what = s->name;
+        Layout L;
+        Tile init = { TY_NONE, { 0 }, NULL };
+        if (si->mm_layout) {
+            L = layout_matmul(sym->shape, c->threads);
+        } else if (s->init && s->init->shape.rank == sym->shape.rank && sym->shape.rank > 0 && !is_matmul(s->init)) {
+            init = lower_expr(c, s->init, NULL);
+            L = init.L;
+        } else {
+            L = sym->shape.rank ? layout_rowmajor(sym->shape, c->threads, 4) : layout_scalar(c->threads);
+        }
+        si->val = tile_new(c, sym->type, L);
+        if (is_matmul(s->init)) {
+            lower_matmul(c, &si->val, s->init->a, s->init->b, false);
+        } else if (s->init) {
+            if (!init.v)
+                init = lower_expr(c, s->init, &L);
+            assign_slots(c, &si->val, init, '=');
+        }
+        f->cur_what = "temporary";
+        break;
+    }
+    case S_ASSIGN: {
+        Expr *l = s->lhs;
+        if (l->kind == E_INDEX) {
+            Tile v = lower_expr(c, s->rhs, NULL);
+            store_window(c, l, v);
+            break;
+        }
+        Sym *sym = l->sym;
+        if (sym->is_shared) {
+            Tile v = lower_expr(c, s->rhs, NULL);
+            store_shared_var(c, sym, v);
+            break;
+        }
+        SymInfo *si = info(c, sym);
+        if (is_matmul(s->rhs) && (s->op == '+' || s->op == '=')) {
+            lower_matmul(c, &si->val, s->rhs->a, s->rhs->b, s->op == '+');
+            break;
+        }
+        Tile v = lower_expr(c, s->rhs, &si->val.L);
+        assign_slots(c, &si->val, v, s->op);
+        break;
+    }
+    case S_FOR: {
+        SymInfo *si = info(c, s->sym);
+        si->loop = s;
+        Tile lo = lower_expr(c, s->lo, NULL), hi = lower_expr(c, s->hi, NULL);
+        int64_t step = 1;
+        if (s->step) {
+            Tile st = lower_expr(c, s->step, NULL);
+            step = st.v[0].i;
+        }
+        int i = new_reg(f, RC_R);
+        f->regs.v[i].what = s->name;
+        Ins *in = emit_ins(f, OP_MOV, PT_S32);
+        in->dst[0] = i;
+        in->ndst = 1;
+        in->src[0] = lo.v[0];
+        in->nsrc = 1;
+        int hreg = opnd_reg(c, hi.v[0], PT_S32);
+        si->val = scalar_of(c, TY_I32, R(i));
+        int head = new_label(f), exit = new_label(f);
+        ir_label(f, head);
+        int p = ir_setp(f, CMP_GE, PT_S32, R(i), R(hreg));
+        ir_bra(f, exit, p, false);
+        lower_block(c, s->then);
+        f->cur_line = s->loc.line;
+        in = emit_ins(f, OP_ADD, PT_S32);
+        in->dst[0] = i;
+        in->ndst = 1;
+        in->src[0] = R(i);
+        in->src[1] = IMM(step);
+        in->nsrc = 2;
+        ir_bra(f, head, -1, false);
+        ir_label(f, exit);
+        /* a loop may run zero times: scratch state after it is unknown */
+        c->scratch_read = true;
+        break;
+    }
+    case S_IF: {
+        Tile cnd = lower_expr(c, s->cond, NULL);
+        int p = opnd_reg(c, cnd.v[0], PT_PRED);
+        int els = new_label(f), end = new_label(f);
+        ir_bra(f, els, p, true);
+        lower_block(c, s->then);
+        ir_bra(f, end, -1, false);
+        ir_label(f, els);
+        if (s->els)
+            lower_stmt(c, s->els);
+        ir_label(f, end);
+        c->scratch_read = true;
+        break;
+    }
+    case S_ATOMIC: {
+        Tile v = lower_expr(c, s->rhs, NULL);
+        atomic_window(c, s->lhs, v, s->op);
+        break;
+    }
+    case S_ASSUME: break;   /* checked at launch; known_multiple reads the facts */
+    }
+}
+
+/* Vars accumulated by `@` get the matmul layout from their declaration on. */
+static void mark_matmul_vars(Stmt *s)
+{
+    if (!s)
+        return;
+    switch (s->kind) {
+    case S_BLOCK:
+        for (int i = 0; i < s->nbody; i++)
+            mark_matmul_vars(s->body[i]);
+        break;
+    case S_FOR: mark_matmul_vars(s->then); break;
+    case S_IF:
+        mark_matmul_vars(s->then);
+        mark_matmul_vars(s->els);
+        break;
+    case S_ASSIGN:
+        if (s->lhs->kind == E_NAME && is_matmul(s->rhs) && s->lhs->sym->lower)
+            ((SymInfo *)s->lhs->sym->lower)->mm_layout = true;
+        break;
+    case S_VAR:
+        if (is_matmul(s->init) && s->sym->lower)
+            ((SymInfo *)s->sym->lower)->mm_layout = true;
+        break;
+    default: break;
+    }
+}
+
+static void alloc_var_infos(Lower *c, Stmt *s)
+{
+    if (!s)
+        return;
+    if (s->kind == S_VAR && s->sym)
+        info(c, s->sym);
+    if (s->kind == S_BLOCK)
+        for (int i = 0; i < s->nbody; i++)
+            alloc_var_infos(c, s->body[i]);
+    if (s->kind == S_FOR || s->kind == S_IF) {
+        alloc_var_infos(c, s->then);
+        alloc_var_infos(c, s->els);
+    }
+}
+
+/* ---- kernel entry: parameters and special registers */
+
+static ElemType scalar_param_type(Sym *s) { return s->type; }
+
+static void load_params(Lower *c)
+{
+    Func *f = c->f;
+    Kernel *k = c->k;
+    KernelMeta *m = c->meta;
+    m->nargs = k->nparams + k->nsizes;
+    m->args = arena_alloc(c->a, sizeof *m->args * (size_t)(m->nargs ? m->nargs : 1));
+    int ai = 0;
+    for (int i = 0; i < k->nparams; i++, ai++) {
+        Param *p = &k->params[i];
+        KernelArg *a = &m->args[ai];
+        a->name = p->name;
+        a->type = p->type;
+        a->kind = p->is_tensor ? ARG_PTR : ARG_SCALAR;
+        a->align = p->is_tensor ? type_size(p->type) : 0;
+    }
+    for (int i = 0; i < k->nsizes; i++, ai++) {
+        KernelArg *a = &m->args[ai];
+        a->name = k->sizes[i]->name;
+        a->type = TY_I32;
+        a->kind = ARG_SIZE;
+        a->align = 0;
+    }
+    /* sizes first: tensor strides are computed from them */
+    for (int i = 0; i < k->nsizes; i++) {
+        f->cur_what = k->sizes[i]->name;
+        int r = new_reg(f, RC_R);
+        Ins *in = emit_ins(f, OP_LDPARAM, PT_S32);
+        in->dst[0] = r;
+        in->ndst = 1;
+        in->src[0] = SYM(arena_printf(c->a, "%s_param_%d", k->name, k->nparams + i));
+        in->nsrc = 1;
+        info(c, k->sizes[i])->val = scalar_of(c, TY_I32, R(r));
+    }
+    for (int i = 0; i < k->nparams; i++) {
+        Param *p = &k->params[i];
+        Sym *s = p->sym;
+        SymInfo *si = info(c, s);
+        f->cur_what = p->name;
+        const char *pname = arena_printf(c->a, "%s_param_%d", k->name, i);
+        if (!p->is_tensor) {
+            ElemType t = scalar_param_type(s);
+            PType lt = t == TY_F32 ? PT_F32 : t == TY_I64 ? PT_S64 : t == TY_U32 || t == TY_BOOL ? PT_U32
+                     : t == TY_F16 || t == TY_BF16 ? PT_B16 : PT_S32;
+            int r = new_reg(f, ptype_class(lt));
+            Ins *in = emit_ins(f, OP_LDPARAM, lt);
+            in->dst[0] = r;
+            in->ndst = 1;
+            in->src[0] = SYM(pname);
+            in->nsrc = 1;
+            Opnd v = R(r);
+            if (t == TY_BOOL)
+                v = R(ir_setp(f, CMP_NE, PT_U32, R(r), IMM(0)));
+            else if (t == TY_F16)
+                v = R(ir_cvt(f, PT_F32, PT_F16, R(r)));
+            else if (t == TY_BF16) {
+                int w = ir_cvt(f, PT_U32, PT_U16, R(r));
+                v = R(ir_mov(f, PT_F32, R(ir_bin(f, OP_SHL, PT_B32, R(w), IMM(16)))));
+            }
+            si->val = scalar_of(c, t, v);
+            continue;
+        }
+        int raw = new_reg(f, RC_D);
+        Ins *in = emit_ins(f, OP_LDPARAM, PT_U64);
+        in->dst[0] = raw;
+        in->ndst = 1;
+        in->src[0] = SYM(pname);
+        in->nsrc = 1;
+        si->ptr = ir_un(f, OP_CVTA, PT_U64, R(raw));
+        for (int d = 0; d < s->rank; d++)
+            si->dim[d] = s->dim[d].size ? ((SymInfo *)s->dim[d].size->lower)->val.v[0] : IMM(s->dim[d].cval);
+        /* strides in elements, as s64 registers or immediates */
+        for (int d = s->rank - 1; d >= 0; d--) {
+            Opnd st;
+            if (!s->has_default_strides)
+                st = s->stride[d].size ? ((SymInfo *)s->stride[d].size->lower)->val.v[0] : IMM(s->stride[d].cval);
+            else if (d == s->rank - 1)
+                st = IMM(1);
+            else if (si->stride[d + 1].kind == O_IMM && si->dim[d + 1].kind == O_IMM)
+                st = IMM(si->stride[d + 1].i * si->dim[d + 1].i);
+            else {
+                int a = opnd_reg(c, si->stride[d + 1], PT_S32);
+                st = R(ir_bin(f, OP_MUL, PT_S32, R(a), si->dim[d + 1]));
+            }
+            si->stride[d] = st;
+            si->stride64[d] = -1;
+            if (st.kind == O_REG)
+                si->stride64[d] = ir_cvt(f, PT_S64, PT_S32, st);
+        }
+    }
+    f->cur_what = "thread index";
+    c->tid = new_reg(f, RC_R);
+    Ins *in = emit_ins(f, OP_MOVSYM, PT_U32);
+    in->dst[0] = c->tid;
+    in->ndst = 1;
+    in->src[0] = SYM("%tid.x");
+    in->nsrc = 1;
+    static const char *const ct[3] = { "%ctaid.x", "%ctaid.y", "%ctaid.z" };
+    f->cur_what = "block index";
+    for (int d = 0; d < 3; d++) {
+        c->ctaid[d] = new_reg(f, RC_R);
+        in = emit_ins(f, OP_MOVSYM, PT_U32);
+        in->dst[0] = c->ctaid[d];
+        in->ndst = 1;
+        in->src[0] = SYM(ct[d]);
+        in->nsrc = 1;
+    }
+    f->cur_what = "temporary";
+}
+
+/* ---- launch-time expressions as RPN over kernel arguments */
+
+static void rpn(Lower *c, Buf *b, Expr *e)
+{
+    switch (e->kind) {
+    case E_INT: buf_printf(b, " %lld", (long long)e->ival); return;
+    case E_BOOL: buf_printf(b, " %d", (int)e->ival); return;
+    case E_NAME: {
+        Sym *s = e->sym;
+        int idx = s->kind == SYM_SIZE ? c->k->nparams + s->size_index : s->param_index;
+        buf_printf(b, " a%d", idx);
+        return;
+    }
+    case E_UNARY:
+        rpn(c, b, e->a);
+        buf_puts(b, e->op == '-' ? " neg" : " !");
+        return;
+    case E_BINARY: {
+        rpn(c, b, e->a);
+        rpn(c, b, e->b);
+        const char *op;
+        switch (e->op) {
+        case OP_EQ: op = "=="; break;
+        case OP_NE: op = "!="; break;
+        case OP_LE: op = "<="; break;
+        case OP_GE: op = ">="; break;
+        case OP_AND: op = "&&"; break;
+        case OP_OR: op = "||"; break;
+        default: {
+            static char one[2];
+            one[0] = (char)e->op;
+            one[1] = 0;
+            op = one;
+        }
+        }
+        buf_printf(b, " %s", op);
+        return;
+    }
+    case E_CALL:
+        for (int i = 0; i < e->nargs; i++)
+            rpn(c, b, e->args[i]);
+        buf_puts(b, e->builtin == B_CDIV ? " cdiv" : e->builtin == B_MAXIMUM ? " max" : " min");
+        return;
+    case E_CAST: rpn(c, b, e->a); return;
+    default: die("launch expression of kind %d", e->kind);
+    }
+}
+
+static const char *rpn_text(Lower *c, Expr *e)
+{
+    Buf b = { 0 };
+    rpn(c, &b, e);
+    const char *s = arena_strndup(c->a, b.s + 1, b.len - 1);
+    buf_free(&b);
+    return s;
+}
+
+Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *meta)
+{
+    Lower lc;
+    memset(&lc, 0, sizeof lc);
+    Lower *c = &lc;
+    c->a = a;
+    c->p = p;
+    c->k = k;
+    c->opt = opt;
+    c->meta = meta;
+    c->threads = k->threads;
+    c->f = func_new(k);
+    c->f->threads = k->threads;
+    meta->name = k->name;
+    meta->threads = k->threads;
+    meta->ptxas_regs = meta->ptxas_spill_loads = meta->ptxas_spill_stores = meta->ptxas_stack = -1;
+    meta->ngrid = k->ngrid;
+    for (int i = 0; i < k->ngrid; i++)
+        meta->grid_rpn[i] = rpn_text(c, k->grid[i]);
+    meta->nassumes = k->nassumes;
+    meta->assume_rpn = arena_alloc(a, sizeof(char *) * (size_t)(k->nassumes + 1));
+    meta->assume_text = arena_alloc(a, sizeof(char *) * (size_t)(k->nassumes + 1));
+    for (int i = 0; i < k->nassumes; i++) {
+        meta->assume_rpn[i] = rpn_text(c, k->assumes[i]->cond);
+        meta->assume_text[i] = k->assumes[i]->text;
+    }
+    load_params(c);
+    alloc_var_infos(c, k->body);
+    mark_matmul_vars(k->body);
+    lower_block(c, k->body);
+    emit_ins(c->f, OP_RET, PT_B32);
+    /* the scratch area goes after the named shared buffers */
+    int scratch = c->scratch_size ? smem_alloc(c, c->scratch_size) : c->smem_top;
+    c->f->smem_bytes = c->smem_top;
+    meta->smem_bytes = c->smem_top;
+    /* resolve the scratch symbol to its offset: MOVSYM of tilec_scratch becomes smem + off */
+    for (int i = 0; i < c->f->code.n; i++) {
+        Ins *in = &c->f->code.v[i];
+        if (in->op == OP_MOVSYM && in->src[0].sym && !strcmp(in->src[0].sym, "tilec_scratch"))
+            in->src[0].sym = arena_printf(a, "tilec_smem+%d", scratch);
+    }
+    for (int i = 0; i < k->nparams; i++) {
+        SymInfo *si = k->params[i].sym->lower;
+        if (k->params[i].is_tensor && si && si->vec_ok)
+            meta->args[i].align = 16;
+    }
+    if (c->failed) {
+        func_free(c->f);
+        return NULL;
+    }
+    return c->f;
+}

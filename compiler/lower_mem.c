@@ -1,0 +1,655 @@
+/* lower_mem.c: tensor windows (loads, stores, atomics) and shared tiles.
+ * Every address is one base register per tile (per row group when the row pitch is a run-time
+ * value) plus a constant byte offset that PTX carries as [reg+imm]. Edge masks are per row group
+ * and per column chunk; masks the compiler can prove unnecessary are left out. */
+#include <stdlib.h>
+#include <string.h>
+#include "tilec.h"
+
+/* Offsets past this go into the base: ptxas's immediates for global accesses reach about 8 MiB. */
+enum { MAX_IMM_OFFSET = 1 << 22 };
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    if (a < 0) a = -a;
+    if (b < 0) b = -b;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Divisibility facts from `assume(X % k == 0)`. */
+static int64_t size_multiple(Lower *c, Sym *s)
+{
+    int64_t m = 1;
+    for (int i = 0; i < c->k->nassumes; i++) {
+        Expr *e = c->k->assumes[i]->cond;
+        if (e->kind == E_BINARY && e->op == OP_EQ && e->b->kind == E_INT && e->b->ival == 0 &&
+            e->a->kind == E_BINARY && e->a->op == '%' && e->a->a->kind == E_NAME && e->a->a->sym == s &&
+            e->a->b->kind == E_INT && e->a->b->ival > 0) {
+            int64_t k = e->a->b->ival;
+            m = m / gcd64(m, k) * k;
+        }
+    }
+    return m;
+}
+
+enum { BIG_MULTIPLE = 1 << 30 };
+
+int64_t known_multiple(Lower *c, Expr *e)
+{
+    switch (e->kind) {
+    case E_INT: return e->ival ? (e->ival < 0 ? -e->ival : e->ival) : BIG_MULTIPLE;
+    case E_BINARY:
+        if (e->op == '*') {
+            int64_t m = known_multiple(c, e->a) * known_multiple(c, e->b);
+            return m > BIG_MULTIPLE ? BIG_MULTIPLE : m;
+        }
+        if (e->op == '+' || e->op == '-')
+            return gcd64(known_multiple(c, e->a), known_multiple(c, e->b));
+        return 1;
+    case E_NAME: {
+        Sym *s = e->sym;
+        SymInfo *si = s->lower;
+        if (s->kind == SYM_SIZE)
+            return size_multiple(c, s);
+        if (s->kind == SYM_LOOP && si && si->loop) {
+            int64_t step = si->loop->step && si->loop->step->kind == E_INT ? si->loop->step->ival : 1;
+            return gcd64(known_multiple(c, si->loop->lo), step);
+        }
+        if (s->kind == SYM_LET && si && si->def && si->def->shape.rank == 0)
+            return known_multiple(c, si->def);
+        return 1;
+    }
+    default: return 1;
+    }
+}
+
+/* The size symbol or constant of tensor dimension d. */
+static bool extent_is(Sym *t, int d, Expr *e)
+{
+    Extent x = t->dim[d];
+    if (x.size)
+        return e->kind == E_NAME && e->sym == x.size;
+    return e->kind == E_INT && e->ival == x.cval;
+}
+
+static Expr *strip_let(Expr *e)
+{
+    while (e->kind == E_NAME && e->sym->kind == SYM_LET && e->sym->lower && ((SymInfo *)e->sym->lower)->def &&
+           ((SymInfo *)e->sym->lower)->def->shape.rank == 0)
+        e = ((SymInfo *)e->sym->lower)->def;
+    return e;
+}
+
+/* Is [start, start + width) inside tensor dimension d for every launch the assumes allow? */
+bool window_in_bounds(Lower *c, Expr *tensor, int d, Expr *start, int64_t width)
+{
+    Sym *t = tensor->sym;
+    Extent x = t->dim[d];
+    int64_t xm = x.size ? size_multiple(c, x.size) : x.cval;
+    start = strip_let(start);
+    if (start->kind == E_INT && !x.size)
+        return start->ival >= 0 && start->ival + (width ? width : 1) <= x.cval;
+    int64_t w = width ? width : 1;
+    /* for k in 0 .. K step W  with K % W == 0 */
+    if (start->kind == E_NAME && start->sym->kind == SYM_LOOP) {
+        Stmt *loop = ((SymInfo *)start->sym->lower)->loop;
+        int64_t step = loop->step ? loop->step->ival : 1;
+        return loop->lo->kind == E_INT && loop->lo->ival == 0 && extent_is(t, d, loop->hi) && step == w &&
+               xm % w == 0;
+    }
+    /* block.a * W (or block.a alone for a single index) with grid(.., cdiv(X, W) or X, ..) */
+    Expr *blk = NULL;
+    int64_t mul = 1;
+    if (start->kind == E_BLOCK)
+        blk = start;
+    else if (start->kind == E_BINARY && start->op == '*' && start->a->kind == E_BLOCK && start->b->kind == E_INT) {
+        blk = start->a;
+        mul = start->b->ival;
+    }
+    if (!blk || mul != w || blk->ival >= c->k->ngrid)
+        return false;
+    Expr *g = c->k->grid[blk->ival];
+    if (w == 1)
+        return extent_is(t, d, g);
+    return g->kind == E_CALL && g->builtin == B_CDIV && g->nargs == 2 && extent_is(t, d, g->args[0]) &&
+           g->args[1]->kind == E_INT && g->args[1]->ival == w && xm % w == 0;
+}
+
+/* ---- typed memory access of one chunk of vm elements */
+
+static PType mem_ptype(ElemType t)
+{
+    switch (t) {
+    case TY_F32: case TY_TF32: return PT_F32;
+    case TY_F16: case TY_BF16: return PT_B16;
+    case TY_I32: return PT_S32;
+    case TY_U32: return PT_U32;
+    case TY_I64: return PT_S64;
+    case TY_BOOL: return PT_U8;
+    default: return PT_B32;
+    }
+}
+
+static Opnd widen(Lower *c, ElemType t, int r)
+{
+    Func *f = c->f;
+    switch (t) {
+    case TY_F16: return R(ir_cvt(f, PT_F32, PT_F16, R(r)));
+    case TY_BF16: {
+        int w = ir_cvt(f, PT_U32, PT_U16, R(r));
+        return R(ir_mov(f, PT_F32, R(ir_bin(f, OP_SHL, PT_B32, R(w), IMM(16)))));
+    }
+    case TY_BOOL: return R(ir_setp(f, CMP_NE, PT_U32, R(r), IMM(0)));
+    default: return R(r);
+    }
+}
+
+static int narrow(Lower *c, ElemType t, Opnd v)
+{
+    Func *f = c->f;
+    switch (t) {
+    case TY_F16: return ir_cvt(f, PT_F16, PT_F32, R(opnd_reg(c, v, PT_F32)));
+    case TY_BF16: return ir_cvt(f, PT_BF16, PT_F32, R(opnd_reg(c, v, PT_F32)));
+    case TY_BOOL: return ir_tern(f, OP_SELP, PT_U32, IMM(1), IMM(0), R(opnd_reg(c, v, PT_PRED)));
+    default: return opnd_reg(c, v, held_ptype(t));
+    }
+}
+
+static void mem_load(Lower *c, int space, ElemType t, int addr, int64_t off, int vm, int guard, Opnd fill, Opnd *out)
+{
+    Func *f = c->f;
+    PType mt = mem_ptype(t);
+    bool direct = mt == held_ptype(t);   /* loaded straight into the held register */
+    int dst[4];
+    for (int i = 0; i < vm; i++) {
+        if (direct && guard >= 0)
+            dst[i] = ir_mov(f, mt, fill);          /* masked lanes keep the fill value */
+        else
+            dst[i] = new_reg(f, ptype_class(mt));
+    }
+    Ins *in = emit_ins(f, OP_LD, mt);
+    in->space = (uint8_t)space;
+    in->vec = (uint8_t)vm;
+    for (int i = 0; i < vm; i++)
+        in->dst[i] = dst[i];
+    in->ndst = vm;
+    in->src[0] = R(addr);
+    in->nsrc = 1;
+    in->off = off;
+    in->guard = guard;
+    for (int i = 0; i < vm; i++) {
+        if (direct) {
+            out[i] = R(dst[i]);
+            continue;
+        }
+        Opnd w = widen(c, t, dst[i]);
+        if (guard >= 0) {
+            PType ht = held_ptype(t);
+            if (ht == PT_PRED) {
+                int fl = opnd_reg(c, fill, PT_PRED);
+                int a = ir_bin(f, OP_BAND, PT_PRED, R(guard), w);
+                int ng = ir_un(f, OP_BNOT, PT_PRED, R(guard));
+                int b = ir_bin(f, OP_BAND, PT_PRED, R(ng), R(fl));
+                w = R(ir_bin(f, OP_BOR, PT_PRED, R(a), R(b)));
+            } else {
+                w = R(ir_tern(f, OP_SELP, ht, w, fill, R(guard)));
+            }
+        }
+        out[i] = w;
+    }
+}
+
+static void mem_store(Lower *c, int space, int red, ElemType t, int addr, int64_t off, int vm, int guard, Opnd *vals)
+{
+    Func *f = c->f;
+    PType mt = mem_ptype(t);
+    int v[4];
+    for (int i = 0; i < vm; i++)
+        v[i] = narrow(c, t, vals[i]);
+    if (red < 0) {
+        Ins *in = emit_ins(f, OP_ST, mt);
+        in->space = (uint8_t)space;
+        in->vec = (uint8_t)vm;
+        in->src[0] = R(addr);
+        for (int i = 0; i < vm; i++)
+            in->src[1 + i] = R(v[i]);
+        in->nsrc = 1 + vm;
+        in->off = off;
+        in->guard = guard;
+        return;
+    }
+    for (int i = 0; i < vm; i++) {
+        if (red == RED_MAX && t == TY_F32) {
+            /* float max through integer atomics: for x >= 0 signed max on the bits orders like
+             * the floats; for x < 0 unsigned min does */
+            int pos = ir_setp(f, CMP_GE, PT_F32, R(v[i]), FIMM(0));
+            int neg = ir_un(f, OP_BNOT, PT_PRED, R(pos));
+            if (guard >= 0) {
+                pos = ir_bin(f, OP_BAND, PT_PRED, R(pos), R(guard));
+                neg = ir_bin(f, OP_BAND, PT_PRED, R(neg), R(guard));
+            }
+            int bits = ir_mov(f, PT_B32, R(v[i]));
+            Ins *in = emit_ins(f, OP_RED, PT_S32);
+            in->space = SP_GLOBAL;
+            in->redop = RED_MAX;
+            in->src[0] = R(addr);
+            in->src[1] = R(bits);
+            in->nsrc = 2;
+            in->off = off + i * 4;
+            in->guard = pos;
+            in = emit_ins(f, OP_RED, PT_U32);
+            in->space = SP_GLOBAL;
+            in->redop = RED_MIN;
+            in->src[0] = R(addr);
+            in->src[1] = R(bits);
+            in->nsrc = 2;
+            in->off = off + i * 4;
+            in->guard = neg;
+            continue;
+        }
+        Ins *in = emit_ins(f, OP_RED, mt);
+        in->space = SP_GLOBAL;
+        in->redop = (uint8_t)red;
+        in->src[0] = R(addr);
+        in->src[1] = R(v[i]);
+        in->nsrc = 2;
+        in->off = off + (int64_t)i * type_size(t);
+        in->guard = guard;
+    }
+}
+
+/* ---- windows */
+
+typedef struct {
+    Sym *t;
+    SymInfo *ti;
+    int es;
+    int nwin, wd[2];           /* tensor dims of tile dims 0 and 1 (-1: none) */
+    Opnd start[MAX_TENSOR_RANK];
+    int64_t width[MAX_TENSOR_RANK];
+    bool inb[MAX_TENSOR_RANK]; /* proven in bounds */
+    int vm;                    /* elements per memory access */
+} Access;
+
+static void access_init(Lower *c, Expr *e, Access *a)
+{
+    memset(a, 0, sizeof *a);
+    a->t = e->sym;
+    a->ti = e->sym->lower;
+    a->es = type_size(a->t->type);
+    a->wd[0] = a->wd[1] = -1;
+    int wins[2], nw = 0;
+    for (int d = 0; d < e->nidx; d++) {
+        Tile s = lower_expr(c, e->idx[d].start, NULL);
+        a->start[d] = s.v[0];
+        a->width[d] = e->idx[d].width_expr ? e->idx[d].width : 0;
+        if (a->width[d])
+            wins[nw++] = d;
+        a->inb[d] = window_in_bounds(c, e->base, d, e->idx[d].start, a->width[d]);
+    }
+    a->nwin = nw;
+    if (nw == 2) {
+        a->wd[0] = wins[0];
+        a->wd[1] = wins[1];
+    } else if (nw == 1) {
+        a->wd[1] = wins[0];
+    }
+}
+
+/* May the innermost tile dimension move in vectors of vm elements? */
+static int vector_width(Lower *c, Expr *e, Access *a)
+{
+    int vm = a->es == 8 ? 2 : a->es == 1 ? 1 : 4;
+    int d1 = a->wd[1];
+    if (d1 < 0 || a->width[d1] < vm)
+        return 1;
+    SymInfo *ti = a->ti;
+    if (!(ti->stride[d1].kind == O_IMM && ti->stride[d1].i == 1))
+        return 1;
+    if (known_multiple(c, e->idx[d1].start) % vm)
+        return 1;
+    /* every other stride a multiple of vm, so each row starts aligned */
+    for (int d = 0; d < a->t->rank; d++) {
+        if (d == d1)
+            continue;
+        int64_t m;
+        if (!a->t->has_default_strides)
+            m = a->t->stride[d].size ? size_multiple(c, a->t->stride[d].size) : a->t->stride[d].cval;
+        else
+            m = a->t->dim[d1].size ? size_multiple(c, a->t->dim[d1].size) : a->t->dim[d1].cval;
+        if (m % vm)
+            return 1;
+    }
+    /* a chunk is wholly in or out of bounds */
+    int64_t xm = a->t->dim[d1].size ? size_multiple(c, a->t->dim[d1].size) : a->t->dim[d1].cval;
+    if (!a->inb[d1] && xm % vm)
+        return 1;
+    return vm;
+}
+
+static Layout access_layout(Lower *c, Expr *e, Access *a, const Layout *want, Shape shape)
+{
+    if (a->nwin == 0)
+        return layout_scalar(c->threads);
+    int vm = vector_width(c, e, a);
+    if (want && want->rank == shape.rank && !want->bcast[0] && !want->bcast[1] &&
+        want->S[1] == (int)shape.dim[shape.rank - 1] && want->S[0] == (shape.rank == 2 ? (int)shape.dim[0] : 1))
+        return *want;
+    return layout_rowmajor(shape, c->threads, vm);
+}
+
+/* The per-thread addressing of a window in layout L: row-group bases and constant offsets. */
+typedef struct {
+    int base;                  /* byte address of the thread's first element (64-bit) */
+    Opnd rowstep, colstep;     /* bytes between tile rows / tile columns: imm or 64-bit reg */
+    int row0, col0;            /* element index of the thread's first row / column (s32) */
+    int single_pred;           /* single-index bounds (uniform), -1 if none needed */
+} Addr;
+
+static Opnd mul_s64(Lower *c, Opnd a, Opnd b)
+{
+    if (a.kind == O_IMM && b.kind == O_IMM)
+        return IMM(a.i * b.i);
+    if (a.kind == O_IMM) {
+        Opnd t = a;
+        a = b;
+        b = t;
+    }
+    if (b.kind == O_IMM && b.i == 1)
+        return a;
+    return R(ir_bin(c->f, OP_MUL, PT_S64, a, b));
+}
+
+static Opnd s64_of(Lower *c, Opnd x)
+{
+    if (x.kind == O_IMM)
+        return x;
+    return R(ir_cvt(c->f, PT_S64, PT_S32, x));
+}
+
+static Opnd stride64(Lower *c, Access *a, int d)
+{
+    SymInfo *ti = a->ti;
+    if (ti->stride[d].kind == O_IMM)
+        return ti->stride[d];
+    (void)c;
+    return R(ti->stride64[d]);
+}
+
+static void access_addr(Lower *c, Access *a, const Layout *L, Addr *ad)
+{
+    Func *f = c->f;
+    ad->single_pred = -1;
+    /* uniform element offset of the window origin plus the thread's own origin */
+    Opnd off = IMM(0);
+    int t0 = -1, t1 = -1;
+    ad->row0 = ad->col0 = -1;
+    for (int d = 0; d < a->t->rank; d++) {
+        Opnd idx = a->start[d];
+        if (d == a->wd[0] || d == a->wd[1]) {
+            int td = d == a->wd[0] ? 0 : 1;
+            int tc = thread_coord(c, L, td);
+            if (td == 0) t0 = tc; else t1 = tc;
+            int rel = L->bcast[td] ? -1 : ir_bin(f, OP_MUL, PT_S32, R(tc), IMM(L->V[td]));
+            int sreg = opnd_reg(c, idx, PT_S32);
+            int i0 = rel < 0 ? sreg : ir_bin(f, OP_ADD, PT_S32, R(sreg), R(rel));
+            if (td == 0) ad->row0 = i0; else ad->col0 = i0;
+            idx = R(i0);
+        } else if (!a->inb[d]) {
+            int sreg = opnd_reg(c, idx, PT_S32);
+            int p = ir_setp(f, CMP_LO, PT_U32, R(sreg), a->ti->dim[d]);
+            ad->single_pred = ad->single_pred < 0 ? p : ir_bin(f, OP_BAND, PT_PRED, R(ad->single_pred), R(p));
+        }
+        Opnd term = mul_s64(c, s64_of(c, idx), stride64(c, a, d));
+        if (term.kind == O_IMM && off.kind == O_IMM)
+            off = IMM(off.i + term.i);
+        else if (term.kind == O_IMM && term.i == 0)
+            ;
+        else if (off.kind == O_IMM && off.i == 0)
+            off = term;
+        else
+            off = R(ir_bin(f, OP_ADD, PT_S64, off.kind == O_IMM ? term : off, off.kind == O_IMM ? off : term));
+    }
+    (void)t0;
+    (void)t1;
+    if (off.kind == O_IMM)
+        ad->base = ir_bin(f, OP_ADD, PT_S64, R(a->ti->ptr), IMM(off.i * a->es));
+    else
+        ad->base = ir_tern(f, OP_MAD, PT_S64, off, IMM(a->es), R(a->ti->ptr));
+    ad->rowstep = a->wd[0] >= 0 ? mul_s64(c, stride64(c, a, a->wd[0]), IMM(a->es)) : IMM(0);
+    ad->colstep = a->wd[1] >= 0 ? mul_s64(c, stride64(c, a, a->wd[1]), IMM(a->es)) : IMM(0);
+}
+
+static int slot_of(const Layout *L, int o0, int i0, int o1, int i1)
+{
+    return ((o0 * L->V[0] + i0) * L->O[1] + o1) * L->V[1] + i1;
+}
+
+static int row_delta(const Layout *L, int o0, int i0) { return L->bcast[0] ? o0 * L->V[0] + i0 : o0 * L->T[0] * L->V[0] + i0; }
+static int col_delta(const Layout *L, int o1, int i1) { return L->bcast[1] ? o1 * L->V[1] + i1 : o1 * L->T[1] * L->V[1] + i1; }
+
+static int and_pred(Lower *c, int a, int b)
+{
+    if (a < 0) return b;
+    if (b < 0) return a;
+    return ir_bin(c->f, OP_BAND, PT_PRED, R(a), R(b));
+}
+
+/* Visits every memory chunk of a window access in layout L with its address, offset and guard. */
+typedef void ChunkFn(Lower *c, void *ctx, int addr, int64_t off, int vm, int guard, int slot);
+
+static void for_each_chunk(Lower *c, Access *a, const Layout *L, int vm, int extra_guard, ChunkFn *fn, void *ctx)
+{
+    Func *f = c->f;
+    Addr ad;
+    access_addr(c, a, L, &ad);
+    int base_guard = and_pred(c, extra_guard, ad.single_pred);
+    /* column chunk predicates and offsets */
+    int ncol = L->O[1] * L->V[1] / vm;
+    int *cpred = malloc(sizeof(int) * (size_t)ncol);
+    int64_t *coff = malloc(sizeof(int64_t) * (size_t)ncol);
+    int *caddr_delta = malloc(sizeof(int) * (size_t)ncol);
+    for (int j = 0; j < ncol; j++) {
+        int o1 = (j * vm) / L->V[1], i1 = (j * vm) % L->V[1];
+        int cd = col_delta(L, o1, i1);
+        caddr_delta[j] = cd;
+        cpred[j] = -1;
+        if (a->wd[1] >= 0 && !a->inb[a->wd[1]]) {
+            int idx = cd ? ir_bin(f, OP_ADD, PT_S32, R(ad.col0), IMM(cd)) : ad.col0;
+            cpred[j] = ir_setp(f, CMP_LO, PT_U32, R(idx), a->ti->dim[a->wd[1]]);
+        }
+        coff[j] = ad.colstep.kind == O_IMM ? cd * ad.colstep.i : 0;
+    }
+    for (int o0 = 0; o0 < L->O[0]; o0++)
+        for (int i0 = 0; i0 < L->V[0]; i0++) {
+            int rd = row_delta(L, o0, i0);
+            int rpred = -1;
+            if (a->wd[0] >= 0 && !a->inb[a->wd[0]]) {
+                int idx = rd ? ir_bin(f, OP_ADD, PT_S32, R(ad.row0), IMM(rd)) : ad.row0;
+                rpred = ir_setp(f, CMP_LO, PT_U32, R(idx), a->ti->dim[a->wd[0]]);
+            }
+            int rguard = and_pred(c, base_guard, rpred);
+            int raddr = ad.base;
+            int64_t roff = 0;
+            if (rd) {
+                if (ad.rowstep.kind == O_IMM)
+                    roff = rd * ad.rowstep.i;
+                else
+                    raddr = ir_tern(f, OP_MAD, PT_S64, ad.rowstep, IMM(rd), R(ad.base));
+            }
+            for (int j = 0; j < ncol; j++) {
+                int o1 = (j * vm) / L->V[1], i1 = (j * vm) % L->V[1];
+                int addr = raddr;
+                int64_t off = roff + coff[j];
+                if (ad.colstep.kind != O_IMM && caddr_delta[j])
+                    addr = ir_tern(f, OP_MAD, PT_S64, ad.colstep, IMM(caddr_delta[j]), R(raddr));
+                if (off >= MAX_IMM_OFFSET || off <= -MAX_IMM_OFFSET || !c->opt->addr_split) {
+                    if (off)
+                        addr = ir_bin(f, OP_ADD, PT_S64, R(addr), IMM(off));
+                    off = 0;
+                }
+                int g = and_pred(c, rguard, cpred[j]);
+                fn(c, ctx, addr, off, vm, g, slot_of(L, o0, i0, o1, i1));
+            }
+        }
+    free(cpred);
+    free(coff);
+    free(caddr_delta);
+}
+
+typedef struct { ElemType t; Opnd fill; Opnd *out; } LoadCtx;
+
+static void load_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int guard, int slot)
+{
+    LoadCtx *lc = ctx;
+    mem_load(c, SP_GLOBAL, lc->t, addr, off, vm, guard, lc->fill, &lc->out[slot]);
+}
+
+static Opnd fill_of(Lower *c, Expr *e)
+{
+    Expr *fl = e->fill;
+    PType ht = held_ptype(e->type);
+    (void)c;
+    if (!fl)
+        return ht == PT_F32 ? FIMM(0) : IMM(0);
+    if (fl->kind == E_FLOAT)
+        return ht == PT_F32 ? FIMM(fl->fval) : IMM((int64_t)fl->fval);
+    if (fl->kind == E_UNARY && fl->a->kind == E_FLOAT)
+        return FIMM(-fl->a->fval);
+    return ht == PT_F32 ? FIMM((double)fl->ival) : IMM(fl->ival);
+}
+
+Tile load_window(Lower *c, Expr *e, const Layout *want)
+{
+    Access a;
+    access_init(c, e, &a);
+    Layout L = access_layout(c, e, &a, want, e->shape);
+    int vm = a.nwin ? vector_width(c, e, &a) : 1;
+    while (vm > 1 && (L.V[1] % vm || L.bcast[1]))
+        vm /= 2;
+    if (vm > 1)
+        a.ti->vec_ok = true;
+    Tile r = { e->type, L, NULL };
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)layout_slots(&L));
+    LoadCtx lc = { a.t->type, fill_of(c, e), r.v };
+    for_each_chunk(c, &a, &L, vm, -1, load_chunk, &lc);
+    r.type = e->type;
+    return r;
+}
+
+typedef struct { ElemType t; Tile *v; int red; } StoreCtx;
+
+static void store_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int guard, int slot)
+{
+    StoreCtx *sc = ctx;
+    mem_store(c, SP_GLOBAL, sc->red, sc->t, addr, off, vm, guard, &sc->v->v[slot]);
+}
+
+static void store_like(Lower *c, Expr *target, Tile v, int red)
+{
+    Access a;
+    access_init(c, target, &a);
+    Layout L;
+    if (a.nwin == 0)
+        L = layout_scalar(c->threads);
+    else if (v.L.rank == target->shape.rank && v.L.S[1] == (int)target->shape.dim[target->shape.rank - 1] &&
+             v.L.S[0] == (target->shape.rank == 2 ? (int)target->shape.dim[0] : 1) && !v.L.bcast[0] && !v.L.bcast[1])
+        L = v.L;
+    else
+        L = layout_rowmajor(target->shape, c->threads, vector_width(c, target, &a));
+    v = to_layout(c, v, &L);
+    int vm = a.nwin && red < 0 ? vector_width(c, target, &a) : 1;
+    while (vm > 1 && (L.V[1] % vm || L.bcast[1]))
+        vm /= 2;
+    if (vm > 1)
+        a.ti->vec_ok = true;
+    int prim = primary_pred(c, &L);
+    StoreCtx sc = { a.t->type, &v, red };
+    for_each_chunk(c, &a, &L, vm, prim, store_chunk, &sc);
+}
+
+void store_window(Lower *c, Expr *target, Tile v) { store_like(c, target, v, -1); }
+
+void atomic_window(Lower *c, Expr *target, Tile v, int op) { store_like(c, target, v, op == '+' ? RED_ADD : RED_MAX); }
+
+/* ---- shared tiles: row-major with a padded pitch */
+
+static int smem_addr(Lower *c, Sym *s, const Layout *L)
+{
+    Func *f = c->f;
+    SymInfo *si = s->lower;
+    int es = type_size(s->type);
+    int base = new_reg(f, RC_R);
+    Ins *in = emit_ins(f, OP_MOVSYM, PT_U32);
+    in->dst[0] = base;
+    in->ndst = 1;
+    in->src[0] = SYM(arena_printf(c->a, "tilec_smem+%d", si->smem_off));
+    in->nsrc = 1;
+    int t0 = thread_coord(c, L, 0), t1 = thread_coord(c, L, 1);
+    int r0 = L->bcast[0] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(L->V[0]));
+    int c0 = L->bcast[1] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(L->V[1]));
+    int lin = ir_tern(f, OP_MAD, PT_U32, R(r0), IMM(si->smem_ld), R(c0));
+    return ir_tern(f, OP_MAD, PT_U32, R(lin), IMM(es), R(base));
+}
+
+static int smem_vec(Sym *s, const Layout *L)
+{
+    SymInfo *si = s->lower;
+    int es = type_size(s->type);
+    int vm = es == 8 ? 2 : es == 1 ? 1 : 4;
+    while (vm > 1 && (L->V[1] % vm || si->smem_ld % vm || L->bcast[1]))
+        vm /= 2;
+    return vm;
+}
+
+Tile load_shared_var(Lower *c, Sym *s, const Layout *want)
+{
+    SymInfo *si = s->lower;
+    Layout L;
+    if (want && want->rank == s->shape.rank && want->S[1] == (int)s->shape.dim[s->shape.rank - 1] && !want->bcast[0] &&
+        !want->bcast[1] && want->S[0] == (s->shape.rank == 2 ? (int)s->shape.dim[0] : 1))
+        L = *want;
+    else
+        L = layout_rowmajor(s->shape, c->threads, 4);
+    int addr = smem_addr(c, s, &L);
+    int vm = smem_vec(s, &L);
+    int es = type_size(s->type);
+    Tile r = { s->type, L, NULL };
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)layout_slots(&L));
+    for (int o0 = 0; o0 < L.O[0]; o0++)
+        for (int i0 = 0; i0 < L.V[0]; i0++)
+            for (int o1 = 0; o1 < L.O[1]; o1++)
+                for (int i1 = 0; i1 < L.V[1]; i1 += vm) {
+                    int64_t off = ((int64_t)row_delta(&L, o0, i0) * si->smem_ld + col_delta(&L, o1, i1)) * es;
+                    mem_load(c, SP_SHARED, s->type, addr, off, vm, -1, IMM(0), &r.v[slot_of(&L, o0, i0, o1, i1)]);
+                }
+    return r;
+}
+
+void store_shared_var(Lower *c, Sym *s, Tile v)
+{
+    SymInfo *si = s->lower;
+    Layout L = v.L;
+    if (!(v.L.rank == s->shape.rank && v.L.S[1] == (int)s->shape.dim[s->shape.rank - 1] && !v.L.bcast[0] &&
+          !v.L.bcast[1] && v.L.S[0] == (s->shape.rank == 2 ? (int)s->shape.dim[0] : 1)))
+        L = layout_rowmajor(s->shape, c->threads, 4);
+    v = to_layout(c, v, &L);
+    ir_bar(c->f);      /* earlier readers of the tile are done */
+    int addr = smem_addr(c, s, &L);
+    int vm = smem_vec(s, &L);
+    int es = type_size(s->type);
+    int prim = primary_pred(c, &L);
+    for (int o0 = 0; o0 < L.O[0]; o0++)
+        for (int i0 = 0; i0 < L.V[0]; i0++)
+            for (int o1 = 0; o1 < L.O[1]; o1++)
+                for (int i1 = 0; i1 < L.V[1]; i1 += vm) {
+                    int64_t off = ((int64_t)row_delta(&L, o0, i0) * si->smem_ld + col_delta(&L, o1, i1)) * es;
+                    mem_store(c, SP_SHARED, -1, s->type, addr, off, vm, prim, &v.v[slot_of(&L, o0, i0, o1, i1)]);
+                }
+    ir_bar(c->f);      /* the new contents are visible */
+}

@@ -1,0 +1,284 @@
+/* lower_reduce.c: sum/max/min over a whole tile or along one axis.
+ * Whole tile: per-thread tree, warp butterfly shuffles, one word per warp through shared memory,
+ * every thread finishes the (short) cross-warp reduction itself, so the result is uniform.
+ * Along an axis: when the reduced thread dimension lies inside a warp, shuffles alone (the result
+ * stays in registers, broadcast along that dimension, ready for `x - max(x, axis=1)`); otherwise
+ * through shared memory. */
+#include <math.h>
+#include <stdlib.h>
+#include "tilec.h"
+
+static int red_op(Builtin b) { return b == B_SUM ? OP_ADD : b == B_MAX ? OP_MAX : OP_MIN; }
+
+static Opnd identity(Builtin b, PType t)
+{
+    if (b == B_SUM)
+        return t == PT_F32 ? FIMM(0) : IMM(0);
+    if (t == PT_F32)
+        return FIMM(b == B_MAX ? -INFINITY : INFINITY);
+    if (t == PT_U32)
+        return IMM(b == B_MAX ? 0 : 0xffffffffLL);
+    if (t == PT_S64)
+        return IMM(b == B_MAX ? INT64_MIN : INT64_MAX);
+    return IMM(b == B_MAX ? INT32_MIN : INT32_MAX);
+}
+
+static Opnd combine(Lower *c, Builtin b, PType t, Opnd x, Opnd y)
+{
+    if (x.kind != O_REG) {
+        Opnd s = x;
+        x = y;
+        y = s;
+    }
+    if (x.kind != O_REG)
+        x = R(opnd_reg(c, x, t));
+    return R(ir_bin(c->f, red_op(b), t, x, y));
+}
+
+/* Pairwise, so the dependency chain is log2(n) long. */
+static Opnd tree(Lower *c, Builtin b, PType t, Opnd *v, int n)
+{
+    if (n == 1)
+        return v[0];
+    int h = n / 2;
+    return combine(c, b, t, tree(c, b, t, v, h), tree(c, b, t, v + h, n - h));
+}
+
+static Opnd shuffle_xor(Lower *c, Builtin b, PType t, Opnd x, int lanes_from, int lanes_to)
+{
+    Func *f = c->f;
+    int xr = opnd_reg(c, x, t);
+    for (int m = lanes_from; m >= lanes_to; m /= 2) {
+        int d = new_reg(f, ptype_class(t));
+        Ins *in = emit_ins(f, OP_SHFL, PT_B32);
+        in->dst[0] = d;
+        in->ndst = 1;
+        in->src[0] = R(xr);
+        in->src[1] = IMM(m);
+        in->nsrc = 2;
+        xr = ir_bin(f, red_op(b), t, R(xr), R(d));
+    }
+    return R(xr);
+}
+
+static int scratch_reg(Lower *c)
+{
+    int r = new_reg(c->f, RC_R);
+    Ins *in = emit_ins(c->f, OP_MOVSYM, PT_U32);
+    in->dst[0] = r;
+    in->ndst = 1;
+    in->src[0] = SYM("tilec_scratch");
+    in->nsrc = 1;
+    return r;
+}
+
+static Tile reduce_all(Lower *c, Tile v, Builtin b, ElemType rt)
+{
+    Func *f = c->f;
+    PType t = held_ptype(v.type);
+    int n = layout_slots(&v.L);
+    Opnd acc = tree(c, b, t, v.v, n);
+    Tile r = { rt, layout_scalar(c->threads), NULL };
+    r.v = arena_alloc(c->a, sizeof *r.v);
+    if (v.L.rank == 0) {
+        r.v[0] = acc;
+        return r;
+    }
+    int prim = primary_pred(c, &v.L);
+    if (prim >= 0)
+        acc = R(ir_tern(f, OP_SELP, t, acc, identity(b, t), R(prim)));
+    /* threads that hold distinct data span the whole block: reduce over every lane */
+    acc = shuffle_xor(c, b, t, acc, 16, 1);
+    int nwarps = c->threads / 32;
+    if (nwarps == 1) {
+        r.v[0] = acc;
+        return r;
+    }
+    scratch_begin_write(c, nwarps * 4);
+    int base = scratch_reg(c);
+    int lane = ir_bin(f, OP_BAND, PT_B32, R(c->tid), IMM(31));
+    int warp = ir_bin(f, OP_SHR, PT_U32, R(c->tid), IMM(5));
+    int lane0 = ir_setp(f, CMP_EQ, PT_U32, R(lane), IMM(0));
+    int addr = ir_tern(f, OP_MAD, PT_U32, R(warp), IMM(4), R(base));
+    Ins *in = emit_ins(f, OP_ST, t == PT_F32 ? PT_F32 : PT_B32);
+    in->space = SP_SHARED;
+    in->src[0] = R(addr);
+    in->src[1] = R(opnd_reg(c, acc, t));
+    in->nsrc = 2;
+    in->guard = lane0;
+    scratch_end_write(c);
+    Opnd *parts = malloc(sizeof(Opnd) * (size_t)nwarps);
+    for (int w = 0; w < nwarps; w += 4) {
+        int vm = nwarps - w >= 4 ? 4 : nwarps - w;
+        while (vm & (vm - 1))
+            vm--;
+        in = emit_ins(f, OP_LD, t == PT_F32 ? PT_F32 : PT_B32);
+        in->space = SP_SHARED;
+        in->vec = (uint8_t)vm;
+        for (int i = 0; i < vm; i++) {
+            int d = new_reg(f, ptype_class(t));
+            in = &f->code.v[f->code.n - 1];
+            in->dst[i] = d;
+            parts[w + i] = R(d);
+        }
+        in->ndst = vm;
+        in->src[0] = R(base);
+        in->nsrc = 1;
+        in->off = w * 4;
+        if (vm < 4)
+            w -= 4 - vm;
+    }
+    r.v[0] = tree(c, b, t, parts, nwarps);
+    free(parts);
+    return r;
+}
+
+static int slot_of(const Layout *L, int o0, int i0, int o1, int i1)
+{
+    return ((o0 * L->V[0] + i0) * L->O[1] + o1) * L->V[1] + i1;
+}
+
+/* The reduced thread dimension fits in a warp: shuffle within each group of lanes. */
+static bool warp_local(const Layout *L, int nd)
+{
+    if (L->bcast[nd])
+        return true;
+    if (nd == 1)
+        return L->T[1] <= 32;
+    return L->T[0] * L->T[1] <= 32;
+}
+
+static Tile reduce_axis_shuffle(Lower *c, Tile v, Builtin b, int nd, ElemType rt)
+{
+    PType t = held_ptype(v.type);
+    Layout L = v.L, R0 = v.L;
+    R0.S[nd] = 1;
+    R0.O[nd] = 1;
+    R0.V[nd] = 1;
+    bool was_bcast = L.bcast[nd];
+    R0.bcast[nd] = L.T[nd] > 1;
+    Tile r = { rt, R0, NULL };
+    int n = layout_slots(&R0);
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+    int ko = nd == 1 ? L.O[0] : L.O[1], kv = nd == 1 ? L.V[0] : L.V[1];
+    int ro = L.O[nd], rv = L.V[nd];
+    Opnd *part = malloc(sizeof(Opnd) * (size_t)(ro * rv));
+    for (int o = 0; o < ko; o++)
+        for (int i = 0; i < kv; i++) {
+            for (int a = 0; a < ro; a++)
+                for (int bb = 0; bb < rv; bb++)
+                    part[a * rv + bb] = nd == 1 ? v.v[slot_of(&L, o, i, a, bb)] : v.v[slot_of(&L, a, bb, o, i)];
+            Opnd acc = tree(c, b, t, part, ro * rv);
+            if (!was_bcast && L.T[nd] > 1) {
+                int lo = nd == 1 ? 1 : L.T[1];
+                int hi = nd == 1 ? L.T[1] / 2 : L.T[1] * L.T[0] / 2;
+                acc = shuffle_xor(c, b, t, acc, hi, lo);
+            }
+            r.v[nd == 1 ? slot_of(&R0, o, i, 0, 0) : slot_of(&R0, 0, 0, o, i)] = acc;
+        }
+    free(part);
+    return r;
+}
+
+/* General case: the tile goes to shared memory; each result element is reduced by one thread. */
+static Tile reduce_axis_smem(Lower *c, Tile v, Builtin b, int nd, ElemType rt)
+{
+    Func *f = c->f;
+    PType t = held_ptype(v.type);
+    Layout L = v.L;
+    int pitch = L.S[1] + (L.S[1] >= 8 ? 1 : 0);
+    /* write: reuse the layout-change machinery by converting to a row-major layout first is
+     * wasteful; write directly */
+    scratch_begin_write(c, L.S[0] * pitch * 4);
+    int base = scratch_reg(c);
+    int prim = primary_pred(c, &L);
+    int t0 = thread_coord(c, &L, 0), t1 = thread_coord(c, &L, 1);
+    int r0 = L.bcast[0] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(L.V[0]));
+    int c0 = L.bcast[1] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(L.V[1]));
+    int addr = ir_tern(f, OP_MAD, PT_U32, R(ir_tern(f, OP_MAD, PT_U32, R(r0), IMM(pitch), R(c0))), IMM(4), R(base));
+    for (int o0 = 0; o0 < L.O[0]; o0++)
+        for (int i0 = 0; i0 < L.V[0]; i0++)
+            for (int o1 = 0; o1 < L.O[1]; o1++)
+                for (int i1 = 0; i1 < L.V[1]; i1++) {
+                    int rr = L.bcast[0] ? o0 * L.V[0] + i0 : o0 * L.T[0] * L.V[0] + i0;
+                    int cc = L.bcast[1] ? o1 * L.V[1] + i1 : o1 * L.T[1] * L.V[1] + i1;
+                    Ins *in = emit_ins(f, OP_ST, t == PT_F32 ? PT_F32 : PT_B32);
+                    in->space = SP_SHARED;
+                    in->src[0] = R(addr);
+                    in->src[1] = R(opnd_reg(c, v.v[slot_of(&L, o0, i0, o1, i1)], t));
+                    in->nsrc = 2;
+                    in->off = ((int64_t)rr * pitch + cc) * 4;
+                    in->guard = prim;
+                }
+    scratch_end_write(c);
+    Shape rs;
+    rs.rank = L.rank;
+    rs.dim[0] = nd == 0 ? 1 : L.S[0];
+    rs.dim[1] = nd == 1 ? 1 : L.S[1];
+    if (rs.rank == 1)
+        rs.dim[0] = 1;
+    Layout RL = layout_rowmajor(rs, c->threads, 1);
+    Tile r = { rt, RL, NULL };
+    int n = layout_slots(&RL);
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+    int rt0 = thread_coord(c, &RL, 0), rt1 = thread_coord(c, &RL, 1);
+    int len = L.S[nd];
+    int step = nd == 1 ? 4 : pitch * 4;
+    int *acc = malloc(sizeof(int) * (size_t)n), *ad = malloc(sizeof(int) * (size_t)n);
+    for (int o0 = 0; o0 < RL.O[0]; o0++)
+        for (int o1 = 0; o1 < RL.O[1]; o1++) {
+            int s = slot_of(&RL, o0, 0, o1, 0);
+            int row = ir_tern(f, OP_MAD, PT_U32, R(rt0), IMM(1), IMM(o0 * RL.T[0]));
+            int col = ir_tern(f, OP_MAD, PT_U32, R(rt1), IMM(1), IMM(o1 * RL.T[1]));
+            ad[s] = ir_tern(f, OP_MAD, PT_U32, R(ir_tern(f, OP_MAD, PT_U32, R(row), IMM(pitch), R(col))), IMM(4), R(base));
+            acc[s] = ir_mov(f, t, identity(b, t));
+        }
+    int idx = ir_mov(f, PT_S32, IMM(0));
+    int head = new_label(f);
+    ir_label(f, head);
+    for (int s = 0; s < n; s++) {
+        int d = new_reg(f, ptype_class(t));
+        Ins *in = emit_ins(f, OP_LD, t == PT_F32 ? PT_F32 : PT_B32);
+        in->space = SP_SHARED;
+        in->dst[0] = d;
+        in->ndst = 1;
+        in->src[0] = R(ad[s]);
+        in->nsrc = 1;
+        in = emit_ins(f, red_op(b), t);
+        in->dst[0] = acc[s];
+        in->ndst = 1;
+        in->src[0] = R(acc[s]);
+        in->src[1] = R(d);
+        in->nsrc = 2;
+        in = emit_ins(f, OP_ADD, PT_U32);
+        in->dst[0] = ad[s];
+        in->ndst = 1;
+        in->src[0] = R(ad[s]);
+        in->src[1] = IMM(step);
+        in->nsrc = 2;
+    }
+    Ins *in = emit_ins(f, OP_ADD, PT_S32);
+    in->dst[0] = idx;
+    in->ndst = 1;
+    in->src[0] = R(idx);
+    in->src[1] = IMM(1);
+    in->nsrc = 2;
+    int more = ir_setp(f, CMP_LT, PT_S32, R(idx), IMM(len));
+    ir_bra(f, head, more, false);
+    for (int s = 0; s < n; s++)
+        r.v[s] = R(acc[s]);
+    free(acc);
+    free(ad);
+    return r;
+}
+
+Tile reduce_tile(Lower *c, Tile v, Builtin b, int axis)
+{
+    ElemType rt = (b == B_SUM && (v.type == TY_F16 || v.type == TY_BF16)) ? TY_F32 : v.type;
+    if (axis < 0)
+        return reduce_all(c, v, b, rt);
+    int nd = v.L.rank == 1 ? 1 : axis;
+    if (warp_local(&v.L, nd))
+        return reduce_axis_shuffle(c, v, b, nd, rt);
+    return reduce_axis_smem(c, v, b, nd, rt);
+}

@@ -1,0 +1,416 @@
+/* main.c: the tilec command line and the pipeline, one line a stage (compile_for_arch). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "tilec.h"
+
+enum { EXIT_COMPILE = 1, EXIT_USAGE = 2 };
+enum { MAX_SOURCE = 64 << 20, MAX_ARCHS = 8 };
+typedef enum { EMIT_PTX, EMIT_CUBIN, EMIT_C, EMIT_META } EmitKind;
+
+static const char *const known_archs[] = { "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a" };
+
+typedef struct {
+    const char *input, *output;
+    const char *archs[MAX_ARCHS];
+    int narchs;
+    EmitKind emit;
+    bool report, report_json;
+    const char *dump;
+    Options opt;
+    Define defs[64];
+    int ndefs;
+} Cli;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tilec [options] FILE.tile\n"
+            "  -o FILE            output file (- for stdout); default: FILE with the extension of --emit\n"
+            "  --arch=ARCH[,..]   sm_80 (default), sm_86, sm_89, sm_90, sm_90a; a list with --emit=c\n"
+            "  -D NAME=VALUE      override a const\n"
+            "  --emit=KIND        ptx (default), cubin (runs ptxas), c (NAME.c + NAME.h), meta\n"
+            "  --report[=json]    per kernel: threads, shared memory, predicted registers, ptxas figures\n"
+            "  --dump=STAGE       print the IR after a stage: tir (lowered), alloc (allocated)\n"
+            "  --max-regs=N       register budget per thread (default: what the block size allows)\n"
+            "  -fno-addr-split    compute every address in full (no base + constant offset)\n"
+            "  -fno-const-reg-elim  keep stage arrays as arrays\n"
+            "  --version, --help\n");
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "tilec: error: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(run tilec --help for usage)\n");
+    return EXIT_USAGE;
+}
+
+static bool known_arch(const char *a)
+{
+    for (size_t i = 0; i < sizeof known_archs / sizeof *known_archs; i++)
+        if (!strcmp(a, known_archs[i]))
+            return true;
+    return false;
+}
+
+static int parse_args(Cli *cli, int argc, char **argv)
+{
+    memset(cli, 0, sizeof *cli);
+    cli->opt.addr_split = true;
+    cli->opt.const_reg_elim = true;
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--version")) {
+            printf("tilec %s\n", TILEC_VERSION);
+            exit(0);
+        } else if (!strcmp(a, "-o")) {
+            if (++i >= argc)
+                return usage_error("-o needs a file name%s", "");
+            cli->output = argv[i];
+        } else if (!strncmp(a, "-D", 2)) {
+            char *d = a[2] ? a + 2 : (++i < argc ? argv[i] : NULL);
+            char *eq = d ? strchr(d, '=') : NULL;
+            if (!eq || eq == d)
+                return usage_error("-D needs NAME=VALUE, got '%s'", d ? d : "");
+            if (cli->ndefs == 64)
+                return usage_error("too many -D options%s", "");
+            *eq = 0;
+            cli->defs[cli->ndefs++] = (Define){ d, eq + 1, false };
+        } else if (!strncmp(a, "--arch=", 7)) {
+            char *list = a + 7;
+            cli->narchs = 0;
+            for (char *s = strtok(list, ","); s; s = strtok(NULL, ",")) {
+                if (!known_arch(s))
+                    return usage_error("unknown architecture '%s' (sm_80, sm_86, sm_89, sm_90, sm_90a)", s);
+                if (cli->narchs == MAX_ARCHS)
+                    return usage_error("too many architectures%s", "");
+                cli->archs[cli->narchs++] = s;
+            }
+            if (!cli->narchs)
+                return usage_error("--arch needs an architecture%s", "");
+        } else if (!strncmp(a, "--emit=", 7)) {
+            const char *k = a + 7;
+            if (!strcmp(k, "ptx")) cli->emit = EMIT_PTX;
+            else if (!strcmp(k, "cubin")) cli->emit = EMIT_CUBIN;
+            else if (!strcmp(k, "c")) cli->emit = EMIT_C;
+            else if (!strcmp(k, "meta")) cli->emit = EMIT_META;
+            else return usage_error("unknown --emit kind '%s' (ptx, cubin, c, meta)", k);
+        } else if (!strcmp(a, "--report")) {
+            cli->report = true;
+        } else if (!strcmp(a, "--report=json")) {
+            cli->report = cli->report_json = true;
+        } else if (!strncmp(a, "--dump=", 7)) {
+            cli->dump = a + 7;
+            if (strcmp(cli->dump, "tir") && strcmp(cli->dump, "alloc"))
+                return usage_error("unknown --dump stage '%s' (tir, alloc)", cli->dump);
+        } else if (!strncmp(a, "--max-regs=", 11)) {
+            char *end;
+            long v = strtol(a + 11, &end, 10);
+            if (*end || v < 16 || v > 255)
+                return usage_error("--max-regs needs a number from 16 to 255, got '%s'", a + 11);
+            cli->opt.max_regs = (int)v;
+        } else if (!strcmp(a, "-fno-addr-split")) {
+            cli->opt.addr_split = false;
+        } else if (!strcmp(a, "-fno-const-reg-elim")) {
+            cli->opt.const_reg_elim = false;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error("unknown option '%s'", a);
+        } else {
+            if (cli->input)
+                return usage_error("only one input file, got a second: '%s'", a);
+            cli->input = a;
+        }
+    }
+    if (!cli->input)
+        return usage_error("no input file%s", "");
+    if (!cli->narchs)
+        cli->archs[cli->narchs++] = "sm_80";
+    if (cli->narchs > 1 && cli->emit != EMIT_C)
+        return usage_error("several architectures need --emit=c%s", "");
+    return 0;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        sys_error("cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    Buf b = { 0 };
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (b.len + n > MAX_SOURCE) {
+            sys_error("'%s' is larger than %d MiB", path, MAX_SOURCE >> 20);
+            fclose(f);
+            buf_free(&b);
+            return NULL;
+        }
+        if (b.len + n + 1 > b.cap) {
+            size_t cap = b.cap ? b.cap * 2 : 65536;
+            while (cap < b.len + n + 1)
+                cap *= 2;
+            char *s = realloc(b.s, cap);
+            if (!s)
+                die("out of memory");
+            b.s = s;
+            b.cap = cap;
+        }
+        memcpy(b.s + b.len, chunk, n);
+        b.len += n;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        sys_error("cannot read '%s'", path);
+        buf_free(&b);
+        return NULL;
+    }
+    if (!b.s) {
+        b.s = malloc(1);
+        if (!b.s)
+            die("out of memory");
+    }
+    b.s[b.len] = 0;
+    *len = b.len;
+    return b.s;
+}
+
+/* Writes data to path all at once: to a temporary file beside it, then renamed over it, so a
+ * failure never leaves a partial output. "-" is stdout. */
+static bool write_output(const char *path, const char *data, size_t len)
+{
+    if (!strcmp(path, "-")) {
+        if (fwrite(data, 1, len, stdout) != len || fflush(stdout)) {
+            sys_error("cannot write to standard output");
+            return false;
+        }
+        return true;
+    }
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 16);
+    if (!tmp)
+        die("out of memory");
+    snprintf(tmp, n + 16, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        sys_error("cannot write '%s': %s", path, strerror(errno));
+        free(tmp);
+        return false;
+    }
+    bool ok = fwrite(data, 1, len, f) == len;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path)) {
+        sys_error("cannot write '%s': %s", path, strerror(errno));
+        remove(tmp);
+        free(tmp);
+        return false;
+    }
+    free(tmp);
+    return true;
+}
+
+static char *replace_ext(Arena *a, const char *path, const char *ext)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *dot = strrchr(base, '.');
+    size_t n = dot ? (size_t)(dot - base) : strlen(base);
+    return arena_printf(a, "%.*s%s", (int)n, base, ext);
+}
+
+typedef struct {
+    Buf ptx;
+    KernelMeta *metas;
+    Func **funcs;
+    int nk;
+} ArchOutput;
+
+/* The pipeline for one architecture: lower, allocate, emit. */
+static bool compile_for_arch(Arena *a, Program *p, Cli *cli, const char *arch, ArchOutput *out)
+{
+    Options opt = cli->opt;
+    opt.arch = arch;
+    out->nk = p->nkernels;
+    out->metas = arena_alloc(a, sizeof(KernelMeta) * (size_t)(p->nkernels + 1));
+    out->funcs = arena_alloc(a, sizeof(Func *) * (size_t)(p->nkernels + 1));
+    bool ok = true;
+    for (int i = 0; i < p->nkernels; i++) {
+        Kernel *k = p->kernels[i];
+        for (int j = 0; j < k->nparams; j++)   /* lowering state is per compilation */
+            k->params[j].sym->lower = NULL;
+        Func *f = lower_kernel(a, p, k, &opt, &out->metas[i]);
+        if (!f) {
+            ok = false;
+            continue;
+        }
+        if (cli->dump && !strcmp(cli->dump, "tir"))
+            ir_dump(f, stdout);
+        int budget = opt.max_regs ? opt.max_regs : reg_budget(k->threads);
+        if (!regalloc(f, budget))
+            ok = false;
+        out->metas[i].pred_regs = f->peak_regs;
+        if (cli->dump && !strcmp(cli->dump, "alloc"))
+            ir_dump(f, stdout);
+        out->funcs[i] = f;
+    }
+    if (!ok)
+        return false;
+    emit_ptx_header(&out->ptx, arch);
+    /* the metadata block leads, so the runtime finds it without parsing PTX */
+    Buf body = { 0 };
+    for (int i = 0; i < p->nkernels; i++) {
+        meta_write(&out->ptx, &out->metas[i]);
+        emit_ptx_kernel(&body, out->funcs[i], &out->metas[i]);
+    }
+    buf_puts(&out->ptx, "\n");
+    if (body.len)
+        buf_puts(&out->ptx, body.s);
+    buf_free(&body);
+    return true;
+}
+
+static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, bool have_ptxas)
+{
+    for (int i = 0; i < ao->nk; i++) {
+        KernelMeta *m = &ao->metas[i];
+        Func *f = ao->funcs[i];
+        if (json) {
+            fprintf(o, "{\"kernel\": \"%s\", \"arch\": \"%s\", \"threads\": %d, \"smem_bytes\": %d, "
+                       "\"predicted_regs\": %d, \"peak_line\": %d, \"budget\": %d",
+                    m->name, arch, m->threads, m->smem_bytes, m->pred_regs, f->peak_line, reg_budget(m->threads));
+            if (have_ptxas && m->ptxas_regs >= 0)
+                fprintf(o, ", \"ptxas_regs\": %d, \"spill_stores\": %d, \"spill_loads\": %d, \"stack_frame\": %d",
+                        m->ptxas_regs, m->ptxas_spill_stores, m->ptxas_spill_loads, m->ptxas_stack);
+            fprintf(o, "}\n");
+            continue;
+        }
+        fprintf(o, "kernel %s (%s)\n", m->name, arch);
+        fprintf(o, "  threads            %d\n", m->threads);
+        fprintf(o, "  shared memory      %d bytes\n", m->smem_bytes);
+        fprintf(o, "  registers          %d predicted (peak at line %d; budget %d)\n", m->pred_regs, f->peak_line,
+                reg_budget(m->threads));
+        if (have_ptxas && m->ptxas_regs >= 0)
+            fprintf(o, "  ptxas              %d registers, %d bytes spill stores, %d bytes spill loads, %d bytes stack frame\n",
+                    m->ptxas_regs, m->ptxas_spill_stores, m->ptxas_spill_loads, m->ptxas_stack);
+        else
+            fprintf(o, "  ptxas              not run (ptxas not found)\n");
+    }
+}
+
+int main(int argc, char **argv)
+{
+    Cli cli;
+    int rc = parse_args(&cli, argc, argv);
+    if (rc)
+        return rc;
+    size_t len;
+    char *src = read_file(cli.input, &len);
+    if (!src)
+        return EXIT_COMPILE;
+    diag.file = cli.input;
+    diag.src = src;
+    diag.len = len;
+    Arena *a = arena_new();
+    Program *p = parse_program(a);
+    if (!p || diag.nerrors || !check_program(a, p, cli.defs, cli.ndefs) || diag.nerrors) {
+        arena_free(a);
+        free(src);
+        return EXIT_COMPILE;
+    }
+    int narch = cli.narchs;
+    ArchOutput *outs = arena_alloc(a, sizeof(ArchOutput) * (size_t)narch);
+    for (int i = 0; i < narch; i++)
+        if (!compile_for_arch(a, p, &cli, cli.archs[i], &outs[i])) {
+            arena_free(a);
+            free(src);
+            return EXIT_COMPILE;
+        }
+    /* assemble when asked for cubins or ptxas' figures */
+    Cubin *cubins = arena_alloc(a, sizeof(Cubin) * (size_t)narch);
+    int ncubins = 0;
+    bool have_ptxas = false;
+    bool need_cubin = cli.emit == EMIT_CUBIN || (cli.emit == EMIT_C && narch > 0);
+    if (need_cubin || cli.report) {
+        for (int i = 0; i < narch; i++) {
+            Buf cub = { 0 }, log = { 0 };
+            bool missing = false;
+            bool ok = ptxas_run(outs[i].ptx.s, cli.archs[i], &cub, &log, &missing);
+            if (!ok) {
+                if (missing && cli.emit != EMIT_CUBIN) {
+                    buf_free(&cub);
+                    buf_free(&log);
+                    break;   /* no ptxas: C output embeds PTX only; the report says so */
+                }
+                sys_error("ptxas failed for %s:\n%s", cli.archs[i], log.s ? log.s : "");
+                return EXIT_COMPILE;
+            }
+            have_ptxas = true;
+            ptxas_parse_report(log.s ? log.s : "", outs[i].metas, outs[i].nk);
+            cubins[ncubins++] = (Cubin){ cli.archs[i], cub.s, cub.len };
+            buf_free(&log);
+        }
+    }
+    if (cli.report) {
+        FILE *ro = cli.output && !strcmp(cli.output, "-") ? stderr : stdout;
+        for (int i = 0; i < narch; i++)
+            print_report(ro, &outs[i], cli.archs[i], cli.report_json, have_ptxas);
+    }
+    bool ok = true;
+    const char *out = cli.output;
+    switch (cli.emit) {
+    case EMIT_PTX:
+        if (!out)
+            out = replace_ext(a, cli.input, ".ptx");
+        if (!cli.report || cli.output)
+            ok = write_output(out, outs[0].ptx.s, outs[0].ptx.len);
+        break;
+    case EMIT_META: {
+        Buf m = { 0 };
+        for (int i = 0; i < outs[0].nk; i++)
+            meta_write(&m, &outs[0].metas[i]);
+        ok = write_output(out ? out : replace_ext(a, cli.input, ".meta"), m.s ? m.s : "", m.len);
+        buf_free(&m);
+        break;
+    }
+    case EMIT_CUBIN:
+        ok = write_output(out ? out : replace_ext(a, cli.input, ".cubin"), cubins[0].data, cubins[0].size);
+        break;
+    case EMIT_C: {
+        const char *cpath = out ? out : replace_ext(a, cli.input, ".c");
+        if (!strcmp(cpath, "-")) {
+            fprintf(stderr, "tilec: error: --emit=c needs an output file name (NAME.c)\n");
+            return EXIT_USAGE;
+        }
+        size_t n = strlen(cpath);
+        const char *stem = n > 2 && !strcmp(cpath + n - 2, ".c") ? arena_strndup(a, cpath, n - 2) : cpath;
+        const char *hpath = arena_printf(a, "%s.h", stem);
+        const char *slash = strrchr(stem, '/');
+        const char *base = slash ? slash + 1 : stem;
+        const char *hname = arena_printf(a, "%s.h", base);
+        Buf c = { 0 }, h = { 0 };
+        emit_c(&c, &h, base, hname, outs[0].metas, outs[0].nk, outs[0].ptx.s, cubins, ncubins);
+        ok = write_output(hpath, h.s, h.len) && write_output(cpath, c.s, c.len);
+        buf_free(&c);
+        buf_free(&h);
+        break;
+    }
+    }
+    for (int i = 0; i < narch; i++) {
+        for (int k = 0; k < outs[i].nk; k++)
+            func_free(outs[i].funcs[k]);
+        buf_free(&outs[i].ptx);
+    }
+    for (int i = 0; i < ncubins; i++)
+        free((void *)cubins[i].data);
+    arena_free(a);
+    free(src);
+    return ok ? 0 : EXIT_COMPILE;
+}

@@ -1,0 +1,239 @@
+/* regalloc.c: liveness over the CFG, then linear-scan allocation per register class.
+ * Needs: a complete Func. Fills: VReg.phys, Func.nphys, the predicted peak (registers per thread,
+ * where, and which values). There is no spilling: a kernel over budget is an error that names
+ * the values live at the peak.
+ *
+ * Linear scan, not graph colouring: intervals come out of tile code almost nested (a tile's
+ * registers live from its load to its last use), so the hull intervals lose little, the scan is
+ * O(n log n) on kernels with tens of thousands of instructions, and the peak it measures is the
+ * number the report needs. */
+#include <stdlib.h>
+#include <string.h>
+#include "tilec.h"
+
+typedef struct { int first, last; int succ[2]; int nsucc; } Block;
+
+typedef struct { uint64_t *w; } Bits;
+
+static int nwords;
+
+static bool bit(const uint64_t *b, int i) { return b[i >> 6] >> (i & 63) & 1; }
+static void set(uint64_t *b, int i) { b[i >> 6] |= 1ull << (i & 63); }
+static void clr(uint64_t *b, int i) { b[i >> 6] &= ~(1ull << (i & 63)); }
+
+/* Calls fn for every register the instruction reads. A guarded definition also reads its
+ * destination: where the guard is false the old value survives. */
+static int uses_of(Ins *in, int *out)
+{
+    int n = 0;
+    for (int s = 0; s < in->nsrc; s++)
+        if (in->src[s].kind == O_REG)
+            out[n++] = in->src[s].reg;
+    if (in->guard >= 0) {
+        out[n++] = in->guard;
+        for (int d = 0; d < in->ndst; d++)
+            out[n++] = in->dst[d];
+    }
+    return n;
+}
+
+int reg_budget(int threads)
+{
+    int r = 65536 / (threads > 0 ? threads : 1);
+    if (r > 255)
+        r = 255;
+    return r >= 255 ? 255 : r & ~7;
+}
+
+static int weight(RegClass rc) { return rc == RC_D ? 2 : rc == RC_P ? 0 : 1; }
+
+typedef struct { int v, start, end; } Interval;
+
+static int by_start(const void *a, const void *b)
+{
+    const Interval *x = a, *y = b;
+    return x->start != y->start ? x->start - y->start : x->v - y->v;
+}
+
+typedef struct { const char *what; int regs; } Holder;
+
+static int by_regs(const void *a, const void *b)
+{
+    const Holder *x = a, *y = b;
+    return y->regs - x->regs;
+}
+
+bool regalloc(Func *f, int budget)
+{
+    int n = f->code.n, nv = f->regs.n;
+    nwords = (nv + 63) / 64 + 1;
+    /* basic blocks */
+    int *label_block = malloc(sizeof(int) * (size_t)(f->nlabels + 1));
+    int *block_of = malloc(sizeof(int) * (size_t)(n + 1));
+    Vec(Block) blocks = { 0 };
+    for (int i = 0; i < n;) {
+        Block b = { i, i, { -1, -1 }, 0 };
+        int j = i;
+        while (j < n) {
+            Ins *in = &f->code.v[j];
+            if (j > i && in->op == OP_LABEL)
+                break;
+            j++;
+            if (in->op == OP_BRA || in->op == OP_RET)
+                break;
+        }
+        b.last = j - 1;
+        vec_push(&blocks, b);
+        for (int k = i; k < j; k++)
+            block_of[k] = blocks.n - 1;
+        if (f->code.v[i].op == OP_LABEL)
+            label_block[f->code.v[i].label] = blocks.n - 1;
+        i = j;
+    }
+    for (int bi = 0; bi < blocks.n; bi++) {
+        Block *b = &blocks.v[bi];
+        Ins *in = &f->code.v[b->last];
+        bool falls = !(in->op == OP_RET || (in->op == OP_BRA && in->guard < 0));
+        if (in->op == OP_BRA)
+            b->succ[b->nsucc++] = label_block[in->label];
+        if (falls && bi + 1 < blocks.n)
+            b->succ[b->nsucc++] = bi + 1;
+    }
+    /* backward dataflow: live-in = use ∪ (live-out − def) */
+    int nb = blocks.n;
+    uint64_t *livein = calloc((size_t)nb * (size_t)nwords, 8), *liveout = calloc((size_t)nb * (size_t)nwords, 8);
+    uint64_t *tmp = calloc((size_t)nwords, 8);
+    int uses[16];
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int bi = nb - 1; bi >= 0; bi--) {
+            Block *b = &blocks.v[bi];
+            uint64_t *out = liveout + (size_t)bi * nwords;
+            for (int s = 0; s < b->nsucc; s++) {
+                uint64_t *in = livein + (size_t)b->succ[s] * nwords;
+                for (int w = 0; w < nwords; w++)
+                    out[w] |= in[w];
+            }
+            memcpy(tmp, out, (size_t)nwords * 8);
+            for (int i = b->last; i >= b->first; i--) {
+                Ins *in = &f->code.v[i];
+                for (int d = 0; d < in->ndst; d++)
+                    clr(tmp, in->dst[d]);
+                int nu = uses_of(in, uses);
+                for (int u = 0; u < nu; u++)
+                    set(tmp, uses[u]);
+            }
+            uint64_t *li = livein + (size_t)bi * nwords;
+            if (memcmp(li, tmp, (size_t)nwords * 8)) {
+                memcpy(li, tmp, (size_t)nwords * 8);
+                changed = true;
+            }
+        }
+    }
+    /* hull intervals */
+    Interval *iv = malloc(sizeof(Interval) * (size_t)(nv + 1));
+    for (int v = 0; v < nv; v++)
+        iv[v] = (Interval){ v, n, -1 };
+#define TOUCH(v, pos) do { if ((pos) < iv[v].start) iv[v].start = (pos); if ((pos) > iv[v].end) iv[v].end = (pos); } while (0)
+    for (int bi = 0; bi < nb; bi++) {
+        Block *b = &blocks.v[bi];
+        for (int v = 0; v < nv; v++) {
+            if (bit(livein + (size_t)bi * nwords, v))
+                TOUCH(v, b->first);
+            if (bit(liveout + (size_t)bi * nwords, v))
+                TOUCH(v, b->last);
+        }
+        for (int i = b->first; i <= b->last; i++) {
+            Ins *in = &f->code.v[i];
+            for (int d = 0; d < in->ndst; d++)
+                TOUCH(in->dst[d], i);
+            int nu = uses_of(in, uses);
+            for (int u = 0; u < nu; u++)
+                TOUCH(uses[u], i);
+        }
+    }
+#undef TOUCH
+    /* pressure per position, and the peak */
+    int *delta = calloc((size_t)n + 2, sizeof(int));
+    for (int v = 0; v < nv; v++) {
+        if (iv[v].end < 0)
+            continue;
+        int w = weight(f->regs.v[v].rc);
+        delta[iv[v].start] += w;
+        delta[iv[v].end + 1] -= w;
+    }
+    int cur = 0, peak = 0, peak_at = 0;
+    for (int i = 0; i < n; i++) {
+        cur += delta[i];
+        if (cur > peak) {
+            peak = cur;
+            peak_at = i;
+        }
+    }
+    /* linear scan: a free list per class; intervals that end before one starts free their reg */
+    Interval *order = malloc(sizeof(Interval) * (size_t)(nv + 1));
+    int m = 0;
+    for (int v = 0; v < nv; v++)
+        if (iv[v].end >= 0)
+            order[m++] = iv[v];
+        else
+            f->regs.v[v].phys = 0;      /* never used: any name will do */
+    qsort(order, (size_t)m, sizeof *order, by_start);
+    int *free_at = calloc((size_t)(nv + 1) * RC_COUNT, sizeof(int));   /* phys -> end of holder */
+    int nphys[RC_COUNT] = { 0 };
+    for (int k = 0; k < m; k++) {
+        Interval *x = &order[k];
+        RegClass rc = f->regs.v[x->v].rc;
+        int *slots = free_at + (size_t)rc * (nv + 1);
+        int p = 0;
+        while (p < nphys[rc] && slots[p] >= x->start)
+            p++;
+        if (p == nphys[rc])
+            nphys[rc]++;
+        slots[p] = x->end;
+        f->regs.v[x->v].phys = p;
+    }
+    memcpy(f->nphys, nphys, sizeof nphys);
+    /* two registers hold the thread's own program counter since Volta */
+    f->peak_regs = peak + 2;
+    f->peak_index = peak_at;
+    f->peak_line = n ? f->code.v[peak_at].line : 0;
+    bool ok = true;
+    if (budget > 0 && f->peak_regs > budget) {
+        /* group the values live at the peak by the source value they belong to */
+        Holder *h = calloc((size_t)nv + 1, sizeof(Holder));
+        int nh = 0;
+        for (int v = 0; v < nv; v++) {
+            if (iv[v].end < 0 || iv[v].start > peak_at || iv[v].end < peak_at)
+                continue;
+            const char *w = f->regs.v[v].what;
+            int j = 0;
+            while (j < nh && strcmp(h[j].what, w))
+                j++;
+            if (j == nh)
+                h[nh++] = (Holder){ w, 0 };
+            h[j].regs += weight(f->regs.v[v].rc);
+        }
+        qsort(h, (size_t)nh, sizeof *h, by_regs);
+        Loc loc = f->k->loc;
+        error_at(loc, "kernel '%s' needs %d registers per thread, more than the %d a block of %d threads allows",
+                 f->k->name, f->peak_regs, budget, f->threads);
+        for (int j = 0; j < nh && j < 5; j++)
+            note_at(loc, "'%s' holds %d registers/thread at line %d", h[j].what, h[j].regs, f->peak_line);
+        note_at(loc, "use smaller tiles or fewer threads per block (threads(%d) allows %d registers)",
+                f->threads / 2 >= 32 ? f->threads / 2 : f->threads, reg_budget(f->threads / 2 >= 32 ? f->threads / 2 : f->threads));
+        free(h);
+        ok = false;
+    }
+    free(free_at);
+    free(order);
+    free(delta);
+    free(iv);
+    free(tmp);
+    free(livein);
+    free(liveout);
+    free(label_block);
+    free(block_of);
+    vec_free(&blocks);
+    return ok;
+}
