@@ -1,0 +1,250 @@
+# Makefile: builds tilec, libtilert, the tests, the examples and the benchmarks (GNU make).
+#
+# Everything goes under build/. Source lists are wildcards: a new compiler/*.c, runtime/*.c,
+# tests/unit/*.c, tests/gpu/*.c, bench/*.c or examples/*.tile needs no edit here. In a test,
+# bench or example directory every NAME.c is a program (build/DIR/NAME), except files whose name
+# ends in util.c (gpu_util.c, ...): those are helpers linked into every program of their directory.
+#
+# No recursive make; dependencies on headers come from the compiler (-MMD), so `make -j` is safe.
+
+# Cleaning needs no configuration; everything else reads config.mk (written by ./configure,
+# which runs by itself when config.mk is missing).
+NOCONFIG_GOALS := clean distclean
+ifneq ($(filter-out $(NOCONFIG_GOALS),$(or $(MAKECMDGOALS),all)),)
+include config.mk
+endif
+
+config.mk:
+	./configure
+
+B       := build
+TILEC   := $(B)/tilec
+VERSION := $(shell sed -n 's/^\#define TILEC_VERSION "\(.*\)"/\1/p' compiler/tilec.h)
+
+# Install layout (PREFIX comes from configure; DESTDIR is for staged installs).
+BINDIR       = $(PREFIX)/bin
+LIBDIR       = $(PREFIX)/lib
+INCLUDEDIR   = $(PREFIX)/include
+MANDIR       = $(PREFIX)/share/man
+PKGCONFIGDIR = $(LIBDIR)/pkgconfig
+
+# Dependency files are a side effect of every compile.
+DEPFLAGS  = -MMD -MP
+CUDA_LIBS = -L$(CUDA_LIB) -lcuda -lpthread
+
+# ---------------------------------------------------------------- tilec
+
+# Lexer and parser are generated into build/gen: they are build outputs, never committed.
+GEN_C   := $(patsubst compiler/%.re,$(B)/gen/%.c,$(wildcard compiler/*.re)) \
+           $(patsubst compiler/%.y,$(B)/gen/%.c,$(wildcard compiler/*.y))
+GEN_H   := $(patsubst compiler/%.y,$(B)/gen/%.h,$(wildcard compiler/*.y))
+TILEC_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard compiler/*.c)) $(GEN_C:.c=.o)
+# Everything but main: unit tests link compiler internals from here.
+LIBTILEC  := $(B)/libtilec.a
+
+# tilec runs ptxas as a process; it finds it where configure did unless $TILEC_PTXAS says else.
+TILEC_CPPFLAGS = -Icompiler -I$(B)/gen \
+                 -DTILEC_PTXAS_DEFAULT='"$(PTXAS)"' -DTILEC_CUDA_HOME='"$(CUDA_HOME)"'
+
+# The generators' output is not ours to keep warning-free: re2c emits labels and helpers a given
+# lexer may not use, and Bison's skeleton has unused parameters/functions in some configurations.
+# Relaxed for build/gen only; our own sources keep every warning.
+GEN_WARNINGS = -Wno-unused-label -Wno-unused-function -Wno-unused-parameter \
+               -Wno-unused-but-set-variable -Wno-implicit-fallthrough -Wno-sign-compare
+
+RE2C_FLAGS  = -W
+# --defines=FILE rather than --header=FILE: the latter only exists since Bison 3.8 and we accept 3.6.
+BISON_FLAGS = -Wall
+
+$(B)/gen/%.c: compiler/%.re
+	@mkdir -p $(@D)
+	$(RE2C) $(RE2C_FLAGS) -o $@ $<
+
+# A multi-target pattern rule: one bison run makes both files.
+$(B)/gen/%.c $(B)/gen/%.h: compiler/%.y
+	@mkdir -p $(@D)
+	$(BISON) $(BISON_FLAGS) --defines=$(B)/gen/$*.h -o $(B)/gen/$*.c $<
+
+$(B)/compiler/%.o: compiler/%.c | $(GEN_H)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(TILEC_CPPFLAGS) -c -o $@ $<
+
+$(B)/gen/%.o: $(B)/gen/%.c | $(GEN_H)
+	$(CC) $(CFLAGS) $(GEN_WARNINGS) $(DEPFLAGS) $(TILEC_CPPFLAGS) -c -o $@ $<
+
+# libc only (-lm is its math half: constant folding evaluates exp, log, ...).
+$(TILEC): $(TILEC_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $(TILEC_OBJ) -lm
+
+$(LIBTILEC): $(filter-out $(B)/compiler/main.o,$(TILEC_OBJ))
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+# ---------------------------------------------------------------- libtilert
+
+TILERT_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard runtime/*.c))
+TILERT_A   := $(B)/libtilert.a
+TILERT_SO  := $(B)/libtilert.so
+
+# -fPIC for both libraries: one set of objects serves the archive and the shared library.
+$(B)/runtime/%.o: runtime/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC $(DEPFLAGS) -Iruntime -I$(CUDA_INC) -c -o $@ $<
+
+$(TILERT_A): $(TILERT_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(TILERT_SO): $(TILERT_OBJ)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libtilert.so -o $@ $^ $(CUDA_LIBS)
+
+# ---------------------------------------------------------------- programs: tests, bench, examples
+
+progs_of   = $(patsubst %.c,$(B)/%,$(filter-out %util.c,$(wildcard $(1)/*.c)))
+helpers_of = $(patsubst %.c,$(B)/%.o,$(filter %util.c,$(wildcard $(1)/*.c)))
+
+UNIT_PROGS    := $(call progs_of,tests/unit)
+GPU_PROGS     := $(call progs_of,tests/gpu)
+BENCH_PROGS   := $(call progs_of,bench)
+EXAMPLE_PROGS := $(call progs_of,examples)
+PROGS := $(UNIT_PROGS) $(GPU_PROGS) $(BENCH_PROGS) $(EXAMPLE_PROGS)
+
+PROG_CPPFLAGS = -Icompiler -I$(B)/gen -Iruntime -I$(CUDA_INC)
+
+$(B)/tests/%.o: tests/%.c | $(GEN_H)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(PROG_CPPFLAGS) -c -o $@ $<
+$(B)/bench/%.o: bench/%.c | $(GEN_H)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(PROG_CPPFLAGS) -c -o $@ $<
+$(B)/examples/%.o: examples/%.c | $(GEN_H)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(PROG_CPPFLAGS) -c -o $@ $<
+
+# The archives come last so only what a program uses is pulled in.
+$(PROGS): $(B)/%: $(B)/%.o $(LIBTILEC) $(TILERT_A)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBTILEC) $(TILERT_A) $(CUDA_LIBS) -lm
+$(UNIT_PROGS): $(call helpers_of,tests/unit)
+$(GPU_PROGS): $(call helpers_of,tests/gpu)
+$(BENCH_PROGS): $(call helpers_of,bench)
+$(EXAMPLE_PROGS): $(call helpers_of,examples)
+
+# Without a driver, programs linked with -lcuda cannot even start: the loader wants
+# libcuda.so.1. tests/run-check.sh puts this link to the toolkit's stub on LD_LIBRARY_PATH (only
+# when no driver is installed); the stub fails cuInit, so GPU-dependent tests skip.
+CUDA_STUB := $(firstword $(wildcard $(CUDA_HOME)/lib64/stubs/libcuda.so \
+                                    $(CUDA_HOME)/targets/*/lib/stubs/libcuda.so) \
+                         $(CUDA_LIB)/libcuda.so)
+$(B)/cuda-stub/libcuda.so.1:
+	@mkdir -p $(@D)
+	ln -sf $(CUDA_STUB) $@
+
+# ---------------------------------------------------------------- examples as PTX
+
+# Default: tilec's default arch. `make check-gpu ARCH=sm_90a` builds into build/examples/sm_90a.
+EX_TILES := $(wildcard examples/*.tile)
+EX_DIR   := $(B)/examples$(if $(ARCH),/$(ARCH))
+EX_PTX   := $(patsubst examples/%.tile,$(EX_DIR)/%.ptx,$(EX_TILES))
+
+$(EX_DIR)/%.ptx: examples/%.tile $(TILEC)
+	@mkdir -p $(@D)
+	$(TILEC) $(if $(ARCH),--arch=$(ARCH)) $< -o $@
+
+# ---------------------------------------------------------------- goals
+
+.PHONY: all check check-gpu run-gpu demo bench install uninstall clean distclean
+.DEFAULT_GOAL := all
+.DELETE_ON_ERROR:
+# Keep generated sources and objects that make reaches through pattern chains: they are
+# outputs we want to look at (build/gen) and to reuse, not temporaries.
+.SECONDARY:
+
+all: $(TILEC) $(TILERT_A) $(TILERT_SO)
+
+# Everything that runs without a GPU.
+check: all $(LIBTILEC) $(UNIT_PROGS) $(B)/cuda-stub/libcuda.so.1
+	tests/run-check.sh
+
+# Each GPU program gets the directory of compiled examples as its argument.
+check-gpu: all $(EX_PTX) $(GPU_PROGS)
+	@$(MAKE_GPU_RUN)
+
+# The same run without rebuilding anything: for a machine that has a GPU but no re2c/bison,
+# given a build/ made elsewhere.
+run-gpu:
+	@$(MAKE_GPU_RUN)
+
+define MAKE_GPU_RUN
+fail=0; \
+for p in $(GPU_PROGS); do \
+	echo "== $$p $(EX_DIR)"; \
+	$$p $(EX_DIR) || fail=1; \
+done; \
+if [ -z "$(GPU_PROGS)" ]; then echo "check-gpu: no GPU programs under tests/gpu"; fi; \
+exit $$fail
+endef
+
+HAVE_GPU = nvidia-smi -L >/dev/null 2>&1 || [ -e /dev/nvidia0 ]
+
+# The main job: build, compile every example with its report, run them where a GPU is.
+demo: all $(EX_PTX) $(GPU_PROGS)
+	@for f in $(EX_TILES); do \
+		echo "== $(TILEC) --report $(if $(ARCH),--arch=$(ARCH) )$$f"; \
+		$(TILEC) --report $(if $(ARCH),--arch=$(ARCH)) $$f -o /dev/null || exit 1; \
+	done
+	@if ! ( $(HAVE_GPU) ); then \
+		echo "demo: no GPU here (nvidia-smi -L failed, no /dev/nvidia0): skipped running the kernels"; \
+	elif [ ! -x $(B)/tests/gpu/run_examples ]; then \
+		echo "demo: $(B)/tests/gpu/run_examples is not built: skipped running the kernels"; \
+	else \
+		echo "== $(B)/tests/gpu/run_examples $(EX_DIR)"; \
+		$(B)/tests/gpu/run_examples $(EX_DIR); \
+	fi
+
+# bench/run.sh (given the build directory) if there is one, else every bench program.
+bench: all $(EX_PTX) $(BENCH_PROGS)
+	@if [ -x bench/run.sh ]; then \
+		bench/run.sh $(B); \
+	elif [ -n "$(BENCH_PROGS)" ]; then \
+		for p in $(BENCH_PROGS); do echo "== $$p $(EX_DIR)"; $$p $(EX_DIR) || exit 1; done; \
+	else \
+		echo "bench: nothing under bench/"; \
+	fi
+
+# pkg-config file: from runtime/tilert.pc.in (or ./tilert.pc.in) with @PREFIX@ @LIBDIR@
+# @INCLUDEDIR@ @VERSION@ @CUDA_LIB@ @CUDA_INC@ substituted. Installed only when the .in exists.
+TILERT_PC_IN := $(firstword $(wildcard runtime/tilert.pc.in tilert.pc.in))
+TILERT_PC    := $(if $(TILERT_PC_IN),$(B)/tilert.pc)
+
+$(B)/tilert.pc: $(TILERT_PC_IN) config.mk
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    -e 's|@CUDA_LIB@|$(CUDA_LIB)|g' -e 's|@CUDA_INC@|$(CUDA_INC)|g' $(TILERT_PC_IN) >$@
+
+INSTALLED := $(BINDIR)/tilec $(LIBDIR)/libtilert.a $(LIBDIR)/libtilert.so \
+             $(INCLUDEDIR)/tilert.h $(MANDIR)/man1/tilec.1 \
+             $(if $(TILERT_PC),$(PKGCONFIGDIR)/tilert.pc)
+
+install: all $(TILERT_PC)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
+	           $(DESTDIR)$(MANDIR)/man1
+	install -m 755 $(TILEC) $(DESTDIR)$(BINDIR)/tilec
+	install -m 644 $(TILERT_A) $(DESTDIR)$(LIBDIR)/libtilert.a
+	install -m 755 $(TILERT_SO) $(DESTDIR)$(LIBDIR)/libtilert.so
+	install -m 644 runtime/tilert.h $(DESTDIR)$(INCLUDEDIR)/tilert.h
+	install -m 644 docs/tilec.1 $(DESTDIR)$(MANDIR)/man1/tilec.1
+	$(if $(TILERT_PC),install -d $(DESTDIR)$(PKGCONFIGDIR))
+	$(if $(TILERT_PC),install -m 644 $(TILERT_PC) $(DESTDIR)$(PKGCONFIGDIR)/tilert.pc)
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+
+clean:
+	rm -rf $(B)
+
+distclean: clean
+	rm -f config.mk
+
+-include $(wildcard $(B)/compiler/*.d $(B)/gen/*.d $(B)/runtime/*.d $(B)/tests/*/*.d \
+                    $(B)/bench/*.d $(B)/examples/*.d)
