@@ -1,0 +1,211 @@
+/* args.c: everything a launch decides before touching the GPU: argument checks against the
+ * metadata, assume() facts, the grid, and the parameter block cuLaunchKernel reads.
+ * Plain functions over plain data, so tests/unit runs them without a device. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tilert_internal.h"
+
+static const char *const kind_names[] = {
+    [TILERT_ARG_PTR] = "TILERT_ARG_PTR", [TILERT_ARG_I32] = "TILERT_ARG_I32",
+    [TILERT_ARG_U32] = "TILERT_ARG_U32", [TILERT_ARG_I64] = "TILERT_ARG_I64",
+    [TILERT_ARG_F32] = "TILERT_ARG_F32", [TILERT_ARG_F16BITS] = "TILERT_ARG_F16BITS",
+    [TILERT_ARG_BF16BITS] = "TILERT_ARG_BF16BITS", [TILERT_ARG_BOOL] = "TILERT_ARG_BOOL",
+};
+
+static const char *kind_name(tilert_arg_kind k)
+{
+    return (unsigned)k < sizeof kind_names / sizeof kind_names[0] ? kind_names[k] : "(bad kind)";
+}
+
+/* The argument kind the ABI wants for a metadata argument. */
+static tilert_arg_kind wanted_kind(const rt_arg_meta *a)
+{
+    if (a->cls == RT_ARG_PTR)
+        return TILERT_ARG_PTR;
+    if (a->cls == RT_ARG_SIZE)
+        return TILERT_ARG_I32;
+    switch (a->type) {
+    case RT_BOOL: return TILERT_ARG_BOOL;
+    case RT_U32: return TILERT_ARG_U32;
+    case RT_I64: return TILERT_ARG_I64;
+    case RT_F16: return TILERT_ARG_F16BITS;
+    case RT_BF16: return TILERT_ARG_BF16BITS;
+    case RT_F32: return TILERT_ARG_F32;
+    case RT_I32:
+    default: return TILERT_ARG_I32;
+    }
+}
+
+tilert_status rt_check_args(const rt_kernel_meta *k, const tilert_arg *args, int nargs)
+{
+    if (nargs != k->nargs)
+        return rt_error(TILERT_ERR_BAD_ARGS, "kernel %s takes %d arguments, got %d", k->name,
+                        k->nargs, nargs);
+    if (nargs > 0 && !args)
+        return rt_error(TILERT_ERR_BAD_ARGS, "kernel %s: argument array is NULL", k->name);
+    for (int i = 0; i < nargs; i++) {
+        const rt_arg_meta *m = &k->args[i];
+        const tilert_arg *a = &args[i];
+        tilert_arg_kind want = wanted_kind(m);
+        if (a->kind != want)
+            return rt_error(TILERT_ERR_BAD_ARGS, "kernel %s argument %d (%s): expected %s, got %s",
+                            k->name, i, m->name, kind_name(want), kind_name(a->kind));
+        if (m->cls == RT_ARG_PTR) {
+            if (a->v.ptr == 0)
+                return rt_error(TILERT_ERR_BAD_ARGS, "kernel %s argument %d (%s): null pointer",
+                                k->name, i, m->name);
+            if (a->v.ptr % (CUdeviceptr)m->align)
+                return rt_error(TILERT_ERR_BAD_ARGS,
+                                "kernel %s argument %d (%s): pointer 0x%llx is not %d-byte aligned",
+                                k->name, i, m->name, (unsigned long long)a->v.ptr, m->align);
+        }
+        if (m->cls == RT_ARG_SIZE && a->v.i32 < 0)
+            return rt_error(TILERT_ERR_BAD_ARGS, "kernel %s argument %d (%s): negative size %d",
+                            k->name, i, m->name, (int)a->v.i32);
+    }
+    return TILERT_OK;
+}
+
+void rt_arg_values(const rt_kernel_meta *k, const tilert_arg *args, int nargs, int64_t *vals)
+{
+    (void)k;
+    for (int i = 0; i < nargs; i++) {
+        switch (args[i].kind) {
+        case TILERT_ARG_I32: vals[i] = args[i].v.i32; break;
+        case TILERT_ARG_U32: vals[i] = args[i].v.u32; break;
+        case TILERT_ARG_I64: vals[i] = args[i].v.i64; break;
+        case TILERT_ARG_BOOL: vals[i] = args[i].v.b != 0; break;
+        default: vals[i] = 0; break;
+        }
+    }
+}
+
+/* "K = 1000, N = 7": the arguments an expression reads, each once, in order of first use. */
+static void describe_args(const rt_kernel_meta *k, const rpn_expr *e, const int64_t *vals,
+                          char *out, size_t size)
+{
+    bool seen[RT_MAX_ARGS] = {false};
+    size_t len = 0;
+    out[0] = 0;
+    for (int i = 0; i < e->n; i++) {
+        int a = (int)e->tok[i].v;
+        if (e->tok[i].op != RPN_ARG || a < 0 || a >= k->nargs || seen[a] ||
+            k->args[a].cls == RT_ARG_PTR)
+            continue;
+        seen[a] = true;
+        int n = snprintf(out + len, size - len, "%s%s = %lld", len ? ", " : "", k->args[a].name,
+                         (long long)vals[a]);
+        if (n < 0 || (size_t)n >= size - len)
+            return;
+        len += (size_t)n;
+    }
+}
+
+/* Rewraps the message rt_rpn_eval left, adding what was evaluated and the values read. */
+static tilert_status eval_in_context(const rt_kernel_meta *k, const rpn_expr *e,
+                                     const int64_t *vals, const char *what, int64_t *out)
+{
+    tilert_status s = rt_rpn_eval(e, vals, k->nargs, out);
+    if (s == TILERT_OK)
+        return s;
+    char why[256], vs[512];
+    snprintf(why, sizeof why, "%s", tilert_last_error());
+    describe_args(k, e, vals, vs, sizeof vs);
+    return rt_error(s, "kernel %s: %s: %s%s%s%s", k->name, what, why, *vs ? " (" : "", vs,
+                    *vs ? ")" : "");
+}
+
+tilert_status rt_check_assumes(const rt_kernel_meta *k, const tilert_arg *args, int nargs)
+{
+    int64_t vals[RT_MAX_ARGS];
+    if (nargs != k->nargs)
+        return rt_error(TILERT_ERR_BAD_ARGS, "kernel %s takes %d arguments, got %d", k->name,
+                        k->nargs, nargs);
+    rt_arg_values(k, args, nargs, vals);
+    for (int i = 0; i < k->nassumes; i++) {
+        char what[600];
+        snprintf(what, sizeof what, "assume(%s)", k->assume_text[i]);
+        int64_t v;
+        tilert_status s = eval_in_context(k, &k->assume[i], vals, what, &v);
+        if (s)
+            return s;
+        if (!v) {
+            char vs[512];
+            describe_args(k, &k->assume[i], vals, vs, sizeof vs);
+            return rt_error(TILERT_ERR_ASSUME, "%s is false for these arguments%s%s%s", what,
+                            *vs ? " (" : "", vs, *vs ? ")" : "");
+        }
+    }
+    return TILERT_OK;
+}
+
+tilert_status rt_compute_grid(const rt_kernel_meta *k, const tilert_arg *args, int nargs,
+                              unsigned grid[3], bool *empty)
+{
+    static const char dim_name[3] = {'x', 'y', 'z'};
+    static const int64_t limit[3] = {INT32_MAX, 65535, 65535};
+    int64_t vals[RT_MAX_ARGS];
+    if (nargs != k->nargs)
+        return rt_error(TILERT_ERR_BAD_ARGS, "kernel %s takes %d arguments, got %d", k->name,
+                        k->nargs, nargs);
+    rt_arg_values(k, args, nargs, vals);
+    *empty = false;
+    for (int d = 0; d < 3; d++) {
+        int64_t v = 1;
+        if (d < k->ngrid) {
+            char what[32];
+            snprintf(what, sizeof what, "grid dimension %c", dim_name[d]);
+            tilert_status s = eval_in_context(k, &k->grid[d], vals, what, &v);
+            if (s)
+                return s;
+        }
+        if (v < 0 || v > limit[d]) {
+            char vs[512];
+            describe_args(k, &k->grid[d], vals, vs, sizeof vs);
+            return rt_error(TILERT_ERR_BAD_ARGS,
+                            "kernel %s: grid dimension %c is %lld blocks (allowed 0..%lld)%s%s%s",
+                            k->name, dim_name[d], (long long)v, (long long)limit[d],
+                            *vs ? " for " : "", vs, "");
+        }
+        if (v == 0)
+            *empty = true;
+        grid[d] = (unsigned)v;
+    }
+    return TILERT_OK;
+}
+
+/* Copies one argument into its slot with the ABI's size for that kind. */
+static void pack(const tilert_arg *a, unsigned char *slot)
+{
+    uint32_t b32;
+    switch (a->kind) {
+    case TILERT_ARG_PTR: memcpy(slot, &a->v.ptr, 8); break;   /* .u64 */
+    case TILERT_ARG_I64: memcpy(slot, &a->v.i64, 8); break;
+    case TILERT_ARG_I32: memcpy(slot, &a->v.i32, 4); break;
+    case TILERT_ARG_U32: memcpy(slot, &a->v.u32, 4); break;
+    case TILERT_ARG_F32: memcpy(slot, &a->v.f32, 4); break;
+    case TILERT_ARG_BOOL:                                      /* .u32 holding 0 or 1 */
+        b32 = a->v.b != 0;
+        memcpy(slot, &b32, 4);
+        break;
+    case TILERT_ARG_F16BITS:
+    case TILERT_ARG_BF16BITS: memcpy(slot, &a->v.bits16, 2); break;
+    }
+}
+
+tilert_status rt_plan_launch(const rt_kernel_meta *k, const tilert_arg *args, int nargs,
+                             rt_launch_plan *plan)
+{
+    tilert_status s;
+    if ((s = rt_check_args(k, args, nargs)) || (s = rt_check_assumes(k, args, nargs)) ||
+        (s = rt_compute_grid(k, args, nargs, plan->grid, &plan->empty)))
+        return s;
+    memset(plan->store, 0, sizeof plan->store);
+    /* One 8-byte slot per argument: every ABI type fits and stays naturally aligned. */
+    for (int i = 0; i < nargs; i++) {
+        pack(&args[i], plan->store + 8 * i);
+        plan->params[i] = plan->store + 8 * i;
+    }
+    return TILERT_OK;
+}

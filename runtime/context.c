@@ -1,0 +1,91 @@
+/* context.c: driver initialisation and the device's primary context.
+ *
+ * The runtime shares the primary context with cudart and other libraries (so pointers from
+ * cudaMalloc work) and never leaves it current behind the caller's back: every driver call runs
+ * between rt_push and rt_pop. */
+#include <stdlib.h>
+
+#include "tilert_internal.h"
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static CUresult init_result;
+
+static void driver_init(void)
+{
+    init_result = cuInit(0);
+}
+
+tilert_status rt_driver_init(void)
+{
+    pthread_once(&init_once, driver_init);
+    if (init_result != CUDA_SUCCESS)
+        return rt_cuda_error_as(TILERT_ERR_NO_DEVICE, "cuInit", init_result);
+    return TILERT_OK;
+}
+
+tilert_status rt_push(tilert_context *ctx)
+{
+    CUresult r = cuCtxPushCurrent(ctx->ctx);
+    return r == CUDA_SUCCESS ? TILERT_OK : rt_cuda_error("cuCtxPushCurrent", r);
+}
+
+void rt_pop(void)
+{
+    CUcontext popped;
+    /* Cannot fail after a successful push on this thread; nothing useful to do if it did. */
+    (void)cuCtxPopCurrent(&popped);
+}
+
+tilert_status tilert_init(int device, tilert_context **out)
+{
+    tilert_status s;
+    CUresult r;
+    int count = 0, major = 0, minor = 0;
+    if (!out)
+        return rt_error(TILERT_ERR_BAD_ARGS, "tilert_init: out is NULL");
+    *out = NULL;
+    if ((s = rt_driver_init()))
+        return s;
+    if ((r = cuDeviceGetCount(&count)) != CUDA_SUCCESS)
+        return rt_cuda_error_as(TILERT_ERR_NO_DEVICE, "cuDeviceGetCount", r);
+    if (device < 0 || device >= count)
+        return rt_error(TILERT_ERR_NO_DEVICE, "tilert_init: no CUDA device %d (%d present)",
+                        device, count);
+    tilert_context *c = calloc(1, sizeof *c);
+    if (!c)
+        return rt_error(TILERT_ERR_NO_MEMORY, "tilert_init: out of memory");
+    if ((r = cuDeviceGet(&c->dev, device)) != CUDA_SUCCESS) {
+        free(c);
+        return rt_cuda_error("cuDeviceGet", r);
+    }
+    if ((r = cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev)) ||
+        (r = cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev))) {
+        free(c);
+        return rt_cuda_error("cuDeviceGetAttribute", r);
+    }
+    c->arch = 10 * major + minor;
+    if ((r = cuDevicePrimaryCtxRetain(&c->ctx, c->dev)) != CUDA_SUCCESS) {
+        free(c);
+        return rt_cuda_error("cuDevicePrimaryCtxRetain", r);
+    }
+    *out = c;
+    return TILERT_OK;
+}
+
+void tilert_release(tilert_context *ctx)
+{
+    if (!ctx)
+        return;
+    (void)cuDevicePrimaryCtxRelease(ctx->dev);
+    free(ctx);
+}
+
+CUcontext tilert_cu_context(tilert_context *ctx)
+{
+    return ctx ? ctx->ctx : NULL;
+}
+
+int tilert_device_arch(tilert_context *ctx)
+{
+    return ctx ? ctx->arch : 0;
+}

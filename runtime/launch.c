@@ -1,0 +1,59 @@
+/* launch.c: tilert_launch, the only place that starts kernels. All decisions are made by
+ * rt_plan_launch (args.c) on the CPU; this file only talks to the driver. */
+#include "tilert_internal.h"
+
+enum { STATIC_SMEM_LIMIT = 48 * 1024 };
+
+/* Kernels above 48 KiB of dynamic shared memory must opt in, once per function. */
+static tilert_status allow_smem(tilert_kernel *k)
+{
+    tilert_status s = TILERT_OK;
+    if (k->meta->smem_bytes <= STATIC_SMEM_LIMIT)
+        return s;
+    pthread_mutex_lock(&k->mod->lock);
+    if (!k->smem_attr_set) {
+        CUresult r = cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        k->meta->smem_bytes);
+        if (r == CUDA_SUCCESS)
+            k->smem_attr_set = true;
+        else
+            s = rt_cuda_error("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", r);
+    }
+    pthread_mutex_unlock(&k->mod->lock);
+    return s;
+}
+
+tilert_status tilert_launch(tilert_kernel *k, CUstream stream, const tilert_arg *args, int nargs)
+{
+    tilert_status s;
+    rt_launch_plan plan;
+    if (!k)
+        return rt_error(TILERT_ERR_BAD_ARGS, "tilert_launch: kernel is NULL");
+    if ((s = rt_plan_launch(k->meta, args, nargs, &plan)))
+        return s;
+    if (plan.empty)
+        return TILERT_OK;
+    if ((s = rt_push(k->mod->ctx)))
+        return s;
+    if ((s = allow_smem(k)) == TILERT_OK) {
+        CUresult r = cuLaunchKernel(k->fn, plan.grid[0], plan.grid[1], plan.grid[2],
+                                    (unsigned)k->meta->threads, 1, 1,
+                                    (unsigned)k->meta->smem_bytes, stream, plan.params, NULL);
+        if (r != CUDA_SUCCESS)
+            s = rt_cuda_error("cuLaunchKernel", r);
+    }
+    rt_pop();
+    return s;
+}
+
+tilert_status tilert_kernel_grid(tilert_kernel *k, const tilert_arg *args, int nargs,
+                                 unsigned grid[3])
+{
+    tilert_status s;
+    bool empty;
+    if (!k || !grid)
+        return rt_error(TILERT_ERR_BAD_ARGS, "tilert_kernel_grid: NULL argument");
+    if ((s = rt_check_args(k->meta, args, nargs)))
+        return s;
+    return rt_compute_grid(k->meta, args, nargs, grid, &empty);
+}
