@@ -34,7 +34,7 @@ typedef enum { RT_ARG_PTR, RT_ARG_SIZE, RT_ARG_SCALAR } rt_arg_class;
 /* Element/scalar types as spelled in the metadata ("f32", "i32", ...). */
 typedef enum { RT_BOOL, RT_I32, RT_U32, RT_I64, RT_F16, RT_BF16, RT_F32, RT_TYPE_COUNT } rt_type;
 
-enum { RT_MAX_GRID = 3, RT_MAX_NAME = 64, RT_MAX_ARGS = 64, RT_MAX_RPN = 64 };
+enum { RT_MAX_GRID = 3, RT_MAX_NAME = 256, RT_MAX_ARGS = 64, RT_MAX_RPN = 64 };
 
 /* A parsed RPN expression: tokens as a small program. */
 typedef enum {

@@ -1,0 +1,70 @@
+/* meta.c: writes the //@tilec metadata block that libtilert reads at load time (runtime/meta.c
+ * parses it; the format is in tilec.h). One group per kernel, each opened by its own version
+ * line, so groups can be concatenated (several kernels, --emit=meta) and still parse. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tilec.h"
+
+/* The runtime's spellings: these must match runtime/meta.c. tf32 never reaches an argument. */
+static const char *meta_type(ElemType t)
+{
+    switch (t) {
+    case TY_BOOL: return "bool";
+    case TY_I32: return "i32";
+    case TY_U32: return "u32";
+    case TY_I64: return "i64";
+    case TY_F16: return "f16";
+    case TY_BF16: return "bf16";
+    case TY_F32:
+    case TY_TF32: return "f32";
+    default: die("meta_write: argument of type %d", (int)t);
+    }
+}
+
+static int meta_size(ElemType t)
+{
+    switch (t) {
+    case TY_BOOL: return 1;
+    case TY_F16: case TY_BF16: return 2;
+    case TY_I64: return 8;
+    default: return 4;
+    }
+}
+
+static const char *kind_word(ArgKind k)
+{
+    return k == ARG_PTR ? "ptr" : k == ARG_SIZE ? "size" : "scalar";
+}
+
+/* Assume text goes on one line: newlines and tabs from the source become spaces. */
+static void put_one_line(Buf *out, const char *s)
+{
+    for (; *s; s++) {
+        char c[2] = {*s == '\n' || *s == '\r' || *s == '\t' ? ' ' : *s, 0};
+        buf_puts(out, c);
+    }
+}
+
+void meta_write(Buf *out, KernelMeta *k)
+{
+    buf_puts(out, "//@tilec 1\n");
+    buf_printf(out, "//@kernel %s threads %d smem %d regs %d\n", k->name, k->threads,
+               k->smem_bytes, k->pred_regs);
+    for (int i = 0; i < k->nargs; i++) {
+        KernelArg *a = &k->args[i];
+        int align = a->kind == ARG_PTR && a->align > 0 ? a->align : meta_size(a->type);
+        buf_printf(out, "//@arg %s %s %s %d\n", a->name, kind_word(a->kind), meta_type(a->type),
+                   align);
+    }
+    for (int d = 0; d < k->ngrid; d++)
+        buf_printf(out, "//@grid %s\n", k->grid_rpn[d]);
+    for (int i = 0; i < k->nassumes; i++) {
+        const char *text = k->assume_text && k->assume_text[i] && k->assume_text[i][0]
+                               ? k->assume_text[i] : k->assume_rpn[i];
+        buf_printf(out, "//@assume %s | ", k->assume_rpn[i]);
+        put_one_line(out, text);
+        buf_puts(out, "\n");
+    }
+    buf_puts(out, "//@end\n");
+}
