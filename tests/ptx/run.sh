@@ -1,0 +1,204 @@
+#!/bin/sh
+# tests/ptx/run.sh [TILEC]: properties of the PTX tilec writes, and ptxas' verdict on it.
+#
+# For every examples/*.tile and every arch (ARCHS, default sm_80 sm_86 sm_89 sm_90 sm_90a):
+#   compile    tilec --arch=ARCH FILE -o X.ptx succeeds and X.ptx says `.target ARCH`
+#   maxntid    every kernel's .maxntid equals the threads of its `//@kernel NAME threads T` line
+#   no-local   no .local memory anywhere in the code
+#   ptxas      ptxas -arch=ARCH -v --warn-on-spills accepts it, no C7508/C7511/C7602 warning,
+#              and every kernel reports 0 bytes stack frame, spill stores and spill loads
+# Then the command line: exit status 0/1/2, no output file after a failed compilation,
+# --version, --help, -o - (stdout).
+# ptxas: $PTXAS, else the one configure found (config.mk), else on PATH; missing: those skip.
+# Prints one line per failure and per skip, then `N passed, M failed[, K skipped]`.
+
+cd "$(dirname "$0")/../.." || exit 2
+tilec=${1:-build/tilec}
+case $tilec in /*) ;; *) tilec=$PWD/$tilec ;; esac
+archs=${ARCHS:-"sm_80 sm_86 sm_89 sm_90 sm_90a"}
+jobs=${JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
+
+if [ ! -x "$tilec" ]; then
+	echo "ptx: $tilec is not built"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
+if [ -z "$PTXAS" ] && [ -f config.mk ]; then
+	PTXAS=$(sed -n 's/^PTXAS = //p' config.mk)
+fi
+if [ -z "$PTXAS" ] || [ ! -x "$PTXAS" ]; then
+	PTXAS=$(command -v ptxas 2>/dev/null)
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tilec-ptx.XXXXXX") || exit 2
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# Results: each job writes its own file of `PASS|FAIL|SKIP name: why` lines (no interleaving).
+res=$tmp/cli.res
+pass() { echo "PASS $1" >>"$res"; }
+fail() { echo "FAIL $1: $2" >>"$res"; }
+skip() { echo "SKIP $1: $2" >>"$res"; }
+
+# Kernel name -> threads, from the metadata comments.
+kernels_of() { sed -n 's|^//@kernel \([A-Za-z_][A-Za-z_0-9]*\) .*|\1|p' "$1"; }
+
+# Prints one line per kernel whose .maxntid (x*y*z) differs from its metadata threads.
+maxntid_mismatches() {
+	awk '
+	/^\/\/@kernel / {
+		for (i = 3; i < NF; i++) if ($i == "threads") want[$2] = $(i + 1)
+		nmeta++
+	}
+	/\.entry[ \t]/ {
+		l = $0; sub(/.*\.entry[ \t]+/, "", l); sub(/[ \t(].*/, "", l); cur = l
+	}
+	/^[ \t]*\.maxntid[ \t]/ {
+		l = $0; sub(/.*\.maxntid[ \t]+/, "", l); n = split(l, d, /[ \t,]+/)
+		t = 1; for (i = 1; i <= n; i++) if (d[i] != "") t *= d[i]
+		got[cur] = t
+	}
+	END {
+		if (!nmeta) print "no //@kernel metadata"
+		for (k in want)
+			if (!(k in got)) print k ": no .maxntid (metadata threads " want[k] ")"
+			else if (got[k] != want[k]) print k ": .maxntid " got[k] ", metadata threads " want[k]
+	}' "$1"
+}
+
+# Prints one line per kernel whose ptxas report is missing or shows stack or spills.
+spill_problems() {
+	log=$1; shift
+	awk -v kernels="$*" '
+	/Function properties for / { l = $0; sub(/.*Function properties for /, "", l); cur = l }
+	/bytes stack frame/ { l = $0; sub(/^[ \t]+/, "", l); frame[cur] = l }
+	END {
+		n = split(kernels, ks, " ")
+		for (i = 1; i <= n; i++) {
+			k = ks[i]
+			if (!(k in frame)) print k ": no stack/spill line in the ptxas report"
+			else if (frame[k] !~ /^0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads/)
+				print k ": " frame[k]
+		}
+	}' "$log"
+}
+
+check_one() {
+	file=$1 arch=$2
+	base=$(basename "$file" .tile)
+	name="$base $arch"
+	res=$tmp/$base.$arch.res
+	out=$tmp/$base.$arch.ptx
+	: >"$res"
+	if ! "$tilec" --arch="$arch" "$file" -o "$out" >"$tmp/$base.$arch.err" 2>&1; then
+		fail "$name compile" "$(head -n 1 "$tmp/$base.$arch.err")"
+		return
+	fi
+	if ! grep -q "^[[:space:]]*\.target[[:space:]][[:space:]]*$arch\([[:space:],]\|$\)" "$out"; then
+		fail "$name compile" "no .target $arch line"
+	else
+		pass "$name compile"
+	fi
+
+	bad=$(maxntid_mismatches "$out")
+	if [ -n "$bad" ]; then fail "$name maxntid" "$(echo "$bad" | head -n 3 | tr '\n' ';' | sed 's/;$//')"
+	else pass "$name maxntid"; fi
+
+	# Comments may mention .local (and metadata is comments): look at code only.
+	bad=$(sed 's|//.*||' "$out" | grep -n '\.local' | head -n 1)
+	if [ -n "$bad" ]; then fail "$name no-local" "$bad"
+	else pass "$name no-local"; fi
+
+	if [ -z "$PTXAS" ]; then
+		skip "$name ptxas" "no ptxas"
+		return
+	fi
+	log=$tmp/$base.$arch.ptxas
+	if ! "$PTXAS" -arch="$arch" -v --warn-on-spills "$out" -o "$tmp/$base.$arch.cubin" >"$log" 2>&1; then
+		fail "$name ptxas" "$(grep -i -m 1 error "$log" || head -n 1 "$log")"
+		return
+	fi
+	bad=$(grep -E 'C7508|C7511|C7602' "$log" | head -n 1)
+	if [ -z "$bad" ]; then
+		bad=$(spill_problems "$log" $(kernels_of "$out") | head -n 3 | tr '\n' ';' | sed 's/;$//')
+	fi
+	if [ -n "$bad" ]; then fail "$name ptxas" "$bad"
+	else pass "$name ptxas"; fi
+}
+
+# Compile/ptxas jobs, $jobs at a time.
+running=0
+for file in examples/*.tile; do
+	[ -f "$file" ] || continue
+	for arch in $archs; do
+		check_one "$file" "$arch" &
+		running=$((running + 1))
+		if [ "$running" -ge "$jobs" ]; then wait; running=0; fi
+	done
+done
+wait
+
+# ---- the command line
+
+res=$tmp/cli.res
+ex=examples/vecadd.tile
+[ -f "$ex" ] || ex=$(ls examples/*.tile | head -n 1)
+
+broken=$tmp/broken.tile
+printf 'kernel broken(X: f32[N]) grid(1) {\n    let = ;\n}\n' >"$broken"
+rm -f "$tmp/broken.ptx"
+"$tilec" "$broken" -o "$tmp/broken.ptx" >/dev/null 2>&1
+st=$?
+if [ "$st" -eq 1 ]; then pass "cli: compile error exits 1"
+else fail "cli: compile error exits 1" "exit status $st"; fi
+if [ -e "$tmp/broken.ptx" ]; then fail "cli: no output after an error" "broken.ptx was written"
+else pass "cli: no output after an error"; fi
+
+"$tilec" --no-such-option "$ex" -o "$tmp/x.ptx" >/dev/null 2>&1
+st=$?
+if [ "$st" -eq 2 ]; then pass "cli: bad option exits 2"
+else fail "cli: bad option exits 2" "exit status $st"; fi
+
+"$tilec" >/dev/null 2>&1
+st=$?
+if [ "$st" -eq 2 ]; then pass "cli: no input file exits 2"
+else fail "cli: no input file exits 2" "exit status $st"; fi
+
+"$tilec" "$ex" -o "$tmp/ok.ptx" >/dev/null 2>&1
+st=$?
+if [ "$st" -eq 0 ] && [ -s "$tmp/ok.ptx" ]; then pass "cli: success exits 0"
+else fail "cli: success exits 0" "exit status $st"; fi
+
+version=$(sed -n 's/^#define TILEC_VERSION "\(.*\)"/\1/p' compiler/tilec.h)
+out=$("$tilec" --version 2>&1)
+st=$?
+if [ "$st" -eq 0 ] && echo "$out" | grep -q "tilec.*$version"; then pass "cli: --version"
+else fail "cli: --version" "status $st, printed: $(echo "$out" | head -n 1)"; fi
+
+out=$("$tilec" --help 2>&1)
+st=$?
+if [ "$st" -eq 0 ] && echo "$out" | grep -qi 'usage' && echo "$out" | grep -q -- '--arch'; then
+	pass "cli: --help"
+else
+	fail "cli: --help" "status $st, no usage line or no --arch"
+fi
+
+"$tilec" "$ex" -o - >"$tmp/stdout.ptx" 2>/dev/null
+st=$?
+if [ "$st" -eq 0 ] && grep -q '^//@tilec' "$tmp/stdout.ptx" && grep -q '\.entry' "$tmp/stdout.ptx" &&
+   [ ! -e ./- ]; then
+	pass "cli: -o - writes to stdout"
+else
+	fail "cli: -o - writes to stdout" "status $st"
+fi
+
+# ---- sum up
+cat "$tmp"/*.res >"$tmp/all"
+grep -E '^(FAIL|SKIP) ' "$tmp/all" | sed 's/^FAIL /FAIL: /; s/^SKIP /skip: /'
+passed=$(grep -c '^PASS ' "$tmp/all")
+failed=$(grep -c '^FAIL ' "$tmp/all")
+skipped=$(grep -c '^SKIP ' "$tmp/all")
+line="$passed passed, $failed failed"
+[ "$skipped" -gt 0 ] && line="$line, $skipped skipped"
+echo "$line"
+[ "$failed" -eq 0 ]
