@@ -1,0 +1,61 @@
+/* bench.h: the benchmark's shared declarations. bench.c times and prints; workloads.c knows
+ * what each example kernel computes, how to feed it, what to compare it with and how to check it.
+ */
+#ifndef BENCH_H
+#define BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda.h>
+#include <cublas_v2.h>
+#include "../runtime/tilert.h"
+
+enum { MAX_SETS = 16, MAX_BUFS = 8, MAX_ARGS = 16 };
+
+typedef enum { DT_F32, DT_TF32, DT_F16, DT_BF16 } DType;
+
+/* What a workload is: which kind it is (one of the Kind rows in workloads.c) and its sizes. */
+typedef enum { K_GEMM, K_AXPY, K_SUM, K_ROWSUM, K_SOFTMAX, K_LAYERNORM } KindId;
+
+typedef struct {
+    const char *kernel;    /* example name: <ptx-dir>/<kernel>.ptx holds a kernel of this name */
+    KindId kind;
+    int64_t m, n, k;       /* GEMM: M, N, K.  vectors: n.  row-wise: m rows of n columns */
+    DType in, out;         /* GEMM operand and result types (unused elsewhere) */
+} Workload;
+
+/* The live state of one workload: device buffers per input set and host copies of set 0. */
+typedef struct {
+    const Workload *w;
+    int nsets;
+    CUstream stream;
+    cublasHandle_t blas;
+    CUdeviceptr buf[MAX_SETS][MAX_BUFS];   /* the kernel's tensors, in the kind's own order */
+    CUdeviceptr ref[MAX_SETS][2];          /* the reference's own buffers (copy src/dst, C) */
+    size_t ref_bytes;                      /* copy references: bytes per copy */
+    float *host[MAX_BUFS];                 /* set 0 inputs as f32 (converted from f16/bf16) */
+} Run;
+
+typedef struct {
+    const char *name;                     /* e.g. "gemm" */
+    size_t (*set_bytes)(const Workload *w);              /* device bytes of one input set */
+    bool (*setup)(Run *r);                               /* allocate and fill every set */
+    int (*args)(Run *r, int set, tilert_arg *a);         /* the kernel's arguments; count */
+    bool (*before)(Run *r, int set);                     /* untimed, before each launch */
+    bool (*reference)(Run *r, int set);                  /* enqueue the reference once */
+    bool (*check)(Run *r, char *msg, size_t len);        /* set 0 after one tilec launch */
+    void (*describe)(const Workload *w, char *size, size_t len, char *ref, size_t rlen);
+    double (*work)(const Workload *w);   /* flops (GEMM) or minimum DRAM bytes moved */
+    bool is_flops;
+} Kind;
+
+const Kind *kind_of(const Workload *w);
+extern const Workload workloads[];
+extern const int nworkloads;
+
+/* workloads.c helpers shared with bench.c */
+bool cu_ok(CUresult r, const char *what);     /* prints the CUDA error name on failure */
+void run_free(Run *r);
+
+#endif
