@@ -87,6 +87,51 @@ tilert_status tilert_kernel_get_info(tilert_kernel *k, tilert_kernel_info *out);
 tilert_status tilert_kernel_grid(tilert_kernel *k, const tilert_arg *args, int nargs,
                                  unsigned grid[3]);
 
+/* used by generated launchers */
+
+/* What `tilec --emit=c` embeds in a generated C file: the PTX text (with its //@tilec block) and
+ * cubins for some architectures. Generated code defines one tilert_embedded per source file and
+ * calls the functions below from its typed launchers; nothing here is meant to be called by hand.
+ *
+ * Loading: once per CUDA context, lazily at the first launch or explicitly. A launch runs in the
+ * context current on the calling thread when there is one (it must be a device's primary
+ * context, the one tilert_init and the CUDA runtime use); with none current, in the context
+ * given to the last explicit load, else in device 0's primary context. The code loaded is the
+ * cubin whose architecture equals the device's (sm_90a counts as sm_90), else the PTX through
+ * the driver's JIT when the device is at least the PTX's target, else TILERT_ERR_ARCH. */
+typedef struct {
+    const char *arch;                  /* "sm_80", "sm_90a" */
+    const unsigned char *data;
+    size_t size;
+} tilert_embedded_cubin;
+
+typedef struct tilert_embedded_state tilert_embedded_state;
+
+typedef struct {
+    const char *name;                  /* the generated prefix, for messages */
+    const char *ptx;                   /* NUL-terminated PTX with its //@tilec block */
+    const char *ptx_arch;              /* the PTX's .target: "sm_80" */
+    const char *meta;                  /* the //@tilec block alone, for the cubins */
+    const tilert_embedded_cubin *cubins; int ncubins;
+    const char *const *kernels; int nkernels;   /* kernel names; a launcher passes its index */
+    tilert_embedded_state *state;      /* the runtime's; NULL until the first load */
+} tilert_embedded;
+
+/* Loads the module into ctx's context (nothing if already there) and makes ctx the context used
+ * by launches from threads with no current context. ctx NULL: the context a launch from this
+ * thread would use. */
+tilert_status tilert_embedded_load(tilert_embedded *m, tilert_context *ctx);
+/* The kernel handle for the context a launch from this thread would use, loading if needed. */
+tilert_status tilert_embedded_kernel(tilert_embedded *m, int kernel, tilert_kernel **out);
+/* tilert_embedded_kernel, then tilert_launch. */
+tilert_status tilert_embedded_launch(tilert_embedded *m, int kernel, CUstream stream,
+                                     const tilert_arg *args, int nargs);
+/* Unloads from every context and forgets the default one. Launches must not run concurrently. */
+void tilert_embedded_unload(tilert_embedded *m);
+/* What was loaded for the context a launch from this thread would use: "cubin sm_90a",
+ * "ptx sm_80 (JIT)", or "not loaded". */
+const char *tilert_embedded_code(tilert_embedded *m);
+
 #ifdef __cplusplus
 }
 #endif

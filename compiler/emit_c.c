@@ -1,0 +1,357 @@
+/* emit_c.c: --emit=c, a C source/header pair that links generated kernels into a program.
+ *
+ * NAME.c embeds the PTX (with its //@tilec metadata block) and any cubins as byte arrays (string
+ * literals would hit C's 4095-character limit under -pedantic) and defines one typed launcher
+ * per kernel; NAME.h declares them. The launchers are thin: they pack their arguments in ABI
+ * order and hand them to libtilert's tilert_embedded_launch, which owns the loading policy
+ * (per-context table, cubin or JIT choice) and the checks (pointers, sizes, assume facts). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tilec.h"
+
+/* C keywords and the launcher's own names: a kernel parameter spelled like one gets a '_'. */
+static const char *const reserved[] = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+    "union", "unsigned", "void", "volatile", "while", "bool", "true", "false", "asm",
+    "stream", "tilert_args",
+};
+
+static const char *c_param_name(Buf *scratch, const char *name)
+{
+    scratch->len = 0;
+    buf_puts(scratch, name);
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+        if (strcmp(name, reserved[i]) == 0)
+            buf_puts(scratch, "_");
+    return scratch->s;
+}
+
+/* base as a C identifier: other characters become '_', a leading digit gets a '_' before it. */
+static void c_ident(Buf *out, const char *base)
+{
+    if (!base || !*base)
+        base = "kernels";
+    if (*base >= '0' && *base <= '9')
+        buf_puts(out, "_");
+    for (const char *p = base; *p; p++) {
+        char c = *p;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        buf_printf(out, "%c", ok ? c : '_');
+    }
+}
+
+static const char *c_type(const KernelArg *a)
+{
+    if (a->kind == ARG_PTR)
+        return "CUdeviceptr";
+    if (a->kind == ARG_SIZE)
+        return "int32_t";
+    switch (a->type) {
+    case TY_F32: return "float";
+    case TY_I32: return "int32_t";
+    case TY_U32: return "uint32_t";
+    case TY_I64: return "int64_t";
+    case TY_BOOL: return "int";
+    case TY_F16: case TY_BF16: return "uint16_t";
+    default: die("emit_c: scalar argument '%s' of type %s", a->name, type_name(a->type));
+    }
+}
+
+/* The tilert_arg kind and union member of an argument. */
+static void arg_kind(const KernelArg *a, const char **kind, const char **field)
+{
+    if (a->kind == ARG_PTR) {
+        *kind = "TILERT_ARG_PTR", *field = "ptr";
+        return;
+    }
+    if (a->kind == ARG_SIZE) {
+        *kind = "TILERT_ARG_I32", *field = "i32";
+        return;
+    }
+    switch (a->type) {
+    case TY_F32: *kind = "TILERT_ARG_F32", *field = "f32"; return;
+    case TY_I32: *kind = "TILERT_ARG_I32", *field = "i32"; return;
+    case TY_U32: *kind = "TILERT_ARG_U32", *field = "u32"; return;
+    case TY_I64: *kind = "TILERT_ARG_I64", *field = "i64"; return;
+    case TY_BOOL: *kind = "TILERT_ARG_BOOL", *field = "b"; return;
+    case TY_F16: *kind = "TILERT_ARG_F16BITS", *field = "bits16"; return;
+    case TY_BF16: *kind = "TILERT_ARG_BF16BITS", *field = "bits16"; return;
+    default: die("emit_c: scalar argument '%s' of type %s", a->name, type_name(a->type));
+    }
+}
+
+/* Bytes as a C initializer, 16 a line. A NUL is appended when nul_terminate (text). */
+static void byte_array(Buf *out, const char *decl, const unsigned char *data, size_t n,
+                       bool nul_terminate)
+{
+    buf_printf(out, "%s[%zu] = {", decl, n + (nul_terminate ? 1 : 0));
+    for (size_t i = 0; i < n; i++)
+        buf_printf(out, "%s%u,", i % 16 ? "" : "\n    ", (unsigned)data[i]);
+    if (nul_terminate)
+        buf_printf(out, "%s0", n % 16 ? "" : "\n    ");
+    buf_puts(out, "\n};\n\n");
+}
+
+/* The //@ lines of the PTX: the metadata a cubin needs beside it. */
+static void meta_block(Buf *out, const char *ptx)
+{
+    for (const char *line = ptx; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) + 1 : strlen(line);
+        if (len >= 3 && memcmp(line, "//@", 3) == 0) {
+            char *copy = malloc(len + 1);
+            if (!copy)
+                die("out of memory");
+            memcpy(copy, line, len);
+            copy[len] = '\0';
+            buf_puts(out, copy);
+            free(copy);
+            if (!nl)
+                buf_puts(out, "\n");
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+}
+
+/* The PTX's `.target sm_XX` (first target named), "" if there is none. */
+static void ptx_target(Buf *out, const char *ptx)
+{
+    const char *p = ptx;
+    while ((p = strstr(p, ".target"))) {
+        if (p == ptx || p[-1] == '\n') {
+            p += strlen(".target");
+            while (*p == ' ' || *p == '\t')
+                p++;
+            while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')
+                buf_printf(out, "%c", *p++);
+            return;
+        }
+        p++;
+    }
+}
+
+/* "f32[M, K]"-style comment for a parameter in the header. */
+static const char *arg_comment(Buf *scratch, const KernelArg *a)
+{
+    scratch->len = 0;
+    switch (a->kind) {
+    case ARG_PTR:
+        buf_printf(scratch, "device pointer to %s, %d-byte aligned", type_name(a->type), a->align);
+        break;
+    case ARG_SIZE:
+        buf_puts(scratch, "size, >= 0");
+        break;
+    case ARG_SCALAR:
+        buf_printf(scratch, "%s%s", type_name(a->type),
+                   a->type == TY_F16 || a->type == TY_BF16 ? " bits" :
+                   a->type == TY_BOOL ? " (0 or 1)" : "");
+        break;
+    }
+    return scratch->s;
+}
+
+/* The declaration puts one argument a line with what it must be; the definition is plain. */
+static void launcher_signature(Buf *out, const char *prefix, const KernelMeta *k, bool decl)
+{
+    Buf name = {0}, note = {0};
+    buf_printf(out, "tilert_status %s_%s_launch(CUstream stream", prefix, k->name);
+    for (int i = 0; i < k->nargs; i++) {
+        const KernelArg *a = &k->args[i];
+        const char *sep = i + 1 < k->nargs ? "," : decl ? ");" : ")";
+        buf_printf(out, "%s\n    %s %s%s", i ? "" : ",", c_type(a), c_param_name(&name, a->name),
+                   sep);
+        if (decl)
+            buf_printf(out, "   /* %s */", arg_comment(&note, a));
+    }
+    if (k->nargs == 0)
+        buf_puts(out, decl ? ");" : ")");
+    buf_puts(out, "\n");
+    buf_free(&name);
+    buf_free(&note);
+}
+
+static void emit_header(Buf *h, const char *prefix, const char *guard, KernelMeta *ks, int nk,
+                        const char *archs, const char *ptx_arch)
+{
+    buf_printf(h, "/* %s.h: generated by tilec %s (--emit=c). Do not edit.\n", prefix,
+               TILEC_VERSION);
+    buf_puts(h,
+        " *\n"
+        " * Link with libtilert (pkg-config --cflags --libs tilert). Every launcher checks its\n"
+        " * arguments (null or misaligned pointers, negative sizes, the kernel's assume facts) and\n"
+        " * returns an error instead of launching; tilert_last_error() says why.\n"
+        " *\n"
+        " * Loading happens once per CUDA context, thread-safely: at the first launch, or earlier\n"
+        " * through the _load function. A launch runs in the context current on the calling thread\n"
+        " * (a device's primary context, as tilert_init and the CUDA runtime use); with none\n"
+        " * current, in the context given to the last _load, else in device 0's primary context.\n"
+        " * The code used is the embedded cubin of the device's exact architecture, else the PTX\n"
+        " * compiled by the driver, else the launch fails with TILERT_ERR_ARCH. */\n");
+    buf_printf(h, "#ifndef %s\n#define %s\n\n", guard, guard);
+    buf_puts(h, "#include <stdint.h>\n\n#include \"tilert.h\"\n\n");
+    buf_puts(h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+    buf_printf(h,
+        "/* What the compiler knows about a kernel. */\n"
+        "typedef struct {\n"
+        "    const char *name;\n"
+        "    int threads;           /* block size */\n"
+        "    int smem_bytes;        /* dynamic shared memory per block */\n"
+        "    int pred_regs;         /* registers per thread predicted by tilec */\n"
+        "    int ptxas_regs;        /* registers per thread reported by ptxas, -1 if it did not run */\n"
+        "    int nargs;             /* launcher arguments after the stream */\n"
+        "    const char *cubin_archs;   /* embedded cubins, comma-separated (\"\" if none) */\n"
+        "    const char *ptx_arch;      /* target of the embedded PTX */\n"
+        "} %s_kernel_info;\n\n", prefix);
+    buf_printf(h,
+        "/* Loads every kernel of this file into ctx's context now (launches load lazily\n"
+        " * otherwise) and makes it the context of launches from threads with no current context.\n"
+        " * ctx NULL: the context a launch from this thread would use. */\n"
+        "tilert_status %s_load(tilert_context *ctx);\n"
+        "/* Unloads from every context. No launch of these kernels may run concurrently. */\n"
+        "void %s_unload(void);\n"
+        "/* What a launch from this thread runs: \"cubin sm_90a\", \"ptx sm_80 (JIT)\" or\n"
+        " * \"not loaded\". */\n"
+        "const char *%s_code(void);\n\n", prefix, prefix, prefix);
+    (void)archs;
+    (void)ptx_arch;
+    for (int i = 0; i < nk; i++) {
+        KernelMeta *k = &ks[i];
+        buf_printf(h, "/* kernel %s: %d threads per block", k->name, k->threads);
+        for (int j = 0; j < k->nassumes; j++)
+            buf_printf(h, "%s assume(%s)", j ? "," : "; checked at launch:",
+                       k->assume_text[j]);
+        buf_puts(h, " */\n");
+        buf_printf(h, "extern const %s_kernel_info %s_%s_info;\n", prefix, prefix, k->name);
+        launcher_signature(h, prefix, k, true);
+        buf_puts(h, "\n");
+    }
+    buf_puts(h, "#ifdef __cplusplus\n}\n#endif\n\n");
+    buf_printf(h, "#endif /* %s */\n", guard);
+}
+
+static void emit_source(Buf *c, const char *prefix, const char *header_name, KernelMeta *ks,
+                        int nk, const char *ptx, const Cubin *cubins, int ncubins,
+                        const char *archs, const char *ptx_arch)
+{
+    Buf decl = {0}, name = {0};
+    buf_printf(c, "/* %s.c: generated by tilec %s (--emit=c). Do not edit. */\n", prefix,
+               TILEC_VERSION);
+    buf_printf(c, "#include \"%s\"\n\n", header_name);
+
+    buf_puts(c, "/* The PTX with its //@tilec metadata, NUL-terminated. */\n");
+    buf_printf(&decl, "static const unsigned char %s_ptx_", prefix);
+    byte_array(c, decl.s, (const unsigned char *)ptx, strlen(ptx), true);
+
+    Buf meta = {0};
+    meta_block(&meta, ptx);
+    buf_puts(c, "/* The metadata alone: what a cubin needs beside it. */\n");
+    decl.len = 0;
+    buf_printf(&decl, "static const unsigned char %s_meta_", prefix);
+    byte_array(c, decl.s, (const unsigned char *)(meta.s ? meta.s : ""), meta.len, true);
+    buf_free(&meta);
+
+    for (int i = 0; i < ncubins; i++) {
+        decl.len = 0;
+        buf_printf(&decl, "static _Alignas(16) const unsigned char %s_cubin%d_", prefix, i);
+        buf_printf(c, "/* cubin for %s */\n", cubins[i].arch);
+        byte_array(c, decl.s, (const unsigned char *)cubins[i].data, cubins[i].size, false);
+    }
+    if (ncubins > 0) {
+        buf_printf(c, "static const tilert_embedded_cubin %s_cubins_[%d] = {\n", prefix, ncubins);
+        for (int i = 0; i < ncubins; i++)
+            buf_printf(c, "    { \"%s\", %s_cubin%d_, sizeof %s_cubin%d_ },\n", cubins[i].arch,
+                       prefix, i, prefix, i);
+        buf_puts(c, "};\n\n");
+    }
+
+    buf_printf(c, "static const char *const %s_kernels_[%d] = {", prefix, nk > 0 ? nk : 1);
+    for (int i = 0; i < nk; i++)
+        buf_printf(c, "%s\"%s\"", i ? ", " : " ", ks[i].name);
+    buf_puts(c, nk > 0 ? " };\n\n" : " 0 };\n\n");
+
+    buf_printf(c,
+        "static tilert_embedded %s_module_ = {\n"
+        "    \"%s\",\n"
+        "    (const char *)%s_ptx_,\n"
+        "    \"%s\",\n"
+        "    (const char *)%s_meta_,\n", prefix, prefix, prefix, ptx_arch, prefix);
+    if (ncubins > 0)
+        buf_printf(c, "    %s_cubins_, %d,\n", prefix, ncubins);
+    else
+        buf_puts(c, "    0, 0,\n");
+    buf_printf(c, "    %s_kernels_, %d,\n    0\n};\n\n", prefix, nk);
+
+    buf_printf(c,
+        "tilert_status %s_load(tilert_context *ctx)\n"
+        "{\n    return tilert_embedded_load(&%s_module_, ctx);\n}\n\n"
+        "void %s_unload(void)\n"
+        "{\n    tilert_embedded_unload(&%s_module_);\n}\n\n"
+        "const char *%s_code(void)\n"
+        "{\n    return tilert_embedded_code(&%s_module_);\n}\n\n",
+        prefix, prefix, prefix, prefix, prefix, prefix);
+
+    for (int i = 0; i < nk; i++) {
+        KernelMeta *k = &ks[i];
+        buf_printf(c,
+            "const %s_kernel_info %s_%s_info = {\n"
+            "    \"%s\", %d, %d, %d, %d, %d, \"%s\", \"%s\"\n};\n\n",
+            prefix, prefix, k->name, k->name, k->threads, k->smem_bytes, k->pred_regs,
+            k->ptxas_regs, k->nargs, archs, ptx_arch);
+        launcher_signature(c, prefix, k, false);
+        buf_puts(c, "{\n");
+        if (k->nargs == 0) {
+            buf_printf(c, "    return tilert_embedded_launch(&%s_module_, %d, stream, 0, 0);\n}\n\n",
+                       prefix, i);
+            continue;
+        }
+        buf_printf(c, "    tilert_arg tilert_args[%d];\n", k->nargs);
+        for (int j = 0; j < k->nargs; j++) {
+            const char *kind, *field;
+            arg_kind(&k->args[j], &kind, &field);
+            const char *pname = c_param_name(&name, k->args[j].name);
+            buf_printf(c, "    tilert_args[%d].kind = %s;\n", j, kind);
+            if (k->args[j].kind == ARG_SCALAR && k->args[j].type == TY_BOOL)
+                buf_printf(c, "    tilert_args[%d].v.b = %s != 0;\n", j, pname);
+            else
+                buf_printf(c, "    tilert_args[%d].v.%s = %s;\n", j, field, pname);
+        }
+        buf_printf(c, "    return tilert_embedded_launch(&%s_module_, %d, stream, tilert_args, %d);\n",
+                   prefix, i, k->nargs);
+        buf_puts(c, "}\n\n");
+    }
+    buf_free(&decl);
+    buf_free(&name);
+}
+
+void emit_c(Buf *c_out, Buf *h_out, const char *base, const char *header_name,
+            KernelMeta *ks, int nk, const char *ptx, const Cubin *cubins, int ncubins)
+{
+    Buf prefix = {0}, guard = {0}, header = {0}, archs = {0}, target = {0};
+    c_ident(&prefix, base);
+    for (size_t i = 0; i < prefix.len; i++) {
+        char ch = prefix.s[i];
+        buf_printf(&guard, "%c", ch >= 'a' && ch <= 'z' ? ch - 'a' + 'A' : ch);
+    }
+    buf_puts(&guard, "_H_TILEC");
+    if (header_name && *header_name)
+        buf_puts(&header, header_name);
+    else
+        buf_printf(&header, "%s.h", prefix.s);
+    for (int i = 0; i < ncubins; i++)
+        buf_printf(&archs, "%s%s", i ? "," : "", cubins[i].arch);
+    buf_puts(&archs, "");
+    ptx_target(&target, ptx);
+    buf_puts(&target, "");
+
+    emit_header(h_out, prefix.s, guard.s, ks, nk, archs.s, target.s);
+    emit_source(c_out, prefix.s, header.s, ks, nk, ptx, cubins, ncubins, archs.s, target.s);
+
+    buf_free(&prefix);
+    buf_free(&guard);
+    buf_free(&header);
+    buf_free(&archs);
+    buf_free(&target);
+}

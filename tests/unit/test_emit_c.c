@@ -1,0 +1,185 @@
+/* test_emit_c.c: tilec --emit=c output (compiler/emit_c.c) on its own.
+ *
+ * Includes emit_c.c and util.c directly, so it needs none of the other compiler objects. Feeds
+ * hand-made kernel metadata (every argument kind, a parameter named like a C keyword, a kernel
+ * without arguments) and checks the generated text, then compiles the pair with
+ * `$CC -std=c11 -Wall -Wextra -pedantic -Werror` (and C++ for the header) when the tree's
+ * runtime/tilert.h and cuda.h can be found. Prints `ok NAME` / `FAIL NAME: why` lines. */
+#define _POSIX_C_SOURCE 200809L
+#include "../../compiler/util.c"
+#include "../../compiler/emit_c.c"
+
+#include <stdio.h>
+#include <errno.h>
+#include <unistd.h>
+
+#ifndef TILEC_CUDA_HOME
+#define TILEC_CUDA_HOME "/usr/local/cuda"
+#endif
+
+const char *type_name(ElemType t)
+{
+    static const char *const names[] = { "none", "bool", "i32", "u32", "i64", "f16", "bf16",
+                                         "f32", "tf32" };
+    return t < TY_COUNT ? names[t] : "?";
+}
+
+static int failures;
+
+static void expect(const char *what, bool cond, const char *why)
+{
+    if (cond) {
+        printf("ok %s\n", what);
+    } else {
+        printf("FAIL %s: %s\n", what, why);
+        failures++;
+    }
+}
+
+static bool has(const Buf *b, const char *text)
+{
+    return b->s && strstr(b->s, text);
+}
+
+static bool write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return false;
+    bool ok = fputs(text, f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+/* The repository root, from this file's path as the compiler saw it. */
+static bool repo_root(Buf *out)
+{
+    const char *file = __FILE__;
+    const char *end = strstr(file, "tests/unit/test_emit_c.c");
+    if (!end)
+        return false;
+    if (end == file)
+        buf_puts(out, ".");
+    else
+        buf_printf(out, "%.*s", (int)(end - file - 1), file);
+    Buf h = {0};
+    buf_printf(&h, "%s/runtime/tilert.h", out->s);
+    bool ok = access(h.s, R_OK) == 0;
+    buf_free(&h);
+    return ok;
+}
+
+int main(void)
+{
+    KernelArg va[] = {
+        { "X", ARG_PTR, TY_F32, 16 }, { "Y", ARG_PTR, TY_F32, 16 }, { "Z", ARG_PTR, TY_F32, 16 },
+        { "alpha", ARG_SCALAR, TY_F32, 0 }, { "N", ARG_SIZE, TY_I32, 0 },
+    };
+    KernelArg mixed[] = {
+        { "int", ARG_PTR, TY_F16, 2 }, { "stream", ARG_SCALAR, TY_I64, 0 },
+        { "h", ARG_SCALAR, TY_BF16, 0 }, { "flag", ARG_SCALAR, TY_BOOL, 0 },
+        { "u", ARG_SCALAR, TY_U32, 0 }, { "i", ARG_SCALAR, TY_I32, 0 },
+        { "R", ARG_SIZE, TY_I32, 0 },
+    };
+    const char *assume_text[] = { "R <= 64" };
+    const char *assume_rpn[] = { "a6 64 <=" };
+    KernelMeta ks[3];
+    memset(ks, 0, sizeof ks);
+    ks[0] = (KernelMeta){ .name = "vecadd", .args = va, .nargs = 5, .threads = 256,
+                          .ngrid = 1, .grid_rpn = { "a4 1024 cdiv" }, .pred_regs = 24,
+                          .ptxas_regs = -1 };
+    ks[1] = (KernelMeta){ .name = "mixed", .args = mixed, .nargs = 7, .threads = 128,
+                          .smem_bytes = 65536, .ngrid = 1, .grid_rpn = { "a6" },
+                          .assume_rpn = assume_rpn, .assume_text = assume_text, .nassumes = 1,
+                          .pred_regs = 40, .ptxas_regs = 38 };
+    ks[2] = (KernelMeta){ .name = "noargs", .threads = 32, .ngrid = 0, .pred_regs = 8,
+                          .ptxas_regs = -1 };
+    static const char ptx[] =
+        "//@tilec 1\n"
+        "//@kernel vecadd threads 256 smem 0 regs 24\n"
+        "//@end\n"
+        "// a comment that is not metadata\n"
+        ".version 8.0\n"
+        ".target sm_80\n"
+        ".address_size 64\n";
+    static const char elf[] = "\177ELF\0\1\2\3";
+    Cubin cubins[2] = { { "sm_90a", elf, 8 }, { "sm_80", elf, 5 } };
+
+    Buf c = {0}, h = {0};
+    emit_c(&c, &h, "my-kernels", "my-kernels.h", ks, 3, ptx, cubins, 2);
+
+    expect("prefix sanitized", has(&h, "tilert_status my_kernels_load(tilert_context *ctx);"),
+           "no my_kernels_load");
+    expect("header includes tilert.h", has(&h, "#include \"tilert.h\""), "missing include");
+    expect("vecadd launcher", has(&h, "tilert_status my_kernels_vecadd_launch(CUstream stream,"),
+           "missing");
+    expect("typed arguments", has(&h, "float alpha,") && has(&h, "int32_t N);") &&
+                                  has(&h, "CUdeviceptr X,"), "wrong types");
+    expect("keyword parameter renamed", has(&h, "CUdeviceptr int_,") &&
+                                            has(&h, "int64_t stream_,"), "not renamed");
+    expect("bf16 as bits, bool as int", has(&h, "uint16_t h,") && has(&h, "int flag,"),
+           "wrong types");
+    expect("no-argument launcher", has(&h, "my_kernels_noargs_launch(CUstream stream);"),
+           "missing");
+    expect("info declared", has(&h, "extern const my_kernels_kernel_info my_kernels_mixed_info;"),
+           "missing");
+    expect("assume in the header comment", has(&h, "assume(R <= 64)"), "missing");
+    expect("source includes its header", has(&c, "#include \"my-kernels.h\""), "missing");
+    expect("info values", has(&c, "\"mixed\", 128, 65536, 40, 38, 7, \"sm_90a,sm_80\", \"sm_80\""),
+           "wrong values");
+    expect("bool packed as 0/1", has(&c, ".v.b = flag != 0;"), "missing");
+    expect("bf16 kind", has(&c, "TILERT_ARG_BF16BITS"), "missing");
+    expect("cubins listed", has(&c, "{ \"sm_90a\", my_kernels_cubin0_, sizeof my_kernels_cubin0_ }"),
+           "missing");
+    expect("cubin bytes", has(&c, "my_kernels_cubin0_[8] = {\n    127,69,76,70,0,1,2,3,"),
+           "wrong bytes");
+    expect("ptx NUL-terminated", has(&c, "my_kernels_ptx_[" ) && has(&c, "10,0\n};"), "no NUL");
+
+    /* The metadata array holds exactly the //@ lines. */
+    Buf want = {0};
+    const char *meta = "//@tilec 1\n//@kernel vecadd threads 256 smem 0 regs 24\n//@end\n";
+    buf_printf(&want, "my_kernels_meta_[%zu]", strlen(meta) + 1);
+    expect("metadata block extracted", has(&c, want.s), want.s);
+    buf_free(&want);
+
+    /* Compile what was generated, as a user's build would. */
+    Buf root = {0};
+    const char *cuda_h = TILEC_CUDA_HOME "/include/cuda.h";
+    if (!repo_root(&root) || access(cuda_h, R_OK) != 0) {
+        printf("ok generated code compiles (skipped: runtime/tilert.h or %s not found)\n", cuda_h);
+    } else {
+        char dir[] = "/tmp/tilec-emit-c-XXXXXX";
+        if (!mkdtemp(dir)) {
+            expect("temporary directory", false, strerror(errno));
+        } else {
+            Buf path = {0}, cmd = {0};
+            buf_printf(&path, "%s/my-kernels.c", dir);
+            bool ok = write_text(path.s, c.s);
+            path.len = 0;
+            buf_printf(&path, "%s/my-kernels.h", dir);
+            ok = ok && write_text(path.s, h.s);
+            const char *cc = getenv("CC");
+            if (!cc || !*cc)
+                cc = "cc";
+            buf_printf(&cmd, "%s -std=c11 -Wall -Wextra -pedantic -Werror -I'%s/runtime' "
+                       "-I'%s/include' -c -o '%s/out.o' '%s/my-kernels.c'", cc, root.s,
+                       TILEC_CUDA_HOME, dir, dir);
+            expect("generated code compiles with -pedantic -Werror", ok && system(cmd.s) == 0,
+                   cmd.s);
+            cmd.len = 0;
+            buf_printf(&cmd, "command -v c++ >/dev/null 2>&1 || exit 0; c++ -x c++ -fsyntax-only "
+                       "-Wall -I'%s/runtime' -I'%s/include' '%s/my-kernels.h'", root.s,
+                       TILEC_CUDA_HOME, dir);
+            expect("generated header is valid C++", system(cmd.s) == 0, cmd.s);
+            cmd.len = 0;
+            buf_printf(&cmd, "rm -rf '%s'", dir);
+            if (system(cmd.s) != 0)
+                fprintf(stderr, "could not remove %s\n", dir);
+            buf_free(&path);
+            buf_free(&cmd);
+        }
+    }
+    buf_free(&root);
+    buf_free(&c);
+    buf_free(&h);
+    return failures ? 1 : 0;
+}
