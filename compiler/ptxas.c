@@ -43,12 +43,17 @@ static void buf_add_bytes(Buf *b, const void *data, size_t n)
     b->s[b->len] = '\0';
 }
 
-/* $TILEC_PTXAS, else the ptxas of the toolkit configure found, else `ptxas` searched on PATH. */
+/* $TILEC_PTXAS, else the ptxas configure found (TILEC_PTXAS_DEFAULT) or the one of its toolkit
+ * (TILEC_CUDA_HOME), else `ptxas` searched on PATH. */
 const char *ptxas_path(void)
 {
     const char *env = getenv("TILEC_PTXAS");
     if (env && *env)
         return env;
+#ifdef TILEC_PTXAS_DEFAULT
+    if (access(TILEC_PTXAS_DEFAULT, X_OK) == 0)
+        return TILEC_PTXAS_DEFAULT;
+#endif
     static const char toolkit[] = TILEC_CUDA_HOME "/bin/ptxas";
     if (access(toolkit, X_OK) == 0)
         return toolkit;
