@@ -100,14 +100,31 @@ $(TILERT_SO): $(TILERT_OBJ)
 
 # ---------------------------------------------------------------- programs: tests, bench, examples
 
-progs_of   = $(patsubst %.c,$(B)/%,$(filter-out %util.c,$(wildcard $(1)/*.c)))
-helpers_of = $(patsubst %.c,$(B)/%.o,$(filter %util.c,$(wildcard $(1)/*.c)))
+# In tests/*/, bench/ and examples/, every .c file with a line starting `int main(` is a program
+# (build/DIR/NAME); the directory's other .c files are helpers, archived into build/DIR/helpers.a
+# so that each program pulls in only the helpers it uses.
+PROG_DIRS := $(sort $(patsubst %/,%,$(dir $(wildcard tests/*/*.c bench/*.c examples/*.c))))
 
-UNIT_PROGS    := $(call progs_of,tests/unit)
-GPU_PROGS     := $(call progs_of,tests/gpu)
-BENCH_PROGS   := $(call progs_of,bench)
-EXAMPLE_PROGS := $(call progs_of,examples)
-PROGS := $(UNIT_PROGS) $(GPU_PROGS) $(BENCH_PROGS) $(EXAMPLE_PROGS)
+MAIN_RE   := ^int main[(]
+main_srcs  = $(shell grep -l '$(MAIN_RE)' $(wildcard $(1)/*.c) /dev/null)
+progs_of   = $(patsubst %.c,$(B)/%,$(call main_srcs,$(1)))
+helpers_of = $(patsubst %.c,$(B)/%.o,$(filter-out $(call main_srcs,$(1)),$(wildcard $(1)/*.c)))
+helpers_a  = $(if $(call helpers_of,$(1)),$(B)/$(1)/helpers.a)
+
+define PROG_DIR_RULES
+$(1)_PROGS := $(call progs_of,$(1))
+$(call progs_of,$(1)): $(call helpers_a,$(1))
+$(B)/$(1)/helpers.a: $(call helpers_of,$(1))
+	@rm -f $$@
+	$$(AR) rcs $$@ $$^
+endef
+$(foreach d,$(PROG_DIRS),$(eval $(call PROG_DIR_RULES,$(d))))
+
+GPU_PROGS   := $(tests/gpu_PROGS)
+BENCH_PROGS := $(bench_PROGS)
+# What `make check` builds: programs of every test directory except tests/gpu.
+CHECK_PROGS := $(foreach d,$(filter-out tests/gpu,$(filter tests/%,$(PROG_DIRS))),$($(d)_PROGS))
+PROGS := $(foreach d,$(PROG_DIRS),$($(d)_PROGS))
 
 PROG_CPPFLAGS = -Icompiler -I$(B)/gen -Iruntime -I$(CUDA_INC)
 
@@ -121,13 +138,13 @@ $(B)/examples/%.o: examples/%.c | $(GEN_H)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(DEPFLAGS) $(PROG_CPPFLAGS) -c -o $@ $<
 
+# The benchmark compares with cuBLAS, which lives in the toolkit's own lib directory.
+$(BENCH_PROGS): PROG_LIBS = -L$(CUDA_HOME)/lib64 -lcublas
+
 # The archives come last so only what a program uses is pulled in.
 $(PROGS): $(B)/%: $(B)/%.o $(LIBTILEC) $(TILERT_A)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBTILEC) $(TILERT_A) $(CUDA_LIBS) -lm
-$(UNIT_PROGS): $(call helpers_of,tests/unit)
-$(GPU_PROGS): $(call helpers_of,tests/gpu)
-$(BENCH_PROGS): $(call helpers_of,bench)
-$(EXAMPLE_PROGS): $(call helpers_of,examples)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %/helpers.a,$^) $(LIBTILEC) $(TILERT_A) \
+	    $(PROG_LIBS) $(CUDA_LIBS) -lm
 
 # Without a driver, programs linked with -lcuda cannot even start: the loader wants
 # libcuda.so.1. tests/run-check.sh puts this link to the toolkit's stub on LD_LIBRARY_PATH (only
@@ -162,7 +179,7 @@ $(EX_DIR)/%.ptx: examples/%.tile $(TILEC)
 all: $(TILEC) $(TILERT_A) $(TILERT_SO)
 
 # Everything that runs without a GPU.
-check: all $(LIBTILEC) $(UNIT_PROGS) $(B)/cuda-stub/libcuda.so.1
+check: all $(LIBTILEC) $(CHECK_PROGS) $(B)/cuda-stub/libcuda.so.1
 	tests/run-check.sh
 
 # Each GPU program gets the directory of compiled examples as its argument.
@@ -187,10 +204,11 @@ endef
 HAVE_GPU = nvidia-smi -L >/dev/null 2>&1 || [ -e /dev/nvidia0 ]
 
 # The main job: build, compile every example with its report, run them where a GPU is.
+# (--report without -o prints the report only; the PTX itself is in $(EX_DIR).)
 demo: all $(EX_PTX) $(GPU_PROGS)
 	@for f in $(EX_TILES); do \
 		echo "== $(TILEC) --report $(if $(ARCH),--arch=$(ARCH) )$$f"; \
-		$(TILEC) --report $(if $(ARCH),--arch=$(ARCH)) $$f -o /dev/null || exit 1; \
+		$(TILEC) --report $(if $(ARCH),--arch=$(ARCH)) $$f || exit 1; \
 	done
 	@if ! ( $(HAVE_GPU) ); then \
 		echo "demo: no GPU here (nvidia-smi -L failed, no /dev/nvidia0): skipped running the kernels"; \
@@ -201,14 +219,19 @@ demo: all $(EX_PTX) $(GPU_PROGS)
 		$(B)/tests/gpu/run_examples $(EX_DIR); \
 	fi
 
-# bench/run.sh (given the build directory) if there is one, else every bench program.
+# bench/run.sh (given the build directory) if there is one; else compile_speed over the
+# examples (no GPU needed) and, where a GPU is, the kernel benchmark on the compiled examples.
 bench: all $(EX_PTX) $(BENCH_PROGS)
-	@if [ -x bench/run.sh ]; then \
-		bench/run.sh $(B); \
-	elif [ -n "$(BENCH_PROGS)" ]; then \
-		for p in $(BENCH_PROGS); do echo "== $$p $(EX_DIR)"; $$p $(EX_DIR) || exit 1; done; \
+	@if [ -x bench/run.sh ]; then exec bench/run.sh $(B); fi; \
+	if [ -x $(B)/bench/compile_speed ]; then \
+		$(B)/bench/compile_speed --tilec $(TILEC) --ptxas $(PTXAS) --out $(B)/bench/compile \
+			$(if $(ARCH),--arch $(ARCH)) $(EX_TILES) || exit 1; \
+	fi; \
+	if [ ! -x $(B)/bench/bench ]; then :; \
+	elif $(HAVE_GPU); then \
+		$(B)/bench/bench --ptx-dir $(EX_DIR) --csv $(B)/bench/bench.csv; \
 	else \
-		echo "bench: nothing under bench/"; \
+		echo "bench: no GPU here: skipped the kernel benchmark"; \
 	fi
 
 # pkg-config file: from runtime/tilert.pc.in (or ./tilert.pc.in) with @PREFIX@ @LIBDIR@
