@@ -1,6 +1,6 @@
 /* bench.c: times each example kernel against its reference in one process, with CUDA events.
  *
- * For every row of the workload table (workloads.c): fill random inputs (several sets rotated
+ * For every row of the workload table (workloads_util.c): fill random inputs (several sets rotated
  * when one set would stay in L2), check the tilec result once against the reference, warm up,
  * then time REPS launches of each, interleaved (tilec, reference, tilec, ...), each launch
  * between its own pair of events, and report the medians.

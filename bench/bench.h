@@ -1,4 +1,4 @@
-/* bench.h: the benchmark's shared declarations. bench.c times and prints; workloads.c knows
+/* bench.h: the benchmark's shared declarations. bench.c times and prints; workloads_util.c knows
  * what each example kernel computes, how to feed it, what to compare it with and how to check it.
  */
 #ifndef BENCH_H
@@ -15,7 +15,7 @@ enum { MAX_SETS = 16, MAX_BUFS = 8, MAX_ARGS = 16 };
 
 typedef enum { DT_F32, DT_TF32, DT_F16, DT_BF16 } DType;
 
-/* What a workload is: which kind it is (one of the Kind rows in workloads.c) and its sizes. */
+/* What a workload is: which kind it is (one of the Kind rows in workloads_util.c) and its sizes. */
 typedef enum { K_GEMM, K_AXPY, K_SUM, K_ROWSUM, K_SOFTMAX, K_LAYERNORM } KindId;
 
 typedef struct {
@@ -54,7 +54,7 @@ const Kind *kind_of(const Workload *w);
 extern const Workload workloads[];
 extern const int nworkloads;
 
-/* workloads.c helpers shared with bench.c */
+/* workloads_util.c helpers shared with bench.c */
 bool cu_ok(CUresult r, const char *what);     /* prints the CUDA error name on failure */
 void run_free(Run *r);
 

@@ -1,7 +1,8 @@
-/* workloads.c: what is measured. The table below is the whole list of benchmark rows; each row
- * names an example kernel and a Kind, and the Kind knows the kernel's arguments, its reference,
- * its work (flops or bytes) and how to check its result. Adding a row for a new example of an
- * existing kind is one line; a new kind is one Kind struct and its functions.
+/* workloads_util.c: what is measured (a helper: the Makefile links every bench file whose name
+ * ends in util.c into the bench programs). The table below is the whole list of benchmark rows;
+ * each row names an example kernel and a Kind, and the Kind knows the kernel's arguments, its
+ * reference, its work (flops or bytes) and how to check its result. Adding a row for a new
+ * example of an existing kind is one line; a new kind is one Kind struct and its functions.
  *
  * References:
  *   GEMM          cuBLAS (SGEMM for f32 with the default math mode, i.e. no TF32; GemmEx with

@@ -1,0 +1,19 @@
+# bench.mk: the benchmark's extra rules. The top Makefile includes it after its own definitions
+# (it uses B, BENCH_PROGS, EX_PTX, EX_DIR, CUDA_HOME from there; `make bench` itself is the top
+# Makefile's target, which hands over to bench/run.sh).
+#
+#   make bench           compile times (no GPU needed), then each kernel against its reference
+#   make bench-all       the same, then torch and Triton (bench/peers.py) and one merged table
+#   make bench-all-run   bench-all without rebuilding (a GPU machine given a build/ made elsewhere)
+#
+# cuBLAS is a dependency of the benchmark only: tilec and libtilert never link it. The rpath lets
+# the bench program find libcublas in the toolkit without LD_LIBRARY_PATH.
+
+$(BENCH_PROGS): LDFLAGS += -Wl,-rpath,$(CUDA_HOME)/lib64
+
+.PHONY: bench-all bench-all-run
+bench-all: all $(EX_PTX) $(BENCH_PROGS)
+	bench/run.sh --all $(B) $(EX_DIR)
+
+bench-all-run:
+	bench/run.sh --all $(B) $(EX_DIR)
