@@ -181,9 +181,9 @@ int main(void)
         r = cuDeviceGetCount(&ndev);
     if (r != CUDA_SUCCESS || ndev == 0) {
         const char *name = NULL;
-        if (r != CUDA_SUCCESS)
-            cuGetErrorName(r, &name);
-        printf("skipped: no CUDA device (%s)\n", name ? name : "no device");
+        if (r != CUDA_SUCCESS && (cuGetErrorName(r, &name) != CUDA_SUCCESS || !name))
+            name = "CUDA driver unavailable";   /* the toolkit's stub library answers so */
+        printf("skipped: no CUDA device (%s)\n", r != CUDA_SUCCESS ? name : "none present");
         return 0;
     }
     tilert_context *ctx;
