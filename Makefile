@@ -42,9 +42,8 @@ TILEC_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard compiler/*.c)) $(GEN_C:.c=.o)
 # Everything but main: unit tests link compiler internals from here.
 LIBTILEC  := $(B)/libtilec.a
 
-# tilec runs ptxas as a process; it finds it where configure did unless $TILEC_PTXAS says else.
-TILEC_CPPFLAGS = -Icompiler -I$(B)/gen \
-                 -DTILEC_PTXAS_DEFAULT='"$(PTXAS)"' -DTILEC_CUDA_HOME='"$(CUDA_HOME)"'
+# tilec runs ptxas as a process: from the toolkit configure found unless $TILEC_PTXAS says else.
+TILEC_CPPFLAGS = -Icompiler -I$(B)/gen -DTILEC_CUDA_HOME='"$(CUDA_HOME)"'
 
 # Generated C gets the same warnings as ours: lex.c and parse.c are clean under gcc and clang
 # with -Wall -Wextra -pedantic today. Should a generator version emit unused labels or skeleton
@@ -154,6 +153,10 @@ CUDA_STUB := $(firstword $(wildcard $(CUDA_HOME)/lib64/stubs/libcuda.so \
 $(B)/cuda-stub/libcuda.so.1:
 	@mkdir -p $(@D)
 	ln -sf $(CUDA_STUB) $@
+
+# Reconfiguring (another compiler, other flags, another toolkit) rebuilds every object.
+PROG_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard tests/*/*.c bench/*.c examples/*.c))
+$(TILEC_OBJ) $(TILERT_OBJ) $(PROG_OBJ): config.mk
 
 # ---------------------------------------------------------------- examples as PTX
 
