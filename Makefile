@@ -221,20 +221,10 @@ demo: all $(EX_PTX) $(GPU_PROGS)
 		$(B)/tests/gpu/run_examples $(EX_DIR); \
 	fi
 
-# bench/run.sh (given the build directory) if there is one; else compile_speed over the
-# examples (no GPU needed) and, where a GPU is, the kernel benchmark on the compiled examples.
+# bench/run.sh does the work: compile times (no GPU needed), then the kernels where a GPU is.
 bench: all $(EX_PTX) $(BENCH_PROGS)
-	@if [ -x bench/run.sh ]; then exec bench/run.sh $(B); fi; \
-	if [ -x $(B)/bench/compile_speed ]; then \
-		$(B)/bench/compile_speed --tilec $(TILEC) --ptxas $(PTXAS) --out $(B)/bench/compile \
-			$(if $(ARCH),--arch $(ARCH)) $(EX_TILES) || exit 1; \
-	fi; \
-	if [ ! -x $(B)/bench/bench ]; then :; \
-	elif $(HAVE_GPU); then \
-		$(B)/bench/bench --ptx-dir $(EX_DIR) --csv $(B)/bench/bench.csv; \
-	else \
-		echo "bench: no GPU here: skipped the kernel benchmark"; \
-	fi
+	@if [ -f bench/run.sh ]; then sh bench/run.sh $(B) $(EX_DIR); \
+	else echo "bench: no bench/run.sh"; fi
 
 # pkg-config file: from runtime/tilert.pc.in (or ./tilert.pc.in) with @PREFIX@ @LIBDIR@
 # @INCLUDEDIR@ @VERSION@ @CUDA_LIB@ @CUDA_INC@ substituted. Installed only when the .in exists.
@@ -270,6 +260,9 @@ clean:
 
 distclean: clean
 	rm -f config.mk
+
+# Parts may add their own rules (extra goals, flags) in a DIR/NAME.mk fragment: bench/bench.mk.
+include $(wildcard bench/*.mk tests/*/*.mk examples/*.mk)
 
 -include $(wildcard $(B)/compiler/*.d $(B)/gen/*.d $(B)/runtime/*.d $(B)/tests/*/*.d \
                     $(B)/bench/*.d $(B)/examples/*.d)
