@@ -57,7 +57,7 @@ rm -f "$OUT/tilec.csv"
 echo "== torch and Triton"
 python3 bench/peers.py --csv "$OUT/peers.csv" || status=1
 echo "== merged"
-python3 bench/merge.py "$OUT/tilec.csv" "$OUT/peers.csv" | tee "$OUT/merged.md"
+python3 bench/merge.py "$OUT/tilec.csv" "$OUT/peers.csv" --compile "$OUT/compile.csv" | tee "$OUT/merged.md"
 python3 bench/plot.py "$OUT/tilec.csv" "$OUT/peers.csv" -o "$OUT/ratios.svg" &&
 	echo "bench: wrote $OUT/merged.md and $OUT/ratios.svg"
 exit ${status:-0}
