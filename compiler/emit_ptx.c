@@ -2,6 +2,7 @@
  * Needs: registers allocated (VReg.phys; falls back to virtual numbers when not).
  * Output goes to a memory buffer; the caller writes it only when everything succeeded. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "tilec.h"
 
@@ -197,11 +198,22 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         buf_puts(out, ", ");
         put_opnd(out, f, in->src[0], PT_U64);
         break;
-    case OP_MOVSYM:
+    case OP_MOVSYM: {
+        /* PTX's mov takes a bare symbol: an offset into it is a separate add */
+        const char *plus = strchr(in->src[0].sym, '+');
+        int n = plus ? (int)(plus - in->src[0].sym) : (int)strlen(in->src[0].sym);
         buf_printf(out, "mov%s ", ptype_suffix(t));
         put_reg(out, f, in->dst[0]);
-        buf_printf(out, ", %s", in->src[0].sym);
+        buf_printf(out, ", %.*s", n, in->src[0].sym);
+        if (plus && atoi(plus + 1)) {
+            buf_printf(out, ";\n\tadd%s ", ptype_suffix(t));
+            put_reg(out, f, in->dst[0]);
+            buf_puts(out, ", ");
+            put_reg(out, f, in->dst[0]);
+            buf_printf(out, ", %d", atoi(plus + 1));
+        }
         break;
+    }
     case OP_BRA: buf_printf(out, "bra.uni $L%d", in->label); break;
     case OP_RET: buf_puts(out, "ret"); break;
     default: {

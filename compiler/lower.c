@@ -146,21 +146,20 @@ static int slot_col(const Layout *L, int o1, int i1) { return L->bcast[1] ? o1 *
  * needs no data movement: each destination slot reads the matching source slot. */
 static bool aligned_broadcast(const Layout *src, const Layout *dst)
 {
+    if (src->T[0] == 1 && src->T[1] == 1 && src->S[0] == 1 && src->S[1] == 1)
+        return true;     /* one element held by every thread */
     for (int d = 0; d < 2; d++) {
+        /* the same thread-index split, so kept coordinates are the same function of %tid */
+        if (src->T[d] != dst->T[d])
+            return false;
         if (src->S[d] == dst->S[d]) {
-            if (src->T[d] != dst->T[d] || src->V[d] != dst->V[d] || src->O[d] != dst->O[d] ||
-                src->bcast[d] != dst->bcast[d])
+            if (src->V[d] != dst->V[d] || src->O[d] != dst->O[d] || src->bcast[d] != dst->bcast[d])
                 return false;
-        } else if (src->S[d] == 1) {
-            if (src->T[d] != dst->T[d] && src->T[d] != 1)
-                return false;
-            if (src->T[d] != 1 && !src->bcast[d])
-                return false;
-        } else {
+        } else if (src->S[d] != 1 || (src->T[d] != 1 && !src->bcast[d])) {
             return false;
         }
     }
-    return src->reps == dst->reps || (src->T[0] * src->T[1] == dst->T[0] * dst->T[1]);
+    return true;
 }
 
 Tile to_layout(Lower *c, Tile v, const Layout *L)
@@ -252,6 +251,18 @@ Tile to_layout(Lower *c, Tile v, const Layout *L)
 /* ---- elementwise operations */
 
 static bool is_imm(Opnd o) { return o.kind == O_IMM || o.kind == O_FIMM; }
+
+static bool same_opnd(Opnd a, Opnd b)
+{
+    if (a.kind != b.kind)
+        return false;
+    switch (a.kind) {
+    case O_REG: return a.reg == b.reg;
+    case O_IMM: return a.i == b.i;
+    case O_FIMM: return a.f == b.f;
+    default: return false;
+    }
+}
 
 static double imm_val(Opnd o) { return o.kind == O_IMM ? (double)o.i : o.f; }
 
@@ -345,11 +356,13 @@ static Tile lower_binary(Lower *c, Expr *e, const Layout *want)
     Tile r = { e->type, L, NULL };
     int n = layout_slots(&L);
     r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
-    /* a uniform (scalar) result computed once, not once per slot */
     for (int i = 0; i < n; i++) {
-        if (i > 0 && a.v[i].kind == a.v[0].kind && a.v[i].reg == a.v[0].reg && b.v[i].reg == b.v[0].reg &&
-            a.v[i].kind != O_IMM && b.v[i].kind == b.v[0].kind && b.v[i].kind == O_REG && a.v[i].kind == O_REG) {
-            r.v[i] = r.v[0];
+        /* slots that repeat operands (broadcast scalars) repeat the result */
+        int j = 0;
+        while (j < i && !(same_opnd(a.v[j], a.v[i]) && same_opnd(b.v[j], b.v[i])))
+            j++;
+        if (j < i && i < 64) {
+            r.v[i] = r.v[j];
             continue;
         }
         r.v[i] = cmp ? cmp_slot(c, e->op, e->a->type, a.v[i], b.v[i]) : binop_slot(c, e->op, e->type, a.v[i], b.v[i]);
@@ -494,9 +507,11 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
         return r;
     }
     case B_SELECT: {
-        Tile cnd = lower_expr(c, e->args[0], want);
-        Tile a = lower_expr(c, e->args[1], cnd.L.rank ? &cnd.L : want);
-        Tile b = lower_expr(c, e->args[2], a.L.rank ? &a.L : cnd.L.rank ? &cnd.L : want);
+        /* values first: their loads pick the layout, the condition follows it */
+        Tile a = lower_expr(c, e->args[1], want);
+        Tile b = lower_expr(c, e->args[2], a.L.rank ? &a.L : want);
+        const Layout *lw = a.L.rank ? &a.L : b.L.rank ? &b.L : want;
+        Tile cnd = lower_expr(c, e->args[0], lw);
         Layout L = result_layout(c, e->shape, cnd.L.rank ? &cnd : &a, a.L.rank ? &a : &b, want);
         cnd = to_layout(c, cnd, &L);
         a = to_layout(c, a, &L);

@@ -194,6 +194,17 @@ static bool write_output(const char *path, const char *data, size_t len)
         }
         return true;
     }
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* a device or pipe (-o /dev/null): write straight to it, never rename over it */
+        FILE *f = fopen(path, "wb");
+        bool ok = f && fwrite(data, 1, len, f) == len;
+        if (f)
+            ok = (fclose(f) == 0) && ok;
+        if (!ok)
+            sys_error("cannot write '%s': %s", path, strerror(errno));
+        return ok;
+    }
     size_t n = strlen(path);
     char *tmp = malloc(n + 16);
     if (!tmp)
