@@ -46,11 +46,20 @@ tilert_status rt_error(tilert_status s, const char *fmt, ...)
 tilert_status rt_cuda_error_as(tilert_status s, const char *what, CUresult r)
 {
     const char *name = NULL, *desc = NULL;
-    /* Both lookups may fail for codes this driver does not know (or on the stub library). */
-    if (cuGetErrorName(r, &name) != CUDA_SUCCESS || !name)
-        name = "CUDA_ERROR_UNKNOWN";
+    /* Both lookups fail for codes this driver does not know, and always on the toolkit's stub
+     * library: then name the codes that mean "no usable driver" ourselves. */
+    if (cuGetErrorName(r, &name) != CUDA_SUCCESS || !name) {
+        switch (r) {
+        case CUDA_ERROR_STUB_LIBRARY: name = "CUDA_ERROR_STUB_LIBRARY"; break;
+        case CUDA_ERROR_NO_DEVICE: name = "CUDA_ERROR_NO_DEVICE"; break;
+        default: name = NULL; break;
+        }
+    }
     if (cuGetErrorString(r, &desc) != CUDA_SUCCESS || !desc)
-        desc = "no description";
+        desc = r == CUDA_ERROR_STUB_LIBRARY ? "the CUDA driver stub library, not a real driver"
+                                            : "no description";
+    if (!name)
+        return rt_error(s, "%s: CUresult %d (%s)", what, (int)r, desc);
     return rt_error(s, "%s: %s (%s)", what, name, desc);
 }
 

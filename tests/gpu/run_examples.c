@@ -1,0 +1,412 @@
+/* run_examples.c: runs every example kernel (build/examples/NAME.ptx, made by tilec from
+ * examples/NAME.tile) through libtilert on the GPU, over sizes that are tile multiples, not
+ * multiples and smaller than one tile, and compares with a CPU reference in double.
+ *
+ * Every case: fresh random inputs (the seed is printed; TILEC_TEST_SEED=S repeats a run),
+ * outputs poisoned with a NaN pattern before the launch plus a poisoned guard zone after them, then
+ * three checks: no output left unwritten (no NaN), the guard untouched (no store out of bounds),
+ * and ||out - ref|| / ||ref|| under the tolerance. Cases that violate an assume() must be refused
+ * with TILERT_ERR_ASSUME.
+ *
+ * usage: run_examples [DIR]    (DIR defaults to build/examples)
+ * Without a CUDA driver or device: prints that it skipped and succeeds. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_util.h"
+#include "ref_util.h"
+#include "tilert_internal.h"   /* the kernels' metadata: to check the argument order */
+
+enum { GUARD = 1024 };          /* poisoned floats after every output */
+static const double TOL = 1e-5;
+
+static const char *ex_dir = "build/examples";
+static int passed, failed;
+
+/* ---------------------------------------------------------------- reporting */
+
+static void result(bool ok, const char *desc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s %s", ok ? "ok" : "FAIL", desc);
+    if (fmt && *fmt) {
+        printf(ok ? " (" : ": ");
+        vprintf(fmt, ap);
+        if (ok)
+            printf(")");
+    }
+    printf("\n");
+    fflush(stdout);
+    va_end(ap);
+    ok ? passed++ : failed++;
+}
+
+/* ---------------------------------------------------------------- device memory per case */
+
+static CUdeviceptr bufs[16];
+static int nbufs;
+
+/* n floats plus the guard, all poisoned. 0 on failure (already reported by gpu_util). */
+static CUdeviceptr dev_floats(size_t n)
+{
+    CUdeviceptr p;
+    if (nbufs == (int)(sizeof bufs / sizeof bufs[0]) || !gpu_alloc(&p, (n + GUARD) * 4))
+        return 0;
+    bufs[nbufs++] = p;
+    if (!gpu_fill32(p, GPU_POISON, n + GUARD))
+        return 0;
+    return p;
+}
+
+static CUdeviceptr dev_input(const float *x, size_t n)
+{
+    CUdeviceptr p = dev_floats(n);
+    return p && gpu_upload(p, x, n * 4) ? p : 0;
+}
+
+static void free_case(void)
+{
+    while (nbufs)
+        gpu_free(bufs[--nbufs]);
+}
+
+/* Downloads out (n floats and its guard) and checks it against ref. */
+static void check_output(const char *desc, CUdeviceptr out, size_t n, const double *ref)
+{
+    float *h = malloc((n + GUARD) * sizeof *h);
+    if (!h || !gpu_download(h, out, (n + GUARD) * 4)) {
+        result(false, desc, "cannot read the output back");
+        free(h);
+        return;
+    }
+    size_t first = 0, nan = count_nan(h, n, &first);
+    size_t oob = count_changed(h + n, GUARD, GPU_POISON);
+    double err = rel_error(h, ref, n);
+    if (nan)
+        result(false, desc, "%zu of %zu outputs NaN or never written (first at %zu)", nan, n,
+               first);
+    else if (oob)
+        result(false, desc, "%zu words written past the end of the output", oob);
+    else if (!(err < TOL))
+        result(false, desc, "relative error %.3g over %.0e", err, TOL);
+    else
+        result(true, desc, "rel err %.2g", err);
+    free(h);
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+typedef struct {
+    const char *name;
+    const char *args;          /* the ABI order the example's source implies */
+    tilert_module *mod;
+    tilert_kernel *k;
+    bool tried;
+} Example;
+
+static Example examples[] = {
+    {"vecadd", "X Y Z alpha N", NULL, NULL, false},
+    {"matmul_f32", "A B C M K N", NULL, NULL, false},
+    {"sum", "X out N", NULL, NULL, false},
+    {"rowsum", "X Y R N", NULL, NULL, false},
+    {"softmax", "X Y R N", NULL, NULL, false},
+    {"layernorm", "X W B Y eps R N", NULL, NULL, false},
+};
+
+/* The example's kernel, loaded on first use; NULL (after one FAIL line) when it cannot be. */
+static tilert_kernel *kernel(tilert_context *ctx, const char *name)
+{
+    Example *e = NULL;
+    for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++)
+        if (!strcmp(examples[i].name, name))
+            e = &examples[i];
+    if (!e || e->tried)
+        return e ? e->k : NULL;
+    e->tried = true;
+    char path[1024], desc[1100];
+    snprintf(path, sizeof path, "%s/%s.ptx", ex_dir, name);
+    snprintf(desc, sizeof desc, "%s load %s", name, path);
+    tilert_status s = tilert_load_ptx_file(ctx, path, &e->mod);
+    if (s == TILERT_OK)
+        s = tilert_get_kernel(e->mod, name, &e->k);
+    if (s != TILERT_OK) {
+        result(false, desc, "%s: %s", tilert_status_name(s), tilert_last_error());
+        e->k = NULL;
+        return NULL;
+    }
+    /* The argument order is the ABI: parameters as declared, then sizes by first appearance. */
+    char got[256] = "";
+    size_t len = 0;
+    for (int i = 0; i < e->k->meta->nargs && len < sizeof got; i++)
+        len += (size_t)snprintf(got + len, sizeof got - len, "%s%s", i ? " " : "",
+                                e->k->meta->args[i].name);
+    if (strcmp(got, e->args)) {
+        result(false, desc, "metadata argument order \"%s\", the ABI says \"%s\"", got, e->args);
+        e->k = NULL;
+    }
+    return e->k;
+}
+
+/* Launches and waits; false after a FAIL line. */
+static bool launch(const char *desc, tilert_kernel *k, const tilert_arg *args, int nargs)
+{
+    tilert_status s = tilert_launch(k, 0, args, nargs);
+    if (s != TILERT_OK) {
+        result(false, desc, "launch: %s: %s", tilert_status_name(s), tilert_last_error());
+        return false;
+    }
+    if (!gpu_sync()) {
+        result(false, desc, "the kernel failed while running (see above)");
+        return false;
+    }
+    return true;
+}
+
+/* A launch that must be refused because an assume() is false. */
+static void refused(const char *desc, tilert_kernel *k, const tilert_arg *args, int nargs)
+{
+    tilert_status s = tilert_launch(k, 0, args, nargs);
+    if (s == TILERT_ERR_ASSUME)
+        result(true, desc, "refused: %s", tilert_last_error());
+    else
+        result(false, desc, "expected TILERT_ERR_ASSUME, got %s %s", tilert_status_name(s),
+               s ? tilert_last_error() : "");
+    if (s == TILERT_OK)
+        gpu_sync();
+}
+
+/* ---------------------------------------------------------------- cases */
+
+static void case_vecadd(tilert_context *ctx, int n)
+{
+    tilert_kernel *k = kernel(ctx, "vecadd");
+    if (!k)
+        return;
+    char desc[96];
+    snprintf(desc, sizeof desc, "vecadd N=%d", n);
+    float *x = malloc((size_t)n * 4 + 4), *y = malloc((size_t)n * 4 + 4);
+    double *ref = malloc((size_t)n * 8 + 8);
+    float alpha = rng_uniform(-2, 2);
+    CUdeviceptr dx, dy, dz;
+    if (!x || !y || !ref) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    rng_fill(x, (size_t)n, -1, 1);
+    rng_fill(y, (size_t)n, -1, 1);
+    ref_vecadd(x, y, alpha, ref, (size_t)n);
+    if (!(dx = dev_input(x, (size_t)n)) || !(dy = dev_input(y, (size_t)n)) ||
+        !(dz = dev_floats((size_t)n))) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    tilert_arg a[] = {tilert_ptr(dx), tilert_ptr(dy), tilert_ptr(dz), tilert_f32(alpha),
+                      tilert_i32(n)};
+    if (launch(desc, k, a, 5))
+        check_output(desc, dz, (size_t)n, ref);
+done:
+    free_case();
+    free(x), free(y), free(ref);
+}
+
+static void case_matmul(tilert_context *ctx, int m, int n, int kk, bool expect_refusal)
+{
+    tilert_kernel *k = kernel(ctx, "matmul_f32");
+    if (!k)
+        return;
+    char desc[96];
+    snprintf(desc, sizeof desc, "matmul_f32 M=%d N=%d K=%d%s", m, n, kk,
+             expect_refusal ? " refused by assume" : "");
+    size_t sa = (size_t)m * kk, sb = (size_t)kk * n, sc = (size_t)m * n;
+    float *ha = malloc(sa * 4 + 4), *hb = malloc(sb * 4 + 4);
+    double *ref = malloc(sc * 8 + 8);
+    CUdeviceptr da, db, dc;
+    if (!ha || !hb || !ref) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    rng_fill(ha, sa, -1, 1);
+    rng_fill(hb, sb, -1, 1);
+    if (!(da = dev_input(ha, sa)) || !(db = dev_input(hb, sb)) || !(dc = dev_floats(sc))) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    tilert_arg a[] = {tilert_ptr(da), tilert_ptr(db), tilert_ptr(dc), tilert_i32(m),
+                      tilert_i32(kk), tilert_i32(n)};
+    if (expect_refusal) {
+        refused(desc, k, a, 6);
+        goto done;
+    }
+    ref_matmul(ha, hb, ref, m, n, kk);
+    if (launch(desc, k, a, 6))
+        check_output(desc, dc, sc, ref);
+done:
+    free_case();
+    free(ha), free(hb), free(ref);
+}
+
+static void case_sum(tilert_context *ctx, int n)
+{
+    tilert_kernel *k = kernel(ctx, "sum");
+    if (!k)
+        return;
+    char desc[96];
+    snprintf(desc, sizeof desc, "sum N=%d", n);
+    float *x = malloc((size_t)n * 4 + 4);
+    CUdeviceptr dx, dout;
+    if (!x) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    /* Non-negative inputs: the sum does not cancel, so a relative bound means something. */
+    rng_fill(x, (size_t)n, 0, 1);
+    double ref = ref_sum(x, (size_t)n);
+    /* out[0] accumulates (atomic_add): it starts at 0, its guard stays poisoned. */
+    if (!(dx = dev_input(x, (size_t)n)) || !(dout = dev_floats(1)) || !gpu_fill32(dout, 0, 1)) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    tilert_arg a[] = {tilert_ptr(dx), tilert_ptr(dout), tilert_i32(n)};
+    if (launch(desc, k, a, 3))
+        check_output(desc, dout, 1, &ref);
+done:
+    free_case();
+    free(x);
+}
+
+typedef enum { ROWSUM, SOFTMAX, LAYERNORM } RowKind;
+
+static void case_rows(tilert_context *ctx, RowKind kind, int rows, int n, bool expect_refusal)
+{
+    static const char *names[] = {"rowsum", "softmax", "layernorm"};
+    tilert_kernel *k = kernel(ctx, names[kind]);
+    if (!k)
+        return;
+    char desc[96];
+    snprintf(desc, sizeof desc, "%s R=%d N=%d%s", names[kind], rows, n,
+             expect_refusal ? " refused by assume" : "");
+    size_t sx = (size_t)rows * n, sy = kind == ROWSUM ? (size_t)rows : sx;
+    float *x = malloc(sx * 4 + 4), *w = malloc((size_t)n * 4 + 4), *b = malloc((size_t)n * 4 + 4);
+    double *ref = malloc(sy * 8 + 8);
+    float eps = 1e-5f;
+    CUdeviceptr dx, dy, dw = 0, db = 0;
+    if (!x || !w || !b || !ref) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    if (kind == ROWSUM)
+        rng_fill(x, sx, 0, 1);
+    else
+        rng_fill(x, sx, kind == SOFTMAX ? -4 : -2, kind == SOFTMAX ? 4 : 2);
+    rng_fill(w, (size_t)n, 0.5f, 1.5f);
+    rng_fill(b, (size_t)n, -1, 1);
+    if (!(dx = dev_input(x, sx)) || !(dy = dev_floats(sy)) ||
+        (kind == LAYERNORM && (!(dw = dev_input(w, (size_t)n)) || !(db = dev_input(b, (size_t)n))))) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    tilert_arg a[7];
+    int na;
+    if (kind == LAYERNORM) {
+        tilert_arg l[] = {tilert_ptr(dx), tilert_ptr(dw), tilert_ptr(db), tilert_ptr(dy),
+                          tilert_f32(eps), tilert_i32(rows), tilert_i32(n)};
+        memcpy(a, l, sizeof l);
+        na = 7;
+    } else {
+        tilert_arg l[] = {tilert_ptr(dx), tilert_ptr(dy), tilert_i32(rows), tilert_i32(n)};
+        memcpy(a, l, sizeof l);
+        na = 4;
+    }
+    if (expect_refusal) {
+        refused(desc, k, a, na);
+        goto done;
+    }
+    if (kind == ROWSUM)
+        ref_rowsum(x, ref, rows, n);
+    else if (kind == SOFTMAX)
+        ref_softmax(x, ref, rows, n);
+    else
+        ref_layernorm(x, w, b, eps, ref, rows, n);
+    if (launch(desc, k, a, na))
+        check_output(desc, dy, sy, ref);
+done:
+    free_case();
+    free(x), free(w), free(b), free(ref);
+}
+
+/* vecadd with N = 0: an empty grid launches nothing, succeeds, and writes nothing. */
+static void case_empty(tilert_context *ctx)
+{
+    tilert_kernel *k = kernel(ctx, "vecadd");
+    if (!k)
+        return;
+    const char *desc = "vecadd N=0 (empty grid)";
+    CUdeviceptr d = dev_floats(0);
+    if (!d) {
+        result(false, desc, "device memory setup failed");
+        return;
+    }
+    tilert_arg a[] = {tilert_ptr(d), tilert_ptr(d), tilert_ptr(d), tilert_f32(1), tilert_i32(0)};
+    if (launch(desc, k, a, 5))
+        check_output(desc, d, 0, NULL);
+    free_case();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        ex_dir = argv[1];
+    tilert_context *ctx = NULL;
+    char why[1024];
+    gpu_open_status g = gpu_open(0, &ctx, why, sizeof why);
+    if (g == GPU_NO_DEVICE) {
+        printf("skipped: no CUDA device (%s)\n", why);
+        printf("0 passed, 0 failed, 1 skipped\n");
+        return 0;
+    }
+    if (g != GPU_OK) {
+        printf("FAIL device setup: %s\n", why);
+        printf("0 passed, 1 failed\n");
+        return 1;
+    }
+    uint64_t seed = rng_seed_from("TILEC_TEST_SEED");
+    rng_seed(seed);
+    printf("device sm_%d, kernels from %s, seed %llu (TILEC_TEST_SEED=%llu repeats it)\n",
+           tilert_device_arch(ctx), ex_dir, (unsigned long long)seed, (unsigned long long)seed);
+
+    static const int vec_n[] = {1, 1000, 1024, 4097, 1 << 20};
+    for (size_t i = 0; i < sizeof vec_n / sizeof vec_n[0]; i++)
+        case_vecadd(ctx, vec_n[i]);
+    case_empty(ctx);
+
+    /* K and N multiples of 4 (the kernel assumes it); M anything. */
+    static const int mm_m[] = {1, 7, 100, 128, 129, 257};
+    static const int mm_nk[][2] = {{4, 4}, {100, 100}, {128, 128}, {100, 4}, {4, 128},
+                                   {256, 100}, {128, 256}, {256, 256}};
+    for (size_t i = 0; i < sizeof mm_m / sizeof mm_m[0]; i++)
+        for (size_t j = 0; j < sizeof mm_nk / sizeof mm_nk[0]; j++)
+            case_matmul(ctx, mm_m[i], mm_nk[j][0], mm_nk[j][1], false);
+    case_matmul(ctx, 128, 128, 7, true);
+    case_matmul(ctx, 129, 7, 128, true);
+
+    static const int sum_n[] = {1, 1000, 32768, (1 << 22) + 3};
+    for (size_t i = 0; i < sizeof sum_n / sizeof sum_n[0]; i++)
+        case_sum(ctx, sum_n[i]);
+
+    static const int rows[][2] = {{1, 1}, {3, 1000}, {64, 2048}, {257, 8192}};
+    for (RowKind kind = ROWSUM; kind <= LAYERNORM; kind++)
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+            case_rows(ctx, kind, rows[i][0], rows[i][1], false);
+    case_rows(ctx, ROWSUM, 5, 10000, false);   /* several BN steps, a ragged last one */
+    case_rows(ctx, SOFTMAX, 2, 8193, true);
+    case_rows(ctx, LAYERNORM, 2, 8193, true);
+
+    for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++)
+        tilert_unload(examples[i].mod);
+    gpu_close(ctx);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
