@@ -262,7 +262,7 @@ distclean: clean
 	rm -f config.mk
 
 # Parts may add their own rules (extra goals, flags) in a DIR/NAME.mk fragment: bench/bench.mk.
-include $(wildcard bench/*.mk tests/*/*.mk examples/*.mk)
+include $(wildcard bench/*.mk tests/*/*.mk examples/*.mk examples/*/*.mk)
 
 -include $(wildcard $(B)/compiler/*.d $(B)/gen/*.d $(B)/runtime/*.d $(B)/tests/*/*.d \
                     $(B)/bench/*.d $(B)/examples/*.d)

@@ -56,6 +56,14 @@ static bool known_arch(const char *a)
     return false;
 }
 
+static int arch_rank(const char *a)
+{
+    for (size_t i = 0; i < sizeof known_archs / sizeof *known_archs; i++)
+        if (!strcmp(a, known_archs[i]))
+            return (int)i;
+    return 99;
+}
+
 static int parse_args(Cli *cli, int argc, char **argv)
 {
     memset(cli, 0, sizeof *cli);
@@ -131,6 +139,13 @@ static int parse_args(Cli *cli, int argc, char **argv)
         return usage_error("no input file%s", "");
     if (!cli->narchs)
         cli->archs[cli->narchs++] = "sm_80";
+    /* lowest first: its PTX is the one embedded for JIT on newer devices */
+    for (int i = 1; i < cli->narchs; i++)
+        for (int j = i; j > 0 && arch_rank(cli->archs[j]) < arch_rank(cli->archs[j - 1]); j--) {
+            const char *t = cli->archs[j];
+            cli->archs[j] = cli->archs[j - 1];
+            cli->archs[j - 1] = t;
+        }
     if (cli->narchs > 1 && cli->emit != EMIT_C)
         return usage_error("several architectures need --emit=c%s", "");
     return 0;
