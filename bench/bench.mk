@@ -13,7 +13,7 @@ $(BENCH_PROGS): LDFLAGS += -Wl,-rpath,$(CUDA_HOME)/lib64
 
 .PHONY: bench-all bench-all-run
 bench-all: all $(EX_PTX) $(BENCH_PROGS)
-	bench/run.sh --all $(B) $(EX_DIR)
+	sh bench/run.sh --all $(B) $(EX_DIR)
 
 bench-all-run:
-	bench/run.sh --all $(B) $(EX_DIR)
+	sh bench/run.sh --all $(B) $(EX_DIR)
