@@ -312,6 +312,10 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
             fprintf(o, "{\"kernel\": \"%s\", \"arch\": \"%s\", \"threads\": %d, \"smem_bytes\": %d, "
                        "\"predicted_regs\": %d, \"peak_line\": %d, \"budget\": %d",
                     m->name, arch, m->threads, m->smem_bytes, m->pred_regs, f->peak_line, reg_budget(m->threads));
+            fprintf(o, ", \"peak_values\": [");
+            for (int j = 0; j < f->ntop; j++)
+                fprintf(o, "%s{\"name\": \"%s\", \"regs\": %d}", j ? ", " : "", f->top[j].what, f->top[j].regs);
+            fprintf(o, "]");
             if (have_ptxas && m->ptxas_regs >= 0)
                 fprintf(o, ", \"ptxas_regs\": %d, \"spill_stores\": %d, \"spill_loads\": %d, \"stack_frame\": %d",
                         m->ptxas_regs, m->ptxas_spill_stores, m->ptxas_spill_loads, m->ptxas_stack);
@@ -323,6 +327,8 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
         fprintf(o, "  shared memory      %d bytes\n", m->smem_bytes);
         fprintf(o, "  registers          %d predicted (peak at line %d; budget %d)\n", m->pred_regs, f->peak_line,
                 reg_budget(m->threads));
+        for (int j = 0; j < f->ntop; j++)
+            fprintf(o, "    %-16s %d registers at the peak\n", f->top[j].what, f->top[j].regs);
         if (have_ptxas && m->ptxas_regs >= 0)
             fprintf(o, "  ptxas              %d registers, %d bytes spill stores, %d bytes spill loads, %d bytes stack frame\n",
                     m->ptxas_regs, m->ptxas_spill_stores, m->ptxas_spill_loads, m->ptxas_stack);

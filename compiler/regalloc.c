@@ -198,31 +198,37 @@ bool regalloc(Func *f, int budget)
     f->peak_regs = peak + 2;
     f->peak_index = peak_at;
     f->peak_line = n ? f->code.v[peak_at].line : 0;
+    /* group the values live at the peak by the source value they belong to */
+    Holder *h = calloc((size_t)nv + 1, sizeof(Holder));
+    int nh = 0;
+    for (int v = 0; v < nv; v++) {
+        if (iv[v].end < 0 || iv[v].start > peak_at || iv[v].end < peak_at || !weight(f->regs.v[v].rc))
+            continue;
+        const char *w = f->regs.v[v].what;
+        int j = 0;
+        while (j < nh && strcmp(h[j].what, w))
+            j++;
+        if (j == nh)
+            h[nh++] = (Holder){ w, 0 };
+        h[j].regs += weight(f->regs.v[v].rc);
+    }
+    qsort(h, (size_t)nh, sizeof *h, by_regs);
+    f->ntop = nh < 5 ? nh : 5;
+    for (int j = 0; j < f->ntop; j++) {
+        f->top[j].what = h[j].what;
+        f->top[j].regs = h[j].regs;
+    }
+    free(h);
     bool ok = true;
     if (budget > 0 && f->peak_regs > budget) {
-        /* group the values live at the peak by the source value they belong to */
-        Holder *h = calloc((size_t)nv + 1, sizeof(Holder));
-        int nh = 0;
-        for (int v = 0; v < nv; v++) {
-            if (iv[v].end < 0 || iv[v].start > peak_at || iv[v].end < peak_at)
-                continue;
-            const char *w = f->regs.v[v].what;
-            int j = 0;
-            while (j < nh && strcmp(h[j].what, w))
-                j++;
-            if (j == nh)
-                h[nh++] = (Holder){ w, 0 };
-            h[j].regs += weight(f->regs.v[v].rc);
-        }
-        qsort(h, (size_t)nh, sizeof *h, by_regs);
         Loc loc = f->k->loc;
+        int half = f->threads / 2 >= 32 ? f->threads / 2 : f->threads;
         error_at(loc, "kernel '%s' needs %d registers per thread, more than the %d a block of %d threads allows",
                  f->k->name, f->peak_regs, budget, f->threads);
-        for (int j = 0; j < nh && j < 5; j++)
-            note_at(loc, "'%s' holds %d registers/thread at line %d", h[j].what, h[j].regs, f->peak_line);
-        note_at(loc, "use smaller tiles or fewer threads per block (threads(%d) allows %d registers)",
-                f->threads / 2 >= 32 ? f->threads / 2 : f->threads, reg_budget(f->threads / 2 >= 32 ? f->threads / 2 : f->threads));
-        free(h);
+        for (int j = 0; j < f->ntop; j++)
+            note_at(loc, "'%s' holds %d registers/thread at line %d", f->top[j].what, f->top[j].regs, f->peak_line);
+        note_at(loc, "use smaller tiles, or fewer threads per block (threads(%d) allows %d registers)", half,
+                reg_budget(half));
         ok = false;
     }
     free(free_at);

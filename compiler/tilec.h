@@ -417,6 +417,8 @@ typedef struct {
     int peak_regs;         /* predicted 32-bit registers per thread */
     int peak_index;        /* instruction index of the peak */
     int peak_line;
+    struct { const char *what; int regs; } top[5];   /* values live at the peak, largest first */
+    int ntop;
 } Func;
 
 Func *func_new(Kernel *k);
