@@ -1,0 +1,37 @@
+/* check.h: what check.c (statements, declarations) and check_expr.c (expressions, folding)
+ * share. Private to the checker. */
+#ifndef CHECK_H
+#define CHECK_H
+
+#include "tilec.h"
+
+/* Expressions deeper than this (a chain of 100000 '+') are refused instead of recursing. */
+enum { MAX_EXPR_DEPTH = 1000 };
+
+typedef struct {
+    Arena *a;
+    Program *p;
+    Kernel *k;
+    Vec(Sym *) consts;     /* global, in declaration order */
+    Vec(Sym *) scope;      /* the kernel's parameters, sizes and visible locals, innermost last */
+    Vec(Sym *) sizes;      /* the kernel's size symbols in order of first appearance */
+    Vec(Stmt *) assumes;
+    int depth, edepth;     /* statement and expression recursion */
+    bool too_deep;         /* the nesting error was reported: say it once */
+} Check;
+
+/* check.c */
+Sym *new_sym(Check *c, SymKind kind, const char *name, Loc loc);
+Sym *lookup(Check *c, const char *name);
+
+/* check_expr.c */
+void check_expr(Check *c, Expr *e);
+bool check_index(Check *c, Expr *e, bool is_target);
+bool check_matmul(Check *c, Expr *e);
+bool is_matmul(const Expr *e);
+bool is_literal(const Expr *e);          /* a number constant: adapts to the other operand */
+bool adapt_literal(Check *c, Expr *e, ElemType t);
+bool broadcast_shapes(Shape a, Shape b, Shape *out);
+const char *shape_str(Check *c, ElemType t, Shape s);   /* "f32[128,64]", "f32" */
+
+#endif

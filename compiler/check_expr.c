@@ -1,0 +1,768 @@
+/* check_expr.c: types and shapes of expressions, constant folding, builtins, indexing and `@`.
+ *
+ * Folding happens in place: an E_NAME of a const, or an operator on constants, becomes an E_INT,
+ * E_FLOAT or E_BOOL node at the same location. Number constants (E_INT, E_FLOAT) are "literals":
+ * they take the type of the other operand (adapt_literal); everything else must match exactly. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+bool is_matmul(const Expr *e) { return e && e->kind == E_BINARY && e->op == '@'; }
+bool is_literal(const Expr *e) { return e->kind == E_INT || e->kind == E_FLOAT; }
+
+static bool fail(Expr *e) { e->type = TY_NONE; return false; }
+
+static bool set_int(Expr *e, int64_t v)
+{
+    e->kind = E_INT;
+    e->ival = v;
+    e->a = e->b = NULL;
+    e->type = v >= INT32_MIN && v <= INT32_MAX ? TY_I32 : TY_I64;
+    e->shape.rank = 0;
+    return true;
+}
+
+static bool set_float(Expr *e, double v)
+{
+    e->kind = E_FLOAT;
+    e->fval = v;
+    e->a = e->b = NULL;
+    e->type = TY_F32;
+    e->shape.rank = 0;
+    return true;
+}
+
+static bool set_bool(Expr *e, bool v)
+{
+    e->kind = E_BOOL;
+    e->ival = v;
+    e->a = e->b = NULL;
+    e->type = TY_BOOL;
+    e->shape.rank = 0;
+    return true;
+}
+
+const char *shape_str(Check *c, ElemType t, Shape s)
+{
+    if (s.rank == 0)
+        return type_name(t);
+    if (s.rank == 1)
+        return arena_printf(c->a, "%s[%lld]", type_name(t), (long long)s.dim[0]);
+    return arena_printf(c->a, "%s[%lld,%lld]", type_name(t), (long long)s.dim[0],
+                        (long long)s.dim[1]);
+}
+
+bool broadcast_shapes(Shape a, Shape b, Shape *out)
+{
+    Shape r = {.rank = a.rank > b.rank ? a.rank : b.rank};
+    for (int i = 0; i < r.rank; i++) {
+        int64_t da = i < a.rank ? a.dim[a.rank - 1 - i] : 1;
+        int64_t db = i < b.rank ? b.dim[b.rank - 1 - i] : 1;
+        if (da != db && da != 1 && db != 1)
+            return false;
+        r.dim[r.rank - 1 - i] = da == 1 ? db : da;
+    }
+    *out = r;
+    return true;
+}
+
+/* Broadcasts a with b into e's shape, or reports both shapes. */
+static bool broadcast_into(Check *c, Expr *e, Expr *a, Expr *b)
+{
+    if (!broadcast_shapes(a->shape, b->shape, &e->shape)) {
+        error_at(e->loc, "shapes %s and %s do not broadcast", shape_str(c, a->type, a->shape),
+                 shape_str(c, b->type, b->shape));
+        return false;
+    }
+    return true;
+}
+
+bool adapt_literal(Check *c, Expr *e, ElemType t)
+{
+    (void)c;
+    if (t == TY_NONE)
+        return false;
+    if (t == TY_BOOL) {
+        error_at(e->loc, "a number cannot be used as a bool; compare it, e.g. x != 0");
+        return false;
+    }
+    if (e->kind == E_INT) {
+        if (type_is_float(t)) {
+            double v = (double)e->ival;
+            set_float(e, v);
+            e->type = t == TY_TF32 ? TY_F32 : t;
+            return true;
+        }
+        bool fits = t == TY_I64 || (t == TY_I32 && e->ival >= INT32_MIN && e->ival <= INT32_MAX) ||
+                    (t == TY_U32 && e->ival >= 0 && e->ival <= (int64_t)UINT32_MAX);
+        if (!fits) {
+            error_at(e->loc, "integer constant %lld does not fit in %s", (long long)e->ival,
+                     type_name(t));
+            return false;
+        }
+        e->type = t;
+        return true;
+    }
+    if (type_is_float(t)) {
+        e->type = t == TY_TF32 ? TY_F32 : t;
+        return true;
+    }
+    error_at(e->loc, "the float constant %g cannot be used as %s", e->fval, type_name(t));
+    return false;
+}
+
+/* The common type of a binary operation's operands: a literal adapts to the other side; two
+ * non-literals must have the same type. */
+static ElemType unify(Check *c, Expr *e, Expr *a, Expr *b)
+{
+    if (is_literal(a) && !is_literal(b))
+        return adapt_literal(c, a, b->type) ? b->type : TY_NONE;
+    if (is_literal(b) && !is_literal(a))
+        return adapt_literal(c, b, a->type) ? a->type : TY_NONE;
+    if (a->type == b->type)
+        return a->type;
+    /* Suggest the wider type: float over int, then the larger. */
+    ElemType w = a->type;
+    if ((type_is_float(b->type) && !type_is_float(a->type)) ||
+        (type_is_float(b->type) == type_is_float(a->type) && type_size(b->type) > type_size(a->type)))
+        w = b->type;
+    error_at(e->loc, "mixing %s and %s needs a cast, e.g. %s(x)", type_name(a->type),
+             type_name(b->type), type_name(w));
+    return TY_NONE;
+}
+
+static const char *op_text(int op)
+{
+    switch (op) {
+    case OP_EQ: return "==";
+    case OP_NE: return "!=";
+    case OP_LE: return "<=";
+    case OP_GE: return ">=";
+    case OP_AND: return "&&";
+    case OP_OR: return "||";
+    case '+': return "+";
+    case '-': return "-";
+    case '*': return "*";
+    case '/': return "/";
+    case '%': return "%";
+    case '<': return "<";
+    case '>': return ">";
+    case '@': return "@";
+    default: return "?";
+    }
+}
+
+static bool is_compare(int op)
+{
+    return op == '<' || op == '>' || op == OP_LE || op == OP_GE || op == OP_EQ || op == OP_NE;
+}
+
+/* ---------------------------------------------------------------- constant folding */
+
+static bool int_overflows(int op, int64_t a, int64_t b)
+{
+    switch (op) {
+    case '+': return (b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b);
+    case '-': return (b < 0 && a > INT64_MAX + b) || (b > 0 && a < INT64_MIN + b);
+    case '*': { double p = (double)a * (double)b; return p >= 9.2e18 || p <= -9.2e18; }
+    case '/': case '%': return a == INT64_MIN && b == -1;
+    default: return false;
+    }
+}
+
+/* Folds a binary operator on two constants (numbers or bools). Returns false after an error. */
+static bool fold_binary(Check *c, Expr *e, Expr *a, Expr *b)
+{
+    (void)c;
+    int op = e->op;
+    bool ab = a->kind == E_BOOL, bb = b->kind == E_BOOL;
+    if (ab || bb) {
+        if (!(ab && bb)) {
+            error_at(e->loc, "'%s' cannot mix bool and a number", op_text(op));
+            return false;
+        }
+        switch (op) {
+        case OP_AND: set_bool(e, a->ival && b->ival); return true;
+        case OP_OR: set_bool(e, a->ival || b->ival); return true;
+        case OP_EQ: set_bool(e, a->ival == b->ival); return true;
+        case OP_NE: set_bool(e, a->ival != b->ival); return true;
+        default:
+            error_at(e->loc, "'%s' needs numbers, not bool", op_text(op));
+            return false;
+        }
+    }
+    if (op == OP_AND || op == OP_OR) {
+        error_at(e->loc, "'%s' needs bool operands, not numbers", op_text(op));
+        return false;
+    }
+    if (a->kind == E_INT && b->kind == E_INT) {
+        int64_t x = a->ival, y = b->ival;
+        if ((op == '/' || op == '%') && y == 0) {
+            error_at(e->loc, "division by zero in a constant expression");
+            return false;
+        }
+        if (int_overflows(op, x, y)) {
+            error_at(e->loc, "integer overflow in a constant expression");
+            return false;
+        }
+        switch (op) {
+        case '+': set_int(e, x + y); return true;
+        case '-': set_int(e, x - y); return true;
+        case '*': set_int(e, x * y); return true;
+        case '/': set_int(e, x / y); return true;
+        case '%': set_int(e, x % y); return true;
+        case '<': set_bool(e, x < y); return true;
+        case '>': set_bool(e, x > y); return true;
+        case OP_LE: set_bool(e, x <= y); return true;
+        case OP_GE: set_bool(e, x >= y); return true;
+        case OP_EQ: set_bool(e, x == y); return true;
+        case OP_NE: set_bool(e, x != y); return true;
+        }
+        die("fold_binary: operator %d", op);
+    }
+    double x = a->kind == E_INT ? (double)a->ival : a->fval;
+    double y = b->kind == E_INT ? (double)b->ival : b->fval;
+    double r;
+    switch (op) {
+    case '+': r = x + y; break;
+    case '-': r = x - y; break;
+    case '*': r = x * y; break;
+    case '/': r = x / y; break;
+    case '%':
+        error_at(e->loc, "'%%' needs integer operands, not float constants");
+        return false;
+    case '<': set_bool(e, x < y); return true;
+    case '>': set_bool(e, x > y); return true;
+    case OP_LE: set_bool(e, x <= y); return true;
+    case OP_GE: set_bool(e, x >= y); return true;
+    case OP_EQ: set_bool(e, x == y); return true;
+    case OP_NE: set_bool(e, x != y); return true;
+    default: die("fold_binary: operator %d", op);
+    }
+    if (isnan(r) || (isinf(r) && isfinite(x) && isfinite(y))) {
+        error_at(e->loc, "the constant expression has no finite value");
+        return false;
+    }
+    set_float(e, r);
+    return true;
+}
+
+static bool is_const(const Expr *e) { return is_literal(e) || e->kind == E_BOOL; }
+
+/* ---------------------------------------------------------------- operators */
+
+static bool check_unary(Check *c, Expr *e)
+{
+    Expr *a = e->a;
+    check_expr(c, a);
+    if (a->type == TY_NONE)
+        return fail(e);
+    if (e->op == '-') {
+        if (a->type == TY_BOOL) {
+            error_at(e->loc, "'-' needs a number, not bool");
+            return fail(e);
+        }
+        if (a->kind == E_INT) {
+            if (a->ival == INT64_MIN) {
+                error_at(e->loc, "integer overflow in a constant expression");
+                return fail(e);
+            }
+            return set_int(e, -a->ival);
+        }
+        if (a->kind == E_FLOAT)
+            return set_float(e, -a->fval);
+    } else {
+        if (a->type != TY_BOOL) {
+            error_at(e->loc, "'!' needs a bool, not %s", shape_str(c, a->type, a->shape));
+            return fail(e);
+        }
+        if (a->kind == E_BOOL)
+            return set_bool(e, !a->ival);
+    }
+    e->type = a->type;
+    e->shape = a->shape;
+    return true;
+}
+
+static bool check_binary(Check *c, Expr *e)
+{
+    Expr *a = e->a, *b = e->b;
+    if (e->op == '@') {
+        check_matmul(c, e);
+        if (e->type != TY_NONE)
+            error_at(e->loc, "@ must be the whole right-hand side of an assignment (acc += a @ b)");
+        return fail(e);
+    }
+    if (e->op == '=') {   /* a named argument outside a call's argument list */
+        error_at(e->loc, "'%s=' is only allowed as a function argument", a->name);
+        return fail(e);
+    }
+    check_expr(c, a);
+    check_expr(c, b);
+    if (a->type == TY_NONE || b->type == TY_NONE)
+        return fail(e);
+    if (is_const(a) && is_const(b)) {
+        if (!fold_binary(c, e, a, b))
+            fail(e);
+        return true;
+    }
+    ElemType t = unify(c, e, a, b);
+    if (t == TY_NONE)
+        return fail(e);
+    if (!broadcast_into(c, e, a, b))
+        return fail(e);
+    int op = e->op;
+    if (op == OP_AND || op == OP_OR) {
+        if (t != TY_BOOL) {
+            error_at(e->loc, "'%s' needs bool operands, not %s", op_text(op), type_name(t));
+            return fail(e);
+        }
+        e->type = TY_BOOL;
+        return true;
+    }
+    if (t == TY_BOOL && op != OP_EQ && op != OP_NE) {
+        error_at(e->loc, "'%s' needs numbers, not bool", op_text(op));
+        return fail(e);
+    }
+    if (op == '%' && !type_is_int(t)) {
+        error_at(e->loc, "'%%' needs integer operands, not %s", type_name(t));
+        return fail(e);
+    }
+    e->type = is_compare(op) ? TY_BOOL : t;
+    return true;
+}
+
+/* ---------------------------------------------------------------- calls */
+
+typedef struct {
+    const char *name;
+    Builtin b;
+    int min_args, max_args;
+} BuiltinInfo;
+
+static const BuiltinInfo builtins[] = {
+    {"exp", B_EXP, 1, 1},         {"exp2", B_EXP2, 1, 1},   {"log", B_LOG, 1, 1},
+    {"log2", B_LOG2, 1, 1},       {"sqrt", B_SQRT, 1, 1},   {"rsqrt", B_RSQRT, 1, 1},
+    {"tanh", B_TANH, 1, 1},       {"sigmoid", B_SIGMOID, 1, 1},
+    {"abs", B_ABS, 1, 1},         {"max", B_MAX, 1, 2},     {"min", B_MIN, 1, 2},
+    {"sum", B_SUM, 1, 1},         {"select", B_SELECT, 3, 3},
+    {"where", B_SELECT, 3, 3},    {"cdiv", B_CDIV, 2, 2},   {"arange", B_ARANGE, 1, 1},
+};
+
+static bool check_math(Check *c, Expr *e, Expr *x)
+{
+    if (is_literal(x) && !adapt_literal(c, x, x->kind == E_INT && e->builtin == B_ABS ? TY_I32 : TY_F32))
+        return fail(e);
+    bool ok = type_is_float(x->type) || (e->builtin == B_ABS && type_is_int(x->type));
+    if (!ok || x->type == TY_TF32) {
+        error_at(x->loc, "'%s' needs a float%s argument, not %s; convert it, e.g. f32(x)", e->name,
+                 e->builtin == B_ABS ? " or integer" : "", type_name(x->type));
+        return fail(e);
+    }
+    e->type = x->type;
+    e->shape = x->shape;
+    return true;
+}
+
+static bool check_reduction(Check *c, Expr *e, Expr *x, Expr *axis)
+{
+    if (x->type == TY_BOOL) {
+        error_at(x->loc, "'%s' needs numbers, not bool", e->name);
+        return fail(e);
+    }
+    e->type = e->builtin == B_SUM && (x->type == TY_F16 || x->type == TY_BF16) ? TY_F32 : x->type;
+    if (!axis) {
+        e->axis = -1;
+        e->shape.rank = 0;
+        return true;
+    }
+    check_expr(c, axis);
+    if (axis->type == TY_NONE)
+        return fail(e);
+    if (axis->kind != E_INT) {
+        error_at(axis->loc, "axis= must be an integer constant");
+        return fail(e);
+    }
+    if (axis->ival < 0 || axis->ival >= x->shape.rank) {
+        error_at(axis->loc, "axis %lld is out of range for %s", (long long)axis->ival,
+                 shape_str(c, x->type, x->shape));
+        return fail(e);
+    }
+    e->axis = (int)axis->ival;
+    e->shape = x->shape;
+    e->shape.dim[e->axis] = 1;
+    return true;
+}
+
+/* cdiv and two-argument max/min: like a binary operator (folded on constants). */
+static bool check_pair(Check *c, Expr *e, Expr *a, Expr *b)
+{
+    if (is_literal(a) && is_literal(b)) {
+        if (e->builtin == B_CDIV) {
+            if (a->kind != E_INT || b->kind != E_INT) {
+                error_at(e->loc, "'cdiv' needs integer arguments");
+                return fail(e);
+            }
+            if (b->ival <= 0 || a->ival < 0) {
+                error_at(e->loc, "cdiv(%lld, %lld): the arguments must be >= 0 and > 0",
+                         (long long)a->ival, (long long)b->ival);
+                return fail(e);
+            }
+            return set_int(e, a->ival / b->ival + (a->ival % b->ival != 0));
+        }
+        bool mx = e->builtin == B_MAXIMUM;
+        if (a->kind == E_INT && b->kind == E_INT)
+            return set_int(e, mx ? (a->ival > b->ival ? a->ival : b->ival)
+                                 : (a->ival < b->ival ? a->ival : b->ival));
+        double x = a->kind == E_INT ? (double)a->ival : a->fval;
+        double y = b->kind == E_INT ? (double)b->ival : b->fval;
+        return set_float(e, mx ? (x > y ? x : y) : (x < y ? x : y));
+    }
+    ElemType t = unify(c, e, a, b);
+    if (t == TY_NONE)
+        return fail(e);
+    if (t == TY_BOOL || t == TY_TF32) {
+        error_at(e->loc, "'%s' needs numbers, not %s", e->name, type_name(t));
+        return fail(e);
+    }
+    if (e->builtin == B_CDIV) {
+        if (!type_is_int(t) || a->shape.rank || b->shape.rank) {
+            error_at(e->loc, "'cdiv' needs integer scalars, not %s and %s",
+                     shape_str(c, a->type, a->shape), shape_str(c, b->type, b->shape));
+            return fail(e);
+        }
+    } else if (!broadcast_into(c, e, a, b)) {
+        return fail(e);
+    }
+    e->type = t;
+    return true;
+}
+
+static bool check_select(Check *c, Expr *e)
+{
+    Expr *cond = e->args[0], *a = e->args[1], *b = e->args[2];
+    if (cond->type != TY_BOOL) {
+        error_at(cond->loc, "the condition of '%s' must be bool, not %s", e->name,
+                 shape_str(c, cond->type, cond->shape));
+        return fail(e);
+    }
+    if (is_literal(a) && is_literal(b)) {
+        /* Both branches constant: the float one decides, else i32. */
+        ElemType t = a->kind == E_FLOAT || b->kind == E_FLOAT ? TY_F32 : TY_I32;
+        if (!adapt_literal(c, a, t) || !adapt_literal(c, b, t))
+            return fail(e);
+    }
+    ElemType t = unify(c, e, a, b);
+    if (t == TY_NONE)
+        return fail(e);
+    Shape ab;
+    if (!broadcast_shapes(a->shape, b->shape, &ab)) {
+        error_at(e->loc, "shapes %s and %s do not broadcast", shape_str(c, a->type, a->shape),
+                 shape_str(c, b->type, b->shape));
+        return fail(e);
+    }
+    if (!broadcast_shapes(cond->shape, ab, &e->shape)) {
+        error_at(e->loc, "shapes %s and %s do not broadcast", shape_str(c, cond->type, cond->shape),
+                 shape_str(c, t, ab));
+        return fail(e);
+    }
+    e->type = t;
+    return true;
+}
+
+static bool check_call(Check *c, Expr *e)
+{
+    /* Take `axis=K` out of the argument list. */
+    Expr *axis = NULL;
+    int n = 0;
+    bool bad = false;
+    for (int i = 0; i < e->nargs; i++) {
+        Expr *arg = e->args[i];
+        if (arg->kind == E_BINARY && arg->op == '=' && arg->a->kind == E_NAME) {
+            if (strcmp(arg->a->name, "axis")) {
+                error_at(arg->loc, "unknown argument '%s='; only axis= is accepted", arg->a->name);
+                bad = true;
+            } else if (axis) {
+                error_at(arg->loc, "axis= given twice");
+                bad = true;
+            } else {
+                axis = arg->b;
+            }
+            continue;
+        }
+        e->args[n++] = arg;
+    }
+    e->nargs = n;
+
+    const BuiltinInfo *bi = NULL;
+    for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
+        if (!strcmp(builtins[i].name, e->name))
+            bi = &builtins[i];
+    if (!bi) {
+        error_at(e->loc, "unknown function '%s'", e->name);
+        return fail(e);
+    }
+    if (n < bi->min_args || n > bi->max_args) {
+        if (bi->min_args == bi->max_args)
+            error_at(e->loc, "'%s' takes %d argument%s, not %d", e->name, bi->min_args,
+                     bi->min_args == 1 ? "" : "s", n);
+        else
+            error_at(e->loc, "'%s' takes %d or %d arguments, not %d", e->name, bi->min_args,
+                     bi->max_args, n);
+        return fail(e);
+    }
+    e->builtin = bi->b;
+    if ((e->builtin == B_MAX || e->builtin == B_MIN) && n == 2)
+        e->builtin = e->builtin == B_MAX ? B_MAXIMUM : B_MINIMUM;
+    bool reduction = e->builtin == B_SUM || e->builtin == B_MAX || e->builtin == B_MIN;
+    if (axis && !reduction) {
+        error_at(axis->loc, "'%s' takes no axis=%s", e->name,
+                 n == 2 ? " (max(x, axis=K) reduces; max(x, y) is elementwise)" : "");
+        bad = true;
+    }
+    for (int i = 0; i < n; i++) {
+        check_expr(c, e->args[i]);
+        if (e->args[i]->type == TY_NONE || e->args[i]->type == TY_TF32)
+            bad = true;
+    }
+    if (bad)
+        return fail(e);
+
+    Expr *x = e->args[0];
+    switch (e->builtin) {
+    case B_EXP: case B_EXP2: case B_LOG: case B_LOG2: case B_SQRT: case B_RSQRT: case B_TANH:
+    case B_SIGMOID: case B_ABS:
+        return check_math(c, e, x);
+    case B_SUM: case B_MAX: case B_MIN:
+        return check_reduction(c, e, x, axis);
+    case B_MAXIMUM: case B_MINIMUM: case B_CDIV:
+        return check_pair(c, e, x, e->args[1]);
+    case B_SELECT:
+        return check_select(c, e);
+    case B_ARANGE:
+        if (x->kind != E_INT || x->ival <= 0) {
+            error_at(x->loc, "arange(W) needs a positive integer constant width");
+            return fail(e);
+        }
+        if (x->ival & (x->ival - 1)) {
+            error_at(x->loc, "tile dimension %lld is not a power of two", (long long)x->ival);
+            return fail(e);
+        }
+        x->type = TY_I32;
+        e->type = TY_I32;
+        e->shape = (Shape){.rank = 1, .dim = {x->ival}};
+        return true;
+    default:
+        die("check_call: builtin %d", e->builtin);
+    }
+    return true;
+}
+
+/* ---------------------------------------------------------------- casts, names, indexing */
+
+static bool check_cast(Check *c, Expr *e)
+{
+    check_expr(c, e->a);
+    if (e->to == TY_TF32) {
+        error_at(e->loc, "tf32(...) may only be used as an operand of @");
+        return fail(e);
+    }
+    if (e->a->type == TY_NONE || e->a->type == TY_TF32)
+        return fail(e);
+    e->type = e->to;
+    e->shape = e->a->shape;
+    return true;
+}
+
+static bool check_name(Check *c, Expr *e)
+{
+    Sym *s = lookup(c, e->name);
+    if (!s) {
+        error_at(e->loc, "use of undeclared name '%s'", e->name);
+        return fail(e);
+    }
+    if (s->kind == SYM_CONST) {
+        if (s->type == TY_NONE)
+            return fail(e);
+        if (s->is_float)
+            return set_float(e, s->fval);
+        return set_int(e, s->ival);
+    }
+    if (s->kind == SYM_TENSOR) {
+        error_at(e->loc, "'%s' is a tensor parameter: index it to get a tile, e.g. %s[i +: 64]",
+                 e->name, e->name);
+        return fail(e);
+    }
+    e->sym = s;
+    e->type = s->type;
+    e->shape = s->shape;
+    return true;
+}
+
+bool check_index(Check *c, Expr *e, bool is_target)
+{
+    const char *name = e->base->name;
+    Sym *s = lookup(c, name);
+    if (!s) {
+        error_at(e->loc, "use of undeclared name '%s'", name);
+        return fail(e);
+    }
+    if (s->kind != SYM_TENSOR) {
+        error_at(e->loc, "only tensor parameters can be indexed; '%s' is not one", name);
+        note_at(s->loc, "'%s' was declared here", name);
+        return fail(e);
+    }
+    e->sym = e->base->sym = s;
+    e->base->type = s->type;
+    bool bad = false;
+    if (e->nidx != s->rank) {
+        error_at(e->loc, "'%s' has %d dimension%s but %d subscript%s given", name, s->rank,
+                 s->rank == 1 ? "" : "s", e->nidx, e->nidx == 1 ? " is" : "s are");
+        bad = true;
+    }
+    Shape shape = {0};
+    int windows = 0;
+    for (int i = 0; i < e->nidx; i++) {
+        Index *ix = &e->idx[i];
+        Expr *st = ix->start;
+        check_expr(c, st);
+        if (st->type == TY_NONE) {
+            bad = true;
+        } else if (is_literal(st) ? !adapt_literal(c, st, TY_I32) : false) {
+            bad = true;
+        } else if (st->type != TY_I32 || st->shape.rank != 0) {
+            error_at(st->loc, "an index must be an i32 scalar, not %s",
+                     shape_str(c, st->type, st->shape));
+            bad = true;
+        }
+        if (!ix->width_expr)
+            continue;
+        Expr *w = ix->width_expr;
+        check_expr(c, w);
+        if (w->type == TY_NONE) {
+            bad = true;
+            continue;
+        }
+        if (w->kind != E_INT || w->ival <= 0) {
+            error_at(w->loc, "a window width must be a positive integer constant");
+            bad = true;
+            continue;
+        }
+        if (w->ival & (w->ival - 1)) {
+            error_at(w->loc, "tile dimension %lld is not a power of two", (long long)w->ival);
+            bad = true;
+            continue;
+        }
+        w->type = TY_I32;
+        ix->width = w->ival;
+        if (++windows == MAX_TILE_RANK + 1) {
+            error_at(ix->loc, "at most %d windows in one index: tiles have rank 0, 1 or 2",
+                     MAX_TILE_RANK);
+            bad = true;
+        }
+        if (shape.rank < MAX_TILE_RANK)
+            shape.dim[shape.rank++] = w->ival;
+    }
+    if (e->fill) {
+        Expr *f = e->fill;
+        check_expr(c, f);
+        if (is_target) {
+            error_at(f->loc, "'else' gives the value of masked loads; a store cannot have one");
+            bad = true;
+        } else if (f->type == TY_NONE) {
+            bad = true;
+        } else if (!is_literal(f)) {
+            error_at(f->loc, "the value after 'else' must be a constant, e.g. -inf or 0");
+            bad = true;
+        } else if (!adapt_literal(c, f, s->type)) {
+            bad = true;
+        }
+    }
+    if (bad)
+        return fail(e);
+    e->type = s->type;
+    e->shape = shape;
+    return true;
+}
+
+/* ---------------------------------------------------------------- matmul */
+
+static bool check_operand(Check *c, Expr *x)
+{
+    if (x->kind == E_CAST && x->to == TY_TF32) {
+        check_expr(c, x->a);
+        if (x->a->type == TY_NONE)
+            return fail(x);
+        if (x->a->type != TY_F32) {
+            error_at(x->loc, "tf32(...) takes an f32 value, not %s", type_name(x->a->type));
+            return fail(x);
+        }
+        x->type = TY_TF32;
+        x->shape = x->a->shape;
+        return true;
+    }
+    check_expr(c, x);
+    return true;
+}
+
+bool check_matmul(Check *c, Expr *e)
+{
+    Expr *a = e->a, *b = e->b;
+    check_operand(c, a);
+    check_operand(c, b);
+    if (a->type == TY_NONE || b->type == TY_NONE)
+        return fail(e);
+    for (int i = 0; i < 2; i++) {
+        Expr *x = i ? b : a;
+        if (x->type != TY_F32 && x->type != TY_TF32 && x->type != TY_F16 && x->type != TY_BF16) {
+            error_at(x->loc, "@ needs f32, tf32, f16 or bf16 operands, not %s",
+                     type_name(x->type));
+            return fail(e);
+        }
+    }
+    if (a->type != b->type) {
+        error_at(e->loc, "both operands of @ must have the same type, not %s and %s",
+                 type_name(a->type), type_name(b->type));
+        return fail(e);
+    }
+    if (a->shape.rank != 2 || b->shape.rank != 2 || a->shape.dim[1] != b->shape.dim[0]) {
+        error_at(e->loc, "shapes %s and %s do not match for @ (it needs [M,K] @ [K,N])",
+                 shape_str(c, a->type, a->shape), shape_str(c, b->type, b->shape));
+        return fail(e);
+    }
+    e->type = TY_F32;
+    e->shape = (Shape){.rank = 2, .dim = {a->shape.dim[0], b->shape.dim[1]}};
+    return true;
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+void check_expr(Check *c, Expr *e)
+{
+    if (++c->edepth > MAX_EXPR_DEPTH) {
+        if (!c->too_deep)
+            error_at(e->loc, "expression nested too deeply (more than %d levels)", MAX_EXPR_DEPTH);
+        c->too_deep = true;
+        c->edepth--;
+        fail(e);
+        return;
+    }
+    e->shape.rank = 0;
+    switch (e->kind) {
+    case E_INT: e->type = e->ival >= INT32_MIN && e->ival <= INT32_MAX ? TY_I32 : TY_I64; break;
+    case E_FLOAT: e->type = TY_F32; break;
+    case E_BOOL: e->type = TY_BOOL; break;
+    case E_BLOCK: e->type = TY_I32; break;
+    case E_NAME: check_name(c, e); break;
+    case E_UNARY: check_unary(c, e); break;
+    case E_BINARY: check_binary(c, e); break;
+    case E_CALL: check_call(c, e); break;
+    case E_CAST: check_cast(c, e); break;
+    case E_INDEX: check_index(c, e, false); break;
+    }
+    c->edepth--;
+}
