@@ -99,12 +99,49 @@ static void malformed(const char *name, const char *text, const char *words)
         rt_meta_free(&m);
 }
 
+/* The metadata tilec actually wrote for the examples, when they were built (make check-gpu
+ * builds build/examples/NAME.ptx): it parses, and the arguments follow the ABI. */
+static void built_examples(void)
+{
+    static const char *const ex[][2] = {
+        {"vecadd", "X Y Z alpha N"}, {"matmul_f32", "A B C M K N"}, {"sum", "X out N"},
+        {"rowsum", "X Y R N"}, {"softmax", "X Y R N"}, {"layernorm", "X W B Y eps R N"},
+    };
+    for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
+        char path[128], name[160];
+        snprintf(path, sizeof path, "build/examples/%s.ptx", ex[i][0]);
+        FILE *f = fopen(path, "rb");
+        if (!f)
+            continue;
+        static char text[1 << 20];
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[n] = 0;
+        rt_meta m;
+        snprintf(name, sizeof name, "meta of %s", path);
+        tilert_status s = rt_meta_parse(text, &m);
+        if (!unit_check(s == TILERT_OK, name, "%s", tilert_last_error()))
+            continue;
+        snprintf(name, sizeof name, "ABI argument order in %s", path);
+        char got[256] = "";
+        size_t len = 0;
+        for (int j = 0; j < m.k[0].nargs && len < sizeof got; j++)
+            len += (size_t)snprintf(got + len, sizeof got - len, "%s%s", j ? " " : "",
+                                    m.k[0].args[j].name);
+        unit_check(m.nk == 1 && !strcmp(m.k[0].name, ex[i][0]) && !strcmp(got, ex[i][1]) &&
+                       m.k[0].ngrid >= 1,
+                   name, "kernel %s, arguments \"%s\", want \"%s\"", m.k[0].name, got, ex[i][1]);
+        rt_meta_free(&m);
+    }
+}
+
 #define K "//@kernel k threads 128 smem 0 regs 10\n"
 #define ARG "//@arg N size i32 4\n"
 
 int main(void)
 {
     valid();
+    built_examples();
     malformed("empty", "", "no //@tilec metadata");
     malformed("PTX without metadata", ".version 8.0\n.target sm_80\n// comment\n",
               "no //@tilec metadata");
