@@ -628,10 +628,12 @@ static void check_kernel(Check *c, Kernel *k)
 
     k->nsizes = c->sizes.n;
     k->sizes = arena_alloc(c->a, (size_t)(k->nsizes + 1) * sizeof *k->sizes);
-    memcpy(k->sizes, c->sizes.v, (size_t)k->nsizes * sizeof *k->sizes);
+    if (k->nsizes)
+        memcpy(k->sizes, c->sizes.v, (size_t)k->nsizes * sizeof *k->sizes);
     k->nassumes = c->assumes.n;
     k->assumes = arena_alloc(c->a, (size_t)(k->nassumes + 1) * sizeof *k->assumes);
-    memcpy(k->assumes, c->assumes.v, (size_t)k->nassumes * sizeof *k->assumes);
+    if (k->nassumes)
+        memcpy(k->assumes, c->assumes.v, (size_t)k->nassumes * sizeof *k->assumes);
 }
 
 bool check_program(Arena *a, Program *p, Define *defs, int ndefs)

@@ -310,12 +310,24 @@ static bool check_binary(Check *c, Expr *e)
             fail(e);
         return true;
     }
+    int op = e->op;
+    bool logical = op == OP_AND || op == OP_OR;
+    for (int i = 0; i < 2; i++) {
+        Expr *x = i ? b : a;
+        if (logical && x->type != TY_BOOL) {
+            error_at(x->loc, "'%s' needs bool operands, not %s", op_text(op), type_name(x->type));
+            return fail(e);
+        }
+        if (!logical && op != OP_EQ && op != OP_NE && x->type == TY_BOOL) {
+            error_at(e->loc, "'%s' needs numbers, not bool", op_text(op));
+            return fail(e);
+        }
+    }
     ElemType t = unify(c, e, a, b);
     if (t == TY_NONE)
         return fail(e);
     if (!broadcast_into(c, e, a, b))
         return fail(e);
-    int op = e->op;
     if (op == OP_AND || op == OP_OR) {
         if (t != TY_BOOL) {
             error_at(e->loc, "'%s' needs bool operands, not %s", op_text(op), type_name(t));

@@ -415,7 +415,8 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Lexer *lx)
         const char *g = given[i];
         if (exp[i] == YYSYMBOL_YYerror || name_in(g, stmt_starts))
             continue;
-        if (want_stmt && (!strcmp(g, "identifier") || !strcmp(g, "'{'")))
+        if (want_stmt && (!strcmp(g, "identifier") || !strcmp(g, "'{'") ||
+                          !strcmp(g, "'const'") || !strcmp(g, "'kernel'")))
             continue;   /* a statement can start with these: "statement" says it */
         if (name_in(g, operators) && strcmp(g, "'-'"))
             want_op = true;
