@@ -389,7 +389,7 @@ typedef struct {
     int guard;             /* predicate register guarding the instruction, -1 if none */
     bool guard_neg;
     int dst[4]; int ndst;
-    Opnd src[4]; int nsrc;
+    Opnd src[5]; int nsrc;        /* ST.v4: the address and four values */
     int64_t off;           /* LD/ST/RED/ATOM: constant byte offset added to the address src */
     int label;             /* LABEL, BRA */
     int line;              /* source line that produced it (report) */
