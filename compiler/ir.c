@@ -142,6 +142,24 @@ int ir_cvt(Func *f, PType to, PType from, Opnd a)
     return def1(f, in, to);
 }
 
+/* Lowering writes every address in full: the memory instruction just emitted gets its constant
+ * offset as an explicit add in front of it (the address-splitting pass folds such adds back into
+ * [base+imm] operands, where it can prove that safe). */
+void ir_naive_addr(Func *f)
+{
+    Ins in = f->code.v[f->code.n - 1];
+    if (!in.off)
+        return;
+    f->code.n--;
+    RegClass rc = f->regs.v[in.src[0].reg].rc;
+    PType t = rc == RC_D ? PT_S64 : PT_U32;
+    int a = ir_bin(f, OP_ADD, t, in.src[0], IMM(in.off));
+    f->code.v[f->code.n - 1].line = in.line;
+    in.src[0] = R(a);
+    in.off = 0;
+    vec_push(&f->code, in);
+}
+
 void ir_label(Func *f, int label) { emit_ins(f, OP_LABEL, PT_B32)->label = label; }
 
 void ir_bra(Func *f, int label, int guard, bool neg)

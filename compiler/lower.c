@@ -219,6 +219,7 @@ Tile to_layout(Lower *c, Tile v, const Layout *L)
                     in->nsrc = 2;
                     in->off = (int64_t)(slot_row(&v.L, o0, i0) * pitch + slot_col(&v.L, o1, i1)) * es;
                     in->guard = prim;
+                    ir_naive_addr(f);
                 }
     scratch_end_write(c);
     /* read back: destination element (r, c) comes from (r mod S0src, c mod S1src) */
@@ -241,6 +242,7 @@ Tile to_layout(Lower *c, Tile v, const Layout *L)
                     in->src[0] = R(addr2);
                     in->nsrc = 1;
                     in->off = (int64_t)(rr * pitch + cc) * es;
+                    ir_naive_addr(f);
                     if (pred)
                         d = ir_setp(f, CMP_NE, PT_U32, R(d), IMM(0));
                     r.v[slot_index(L, o0, i0, o1, i1)] = R(d);

@@ -61,6 +61,7 @@ static void stage(Lower *c, Tile v, int off, int rs, int cs)
                     in->nsrc = 1 + vm;
                     in->off = ((int64_t)rr * rs + (int64_t)cc * cs) * 4;
                     in->guard = prim;
+                    ir_naive_addr(f);
                 }
 }
 
@@ -121,6 +122,7 @@ static void fragment(Lower *c, View *w, int base, const Layout *L, int d, int k,
             in->src[0] = R(base);
             in->nsrc = 1;
             in->off = ((int64_t)mn * w->stride_mn + (int64_t)k * w->stride_k) * 4;
+            ir_naive_addr(f);
         }
 }
 

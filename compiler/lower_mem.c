@@ -6,9 +6,6 @@
 #include <string.h>
 #include "tilec.h"
 
-/* Offsets past this go into the base: ptxas's immediates for global accesses reach about 8 MiB. */
-enum { MAX_IMM_OFFSET = 1 << 22 };
-
 static int64_t gcd64(int64_t a, int64_t b)
 {
     if (a < 0) a = -a;
@@ -182,6 +179,7 @@ static void mem_load(Lower *c, int space, ElemType t, int addr, int64_t off, int
     in->nsrc = 1;
     in->off = off;
     in->guard = guard;
+    ir_naive_addr(f);
     for (int i = 0; i < vm; i++) {
         if (direct) {
             out[i] = R(dst[i]);
@@ -221,6 +219,7 @@ static void mem_store(Lower *c, int space, int red, ElemType t, int addr, int64_
         in->nsrc = 1 + vm;
         in->off = off;
         in->guard = guard;
+        ir_naive_addr(f);
         return;
     }
     for (int i = 0; i < vm; i++) {
@@ -242,6 +241,7 @@ static void mem_store(Lower *c, int space, int red, ElemType t, int addr, int64_
             in->nsrc = 2;
             in->off = off + i * 4;
             in->guard = pos;
+            ir_naive_addr(f);
             in = emit_ins(f, OP_RED, PT_U32);
             in->space = SP_GLOBAL;
             in->redop = RED_MIN;
@@ -250,6 +250,7 @@ static void mem_store(Lower *c, int space, int red, ElemType t, int addr, int64_
             in->nsrc = 2;
             in->off = off + i * 4;
             in->guard = neg;
+            ir_naive_addr(f);
             continue;
         }
         Ins *in = emit_ins(f, OP_RED, mt);
@@ -260,6 +261,7 @@ static void mem_store(Lower *c, int space, int red, ElemType t, int addr, int64_
         in->nsrc = 2;
         in->off = off + (int64_t)i * type_size(t);
         in->guard = guard;
+        ir_naive_addr(f);
     }
 }
 
@@ -488,11 +490,6 @@ static void for_each_chunk(Lower *c, Access *a, const Layout *L, int vm, int ext
                 int64_t off = roff + coff[j];
                 if (ad.colstep.kind != O_IMM && caddr_delta[j])
                     addr = ir_tern(f, OP_MAD, PT_S64, ad.colstep, IMM(caddr_delta[j]), R(raddr));
-                if (off >= MAX_IMM_OFFSET || off <= -MAX_IMM_OFFSET || !c->opt->addr_split) {
-                    if (off)
-                        addr = ir_bin(f, OP_ADD, PT_S64, R(addr), IMM(off));
-                    off = 0;
-                }
                 int g = and_pred(c, rguard, cpred[j]);
                 fn(c, ctx, addr, off, vm, g, slot_of(L, o0, i0, o1, i1));
             }

@@ -100,10 +100,11 @@ static Tile reduce_all(Lower *c, Tile v, Builtin b, ElemType rt)
     int warp = ir_bin(f, OP_SHR, PT_U32, R(c->tid), IMM(5));
     int lane0 = ir_setp(f, CMP_EQ, PT_U32, R(lane), IMM(0));
     int addr = ir_tern(f, OP_MAD, PT_U32, R(warp), IMM(4), R(base));
+    int accr = opnd_reg(c, acc, t);
     Ins *in = emit_ins(f, OP_ST, t == PT_F32 ? PT_F32 : PT_B32);
     in->space = SP_SHARED;
     in->src[0] = R(addr);
-    in->src[1] = R(opnd_reg(c, acc, t));
+    in->src[1] = R(accr);
     in->nsrc = 2;
     in->guard = lane0;
     scratch_end_write(c);
@@ -125,8 +126,7 @@ static Tile reduce_all(Lower *c, Tile v, Builtin b, ElemType rt)
         in->src[0] = R(base);
         in->nsrc = 1;
         in->off = w * 4;
-        if (vm < 4)
-            w -= 4 - vm;
+        ir_naive_addr(f);
     }
     r.v[0] = tree(c, b, t, parts, nwarps);
     free(parts);
@@ -202,13 +202,15 @@ static Tile reduce_axis_smem(Lower *c, Tile v, Builtin b, int nd, ElemType rt)
                 for (int i1 = 0; i1 < L.V[1]; i1++) {
                     int rr = L.bcast[0] ? o0 * L.V[0] + i0 : o0 * L.T[0] * L.V[0] + i0;
                     int cc = L.bcast[1] ? o1 * L.V[1] + i1 : o1 * L.T[1] * L.V[1] + i1;
+                    int val = opnd_reg(c, v.v[slot_of(&L, o0, i0, o1, i1)], t);
                     Ins *in = emit_ins(f, OP_ST, t == PT_F32 ? PT_F32 : PT_B32);
                     in->space = SP_SHARED;
                     in->src[0] = R(addr);
-                    in->src[1] = R(opnd_reg(c, v.v[slot_of(&L, o0, i0, o1, i1)], t));
+                    in->src[1] = R(val);
                     in->nsrc = 2;
                     in->off = ((int64_t)rr * pitch + cc) * 4;
                     in->guard = prim;
+                    ir_naive_addr(f);
                 }
     scratch_end_write(c);
     Shape rs;

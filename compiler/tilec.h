@@ -437,6 +437,7 @@ int ir_tern(Func *f, int op, PType t, Opnd a, Opnd b, Opnd c); /* MAD FMA SELP(c
 int ir_un(Func *f, int op, PType t, Opnd a);                   /* NEG ABS NOT EX2 ... */
 int ir_setp(Func *f, Cmp c, PType t, Opnd a, Opnd b);
 int ir_cvt(Func *f, PType to, PType from, Opnd a);
+void ir_naive_addr(Func *f);                   /* offset of the last LD/ST -> explicit add */
 void ir_label(Func *f, int label);
 void ir_bra(Func *f, int label, int guard, bool neg);
 void ir_bar(Func *f);
