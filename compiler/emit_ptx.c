@@ -277,7 +277,10 @@ void emit_ptx_kernel(Buf *out, Func *f, KernelMeta *m)
         put_param_decl(out, m, i);
         buf_puts(out, i + 1 < m->nargs ? ",\n" : "\n");
     }
-    buf_printf(out, ")\n.maxntid %d, 1, 1\n{\n", f->threads);
+    buf_printf(out, ")\n.maxntid %d, 1, 1\n", f->threads);
+    if (f->maxnreg > 0)   /* the prediction binds ptxas (regalloc.c says why) */
+        buf_printf(out, ".maxnreg %d\n", f->maxnreg);
+    buf_puts(out, "{\n");
     /* register declarations sized by the allocator */
     int count[RC_COUNT] = { 0 };
     for (int r = 0; r < f->regs.n; r++) {

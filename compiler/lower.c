@@ -668,7 +668,7 @@ static void lower_stmt(Lower *c, Stmt *s)
     switch (s->kind) {
     case S_BLOCK: lower_block(c, s); break;
     case S_LET: {
-        f->cur_what = s->name;
+        f->cur_what = reg_value_name(c->a, s->name, s->init->type, s->init->shape);
         Tile v = lower_expr(c, s->init, NULL);
         if (s->sym->type != v.type && s->sym->type != TY_NONE) {
             Tile w = { s->sym->type, v.L, NULL };
@@ -693,7 +693,7 @@ static void lower_stmt(Lower *c, Stmt *s)
             si->smem_off = smem_alloc(c, S0 * si->smem_ld * type_size(sym->type));
             break;
         }
-        f->cur_what = s->name;
+        f->cur_what = reg_value_name(c->a, s->name, sym->type, sym->shape);
         Layout L;
         Tile init = { TY_NONE, { 0 }, NULL };
         if (si->mm_layout) {

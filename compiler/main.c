@@ -280,6 +280,8 @@ static bool compile_for_arch(Arena *a, Program *p, Cli *cli, const char *arch, A
         if (cli->dump && !strcmp(cli->dump, "tir"))
             ir_dump(f, stdout);
         int budget = opt.max_regs ? opt.max_regs : reg_budget(k->threads);
+        remat_cheap(f);
+        schedule_pressure(f);
         if (!regalloc(f, budget))
             ok = false;
         out->metas[i].pred_regs = f->peak_regs;

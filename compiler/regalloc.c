@@ -37,12 +37,40 @@ static int uses_of(Ins *in, int *out)
     return n;
 }
 
+const char *reg_value_name(Arena *a, const char *name, ElemType t, Shape s)
+{
+    if (s.rank == 0)
+        return arena_printf(a, "%s: %s", name, type_name(t));
+    if (s.rank == 1)
+        return arena_printf(a, "%s: %s[%lld]", name, type_name(t), (long long)s.dim[0]);
+    return arena_printf(a, "%s: %s[%lld,%lld]", name, type_name(t), (long long)s.dim[0], (long long)s.dim[1]);
+}
+
 int reg_budget(int threads)
 {
     int r = 65536 / (threads > 0 ? threads : 1);
     if (r > 255)
         r = 255;
     return r >= 255 ? 255 : r & ~7;
+}
+
+/* The .maxnreg that makes the prediction binding, so ptxas cannot spend registers on latency
+ * hiding far beyond what the code needs (it uses what it is given: up to 161 for a matmul that
+ * fits in 124). ptxas reorders our code and adds a few registers of its own (address and
+ * predicate arithmetic, loads hoisted for latency), so the cap leaves a tenth spare (at least
+ * REG_SLACK), then
+ * rounds up to the allocation unit: the hardware hands a warp registers in units of 256, 8 per
+ * thread, so rounding costs no occupancy. ptxas raises any cap below 24 to 24; the budget rules. */
+enum { REG_SLACK = 4 };
+static int ptx_maxnreg(int pred, int budget)
+{
+    int slack = pred / 10 > REG_SLACK ? pred / 10 : REG_SLACK;
+    int cap = (pred + slack + 7) & ~7;
+    if (cap < 24)
+        cap = 24;
+    if (budget > 0 && cap > budget)
+        cap = budget;
+    return cap > 255 ? 255 : cap;
 }
 
 static int weight(RegClass rc) { return rc == RC_D ? 2 : rc == RC_P ? 0 : 1; }
@@ -196,6 +224,7 @@ bool regalloc(Func *f, int budget)
     memcpy(f->nphys, nphys, sizeof nphys);
     /* two registers hold the thread's own program counter since Volta */
     f->peak_regs = peak + 2;
+    f->maxnreg = ptx_maxnreg(f->peak_regs, budget);
     f->peak_index = peak_at;
     f->peak_line = n ? f->code.v[peak_at].line : 0;
     /* group the values live at the peak by the source value they belong to */
@@ -223,10 +252,14 @@ bool regalloc(Func *f, int budget)
     if (budget > 0 && f->peak_regs > budget) {
         Loc loc = f->k->loc;
         int half = f->threads / 2 >= 32 ? f->threads / 2 : f->threads;
-        error_at(loc, "kernel '%s' needs %d registers per thread, more than the %d a block of %d threads allows",
-                 f->k->name, f->peak_regs, budget, f->threads);
+        if (budget == reg_budget(f->threads))
+            error_at(loc, "kernel '%s' needs %d registers per thread, more than the %d a block of %d threads allows",
+                     f->k->name, f->peak_regs, budget, f->threads);
+        else
+            error_at(loc, "kernel '%s' needs %d registers per thread, more than the budget of %d (--max-regs)",
+                     f->k->name, f->peak_regs, budget);
         for (int j = 0; j < f->ntop; j++)
-            note_at(loc, "'%s' holds %d registers/thread at line %d", f->top[j].what, f->top[j].regs, f->peak_line);
+            note_at(loc, "%s holds %d registers/thread at line %d", f->top[j].what, f->top[j].regs, f->peak_line);
         note_at(loc, "use smaller tiles, or fewer threads per block (threads(%d) allows %d registers)", half,
                 reg_budget(half));
         ok = false;

@@ -419,6 +419,7 @@ typedef struct {
     int peak_line;
     struct { const char *what; int regs; } top[5];   /* values live at the peak, largest first */
     int ntop;
+    int maxnreg;           /* regalloc: the cap emitted as .maxnreg (0: none) */
 } Func;
 
 Func *func_new(Kernel *k);
@@ -555,5 +556,26 @@ void store_shared_var(Lower *c, Sym *s, Tile v);
 Tile reduce_tile(Lower *c, Tile v, Builtin b, int axis);
 /* lower_matmul.c */
 void lower_matmul(Lower *c, Tile *acc, Expr *a, Expr *b, bool accumulate);
+
+/* ---------------------------------------------------------------- remat.c, schedule.c */
+
+/* Recomputes cheap values (parameters, special registers, short integer chains over them) in each
+ * block that reads them instead of holding them across blocks; deletes unread pure definitions. */
+void remat_cheap(Func *f);
+/* Sinks instructions towards their first reader inside blocks where that lowers pressure. */
+void schedule_pressure(Func *f);
+/* Shared by the register passes: side-effect-free register operations; registers an instruction
+ * reads (a guarded definition also reads its destinations). */
+bool sched_pure(int op);
+int sched_uses(const Ins *in, int *out);
+/* regalloc.c: the report's name of a source value: "acc: f32[128,128]", "m0: i32". */
+const char *reg_value_name(Arena *a, const char *name, ElemType t, Shape s);
+
+/* ---------------------------------------------------------------- addrsplit.c */
+
+/* Base + constant offset addressing: rewrites every memory access (LD/ST/RED/ATOM) of f as one
+ * shared base register plus Ins.off, sharing, hoisting and deleting the address arithmetic that
+ * becomes redundant. Run after lower_kernel, before regalloc. Strings it makes live in a. */
+void addr_split(Arena *a, Func *f);
 
 #endif
