@@ -536,8 +536,9 @@ static void check_for(Check *c, Stmt *st)
         Expr *e = st->pipeline_expr;
         check_expr(c, e);
         if (e->type != TY_NONE) {
-            if (e->kind != E_INT || e->ival < 1 || e->ival > 8)
-                error_at(e->loc, "pipeline(...) takes a constant number of stages from 1 to 8");
+            /* 0 turns pipelining off, so -D STAGES=0 builds the plain loop */
+            if (e->kind != E_INT || e->ival < 0 || e->ival > 8)
+                error_at(e->loc, "pipeline(...) takes a constant number of stages from 0 (off) to 8");
             else
                 st->pipeline = (int)e->ival;
         }

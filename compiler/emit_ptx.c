@@ -54,7 +54,7 @@ static void put_opnd(Buf *out, Func *f, Opnd o, PType t)
 
 static const char *mem_space(int sp)
 {
-    return sp == SP_SHARED ? ".shared" : sp == SP_PARAM ? ".param" : ".global";
+    return sp == SP_SHARED ? ".shared" : sp == SP_PARAM ? ".param" : sp == SP_LOCAL ? ".local" : ".global";
 }
 
 static void put_addr(Buf *out, Func *f, Ins *in)
@@ -187,6 +187,24 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         buf_printf(out, ", %lld, 31, -1", (long long)in->src[1].i);
         break;
     case OP_BAR: buf_puts(out, "bar.sync 0"); break;
+    case OP_CPASYNC:
+        /* 16-byte copies bypass L1 (.cg); smaller ones may only use .ca */
+        buf_printf(out, "cp.async.%s.shared.global [", in->vec == 16 ? "cg" : "ca");
+        put_opnd(out, f, in->src[0], PT_U32);
+        if (in->off)
+            buf_printf(out, "+%lld", (long long)in->off);
+        buf_puts(out, "], [");
+        put_opnd(out, f, in->src[1], PT_U64);
+        if (in->off2)
+            buf_printf(out, "+%lld", (long long)in->off2);
+        buf_printf(out, "], %d", in->vec);
+        if (in->nsrc > 2 && !(in->src[2].kind == O_IMM && in->src[2].i == in->vec)) {
+            buf_puts(out, ", ");
+            put_opnd(out, f, in->src[2], PT_U32);
+        }
+        break;
+    case OP_CPCOMMIT: buf_puts(out, "cp.async.commit_group"); break;
+    case OP_CPWAIT: buf_printf(out, "cp.async.wait_group %d", in->label); break;
     case OP_LDPARAM:
         buf_printf(out, "ld.param%s ", ptype_suffix(t));
         put_reg(out, f, in->dst[0]);
@@ -291,6 +309,15 @@ void emit_ptx_kernel(Buf *out, Func *f, KernelMeta *m)
     for (int c = 0; c < RC_COUNT; c++)
         if (count[c])
             buf_printf(out, "\t.reg %s %s<%d>;\n", class_type[c], class_prefix[c], count[c]);
+    for (int i = 0; i < f->arrays.n; i++) {
+        RegArray *a = &f->arrays.v[i];
+        if (a->eliminated)
+            continue;
+        if (a->in_local)
+            buf_printf(out, "\t.local .align 8 .b8 %s[%d];\n", a->name, a->n * 8);
+        else
+            die("emit: register tensor %s was neither eliminated nor placed in .local", a->name);
+    }
     buf_puts(out, "\n");
     for (int i = 0; i < f->code.n; i++)
         emit_ins_text(out, f, &f->code.v[i]);

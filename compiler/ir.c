@@ -48,6 +48,7 @@ void func_free(Func *f)
         return;
     vec_free(&f->code);
     vec_free(&f->regs);
+    vec_free(&f->arrays);
     free(f);
 }
 
@@ -158,6 +159,55 @@ void ir_naive_addr(Func *f)
     in.src[0] = R(a);
     in.off = 0;
     vec_push(&f->code, in);
+}
+
+static bool pure(int op)
+{
+    switch (op) {
+    case OP_MOV: case OP_MOVSYM: case OP_ADD: case OP_SUB: case OP_MUL: case OP_MULHI: case OP_MULWIDE:
+    case OP_MAD: case OP_FMA: case OP_MIN: case OP_MAX: case OP_NEG: case OP_ABS: case OP_BAND: case OP_BOR:
+    case OP_BXOR: case OP_BNOT: case OP_SHL: case OP_SHR: case OP_SETP: case OP_SELP: case OP_CVT:
+    case OP_CVTA: case OP_LDPARAM: case OP_EX2: case OP_LG2: case OP_SQRT: case OP_RSQRT: case OP_RCP:
+    case OP_TANH: return true;
+    default: return false;
+    }
+}
+
+int ir_dce(Func *f)
+{
+    int removed = 0;
+    int *uses = malloc(sizeof(int) * (size_t)(f->regs.n + 1));
+    for (bool again = true; again;) {
+        again = false;
+        memset(uses, 0, sizeof(int) * (size_t)(f->regs.n + 1));
+        for (int i = 0; i < f->code.n; i++) {
+            Ins *in = &f->code.v[i];
+            for (int s = 0; s < in->nsrc; s++)
+                if (in->src[s].kind == O_REG)
+                    uses[in->src[s].reg]++;
+            if (in->guard >= 0) {
+                uses[in->guard]++;
+                for (int d = 0; d < in->ndst; d++)   /* a guarded def keeps the old value */
+                    uses[in->dst[d]]++;
+            }
+        }
+        int n = 0;
+        for (int i = 0; i < f->code.n; i++) {
+            Ins *in = &f->code.v[i];
+            bool dead = pure(in->op) && in->ndst > 0;
+            for (int d = 0; dead && d < in->ndst; d++)
+                dead = uses[in->dst[d]] == 0;
+            if (dead) {
+                removed++;
+                again = true;
+                continue;
+            }
+            f->code.v[n++] = *in;
+        }
+        f->code.n = n;
+    }
+    free(uses);
+    return removed;
 }
 
 void ir_label(Func *f, int label) { emit_ins(f, OP_LABEL, PT_B32)->label = label; }

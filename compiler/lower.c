@@ -606,7 +606,8 @@ Tile lower_expr(Lower *c, Expr *e, const Layout *want)
     }
     case E_BINARY:
         if (e->op == OP_MATMUL) {
-            Layout L = layout_matmul(e->shape, c->threads);
+            bool mma = matmul_uses_mma(c, e->a, e->b, (int)e->shape.dim[0], (int)e->shape.dim[1], (int)e->a->shape.dim[1]);
+            Layout L = mma ? layout_mma(e->shape, c->threads) : layout_matmul(e->shape, c->threads);
             Tile acc = tile_new(c, TY_F32, L);
             lower_matmul(c, &acc, e->a, e->b, false);
             return acc;
@@ -621,7 +622,6 @@ Tile lower_expr(Lower *c, Expr *e, const Layout *want)
 
 /* ---- statements */
 
-static void lower_stmt(Lower *c, Stmt *s);
 
 static void assign_slots(Lower *c, Tile *dst, Tile v, int op)
 {
@@ -661,7 +661,7 @@ static void lower_block(Lower *c, Stmt *b)
 
 static bool is_matmul(Expr *e) { return e && e->kind == E_BINARY && e->op == OP_MATMUL; }
 
-static void lower_stmt(Lower *c, Stmt *s)
+void lower_stmt(Lower *c, Stmt *s)
 {
     Func *f = c->f;
     f->cur_line = s->loc.line;
@@ -697,7 +697,7 @@ static void lower_stmt(Lower *c, Stmt *s)
         Layout L;
         Tile init = { TY_NONE, { 0 }, NULL };
         if (si->mm_layout) {
-            L = layout_matmul(sym->shape, c->threads);
+            L = si->mm_mma ? layout_mma(sym->shape, c->threads) : layout_matmul(sym->shape, c->threads);
         } else if (s->init && s->init->shape.rank == sym->shape.rank && sym->shape.rank > 0 && !is_matmul(s->init)) {
             init = lower_expr(c, s->init, NULL);
             L = init.L;
@@ -723,6 +723,11 @@ static void lower_stmt(Lower *c, Stmt *s)
             break;
         }
         Sym *sym = l->sym;
+        bool piped = false;
+        for (int i = 0; i < c->npipe; i++)
+            piped |= c->pipe[i].var == sym && c->pipe[i].operand == s->rhs;
+        if (piped)
+            break;   /* the pipelined loop copies it, ahead of time */
         if (sym->is_shared) {
             Tile v = lower_expr(c, s->rhs, NULL);
             store_shared_var(c, sym, v);
@@ -738,6 +743,8 @@ static void lower_stmt(Lower *c, Stmt *s)
         break;
     }
     case S_FOR: {
+        if (s->pipeline >= 1 && lower_pipelined_loop(c, s))
+            break;
         SymInfo *si = info(c, s->sym);
         si->loop = s;
         Tile lo = lower_expr(c, s->lo, NULL), hi = lower_expr(c, s->hi, NULL);
@@ -797,27 +804,36 @@ static void lower_stmt(Lower *c, Stmt *s)
 }
 
 /* Vars accumulated by `@` get the matmul layout from their declaration on. */
-static void mark_matmul_vars(Stmt *s)
+static void mark_var(Lower *c, Sym *v, Expr *mm)
+{
+    SymInfo *si = v->lower;
+    if (!si)
+        return;
+    si->mm_layout = true;
+    si->mm_mma = matmul_uses_mma(c, mm->a, mm->b, (int)mm->shape.dim[0], (int)mm->shape.dim[1], (int)mm->a->shape.dim[1]);
+}
+
+static void mark_matmul_vars(Lower *c, Stmt *s)
 {
     if (!s)
         return;
     switch (s->kind) {
     case S_BLOCK:
         for (int i = 0; i < s->nbody; i++)
-            mark_matmul_vars(s->body[i]);
+            mark_matmul_vars(c, s->body[i]);
         break;
-    case S_FOR: mark_matmul_vars(s->then); break;
+    case S_FOR: mark_matmul_vars(c, s->then); break;
     case S_IF:
-        mark_matmul_vars(s->then);
-        mark_matmul_vars(s->els);
+        mark_matmul_vars(c, s->then);
+        mark_matmul_vars(c, s->els);
         break;
     case S_ASSIGN:
-        if (s->lhs->kind == E_NAME && is_matmul(s->rhs) && s->lhs->sym->lower)
-            ((SymInfo *)s->lhs->sym->lower)->mm_layout = true;
+        if (s->lhs->kind == E_NAME && is_matmul(s->rhs))
+            mark_var(c, s->lhs->sym, s->rhs);
         break;
     case S_VAR:
-        if (is_matmul(s->init) && s->sym->lower)
-            ((SymInfo *)s->sym->lower)->mm_layout = true;
+        if (is_matmul(s->init))
+            mark_var(c, s->sym, s->init);
         break;
     default: break;
     }
@@ -1021,6 +1037,7 @@ Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *me
     c->meta = meta;
     c->threads = k->threads;
     c->f = func_new(k);
+    c->f->arena = a;
     c->f->threads = k->threads;
     meta->name = k->name;
     meta->threads = k->threads;
@@ -1037,7 +1054,7 @@ Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *me
     }
     load_params(c);
     alloc_var_infos(c, k->body);
-    mark_matmul_vars(k->body);
+    mark_matmul_vars(c, k->body);
     lower_block(c, k->body);
     emit_ins(c->f, OP_RET, PT_B32);
     /* the scratch area goes after the named shared buffers */

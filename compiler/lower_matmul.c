@@ -1,21 +1,18 @@
-/* lower_matmul.c: acc += a @ b on the SIMT path (IEEE FFMA; tf32 operands are rounded first).
- * Operands are staged through shared memory: A transposed (k-major, so each thread's rows are one
- * 16-byte vector), B as is. The accumulator uses layout_matmul: each thread owns TM x TN outputs
- * and reads TM + TN operands from shared memory per k for TM * TN FMAs. */
+/* lower_matmul.c: acc (+)= a @ b.
+ * Operands go to shared memory as row-major matrices of their own element type (or are there
+ * already: shared tiles, pipelined stage buffers), then either the tensor-core path (lower_mma.c)
+ * or the SIMT path here computes: each thread owns TM x TN outputs (layout_matmul) and, per group
+ * of 4 k, reads TM 16-byte vectors of A and TN/4 per k of B for TM * TN FMAs. IEEE FFMA for f32;
+ * tf32 operands are rounded to tf32 first, f16/bf16 widened. */
 #include <stdlib.h>
 #include "tilec.h"
 
-/* A shared operand view: element (i, k) of A or (k, j) of B at byte
- * off + (i * istride + k * kstride) * 4 (A) or off + (k * kstride + j * jstride) * 4 (B). */
-typedef struct {
-    int off;
-    int stride_mn;   /* elements between consecutive m (A) or n (B) */
-    int stride_k;    /* elements between consecutive k */
-    int es;
-    ElemType type;
-} View;
+static int slot_of(const Layout *L, int o0, int i0, int o1, int i1)
+{
+    return ((o0 * L->V[0] + i0) * L->O[1] + o1) * L->V[1] + i1;
+}
 
-static int smem_sym(Lower *c, int off)
+int smem_base_reg(Lower *c, int off)
 {
     int r = new_reg(c->f, RC_R);
     Ins *in = emit_ins(c->f, OP_MOVSYM, PT_U32);
@@ -26,112 +23,163 @@ static int smem_sym(Lower *c, int off)
     return r;
 }
 
-static int slot_of(const Layout *L, int o0, int i0, int o1, int i1)
+Expr *matmul_operand(Expr *e, bool *tf32)
 {
-    return ((o0 * L->V[0] + i0) * L->O[1] + o1) * L->V[1] + i1;
+    *tf32 = false;
+    if (e->kind == E_CAST && e->to == TY_TF32) {
+        *tf32 = true;
+        return e->a;
+    }
+    return e;
 }
 
-/* Writes tile v (shape [R, C]) to shared memory so that element (r, c) lands at
- * off + (r * rs + c * cs) * 4. */
-static void stage(Lower *c, Tile v, int off, int rs, int cs)
+static ElemType stored_type(Expr *e)
 {
-    Func *f = c->f;
-    Layout *L = &v.L;
-    int base = smem_sym(c, off);
-    int t0 = thread_coord(c, L, 0), t1 = thread_coord(c, L, 1);
-    int r0 = ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(L->V[0] * rs));
-    int c0 = ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(L->V[1] * cs));
-    int addr = ir_tern(f, OP_MAD, PT_U32, R(ir_bin(f, OP_ADD, PT_U32, R(r0), R(c0))), IMM(4), R(base));
-    int prim = primary_pred(c, L);
-    int vm = cs == 1 ? (L->V[1] >= 4 ? 4 : L->V[1]) : 1;
-    for (int o0 = 0; o0 < L->O[0]; o0++)
-        for (int i0 = 0; i0 < L->V[0]; i0++)
-            for (int o1 = 0; o1 < L->O[1]; o1++)
-                for (int i1 = 0; i1 < L->V[1]; i1 += vm) {
-                    int rr = o0 * L->T[0] * L->V[0] + i0, cc = o1 * L->T[1] * L->V[1] + i1;
-                    int val[4];
-                    for (int k = 0; k < vm; k++)
-                        val[k] = opnd_reg(c, v.v[slot_of(L, o0, i0, o1, i1 + k)], PT_F32);
-                    Ins *in = emit_ins(f, OP_ST, PT_F32);
-                    in->space = SP_SHARED;
-                    in->vec = (uint8_t)vm;
-                    in->src[0] = R(addr);
-                    for (int k = 0; k < vm; k++)
-                        in->src[1 + k] = R(val[k]);
-                    in->nsrc = 1 + vm;
-                    in->off = ((int64_t)rr * rs + (int64_t)cc * cs) * 4;
-                    in->guard = prim;
-                    ir_naive_addr(f);
-                }
+    return e->type == TY_F16 || e->type == TY_BF16 ? e->type : e->type == TY_I32 ? TY_I32 : TY_F32;
 }
 
-static View operand(Lower *c, Expr *e, bool is_a, int M_or_N, int K)
+bool matmul_uses_mma(Lower *c, Expr *a, Expr *b, int M, int N, int K)
 {
-    View w = { 0, 0, 0, 4, TY_F32 };
-    if (e->kind == E_NAME && e->sym->kind == SYM_VAR && e->sym->is_shared && e->sym->type == TY_F32) {
-        SymInfo *si = e->sym->lower;
-        w.off = si->smem_off;
-        if (is_a) {          /* A[m][k] row-major */
-            w.stride_mn = si->smem_ld;
-            w.stride_k = 1;
-        } else {             /* B[k][n] row-major */
-            w.stride_k = si->smem_ld;
-            w.stride_mn = 1;
+    bool ta, tb;
+    Expr *x = matmul_operand(a, &ta), *y = matmul_operand(b, &tb);
+    (void)y;
+    ElemType t = stored_type(x);
+    if (t == TY_F32 && !ta)
+        return false;             /* IEEE f32 stays on FFMA */
+    return mma_supported(c, t, ta, M, N, K);
+}
+
+/* Row pitch in elements: a 16-byte pad keeps rows 16-byte aligned and spreads them over banks. */
+int matmul_pitch(Lower *c, ElemType t, int cols, bool mma)
+{
+    (void)c;
+    if (mma)
+        return mma_pitch(t, cols);
+    int es = type_size(t);
+    return cols + 16 / es;
+}
+
+/* Stages an operand that is not in shared memory yet. */
+static SmemMatrix stage_operand(Lower *c, Expr *e, bool mma)
+{
+    bool tf32;
+    Expr *x = matmul_operand(e, &tf32);
+    SmemMatrix m = { -1, 0, stored_type(x), tf32, (int)x->shape.dim[0], (int)x->shape.dim[1] };
+    if (x->kind == E_NAME && x->sym->kind == SYM_VAR && x->sym->is_shared) {
+        SymInfo *si = x->sym->lower;
+        m.base = pipe_buffer(c, NULL, x->sym);
+        if (m.base < 0)
+            m.base = smem_base_reg(c, si->smem_off);
+        m.pitch = si->smem_ld;
+        m.type = x->sym->type;
+        return m;
+    }
+    for (int i = 0; i < c->npipe; i++)
+        if (c->pipe[i].operand == x && !c->pipe[i].var) {
+            m.pitch = c->pipe[i].pitch;
+            m.type = c->pipe[i].type;
+            m.base = pipe_buffer(c, x, NULL);
+            return m;
         }
-        return w;
-    }
-    Tile v = lower_expr(c, e, NULL);
-    if (v.L.bcast[0] || v.L.bcast[1] || v.L.rank != 2) {
-        Layout rm = layout_rowmajor(e->shape, c->threads, 4);
-        v = to_layout(c, v, &rm);
-    }
-    if (is_a) {
-        int pitch = M_or_N + 4;            /* keeps 16-byte alignment, spreads banks */
-        w.off = smem_alloc(c, K * pitch * 4);
-        w.stride_mn = 1;
-        w.stride_k = pitch;
-        stage(c, v, w.off, 1, pitch);      /* (m, k) -> k * pitch + m */
-    } else {
-        int pitch = M_or_N;
-        w.off = smem_alloc(c, K * pitch * 4);
-        w.stride_mn = 1;
-        w.stride_k = pitch;
-        stage(c, v, w.off, pitch, 1);      /* (k, n) -> k * pitch + n */
-    }
-    return w;
+    m.pitch = matmul_pitch(c, m.type, m.cols, mma);
+    int off = smem_alloc(c, m.rows * m.pitch * type_size(m.type));
+    Tile v = lower_expr(c, x, NULL);
+    m.base = smem_base_reg(c, off);
+    store_tile_smem(c, v, m.base, m.pitch, m.type);
+    return m;
 }
 
-/* Loads the thread's TM (or TN) operand values for one k. */
-static void fragment(Lower *c, View *w, int base, const Layout *L, int d, int k, Opnd *out)
+/* Loads n consecutive elements of a row of m starting at byte offset `off` from base, widened. */
+static void smem_row(Lower *c, SmemMatrix *m, int base, int64_t off, int n, Opnd *out)
 {
     Func *f = c->f;
-    int vm = (w->stride_mn == 1 && L->V[d] % 4 == 0) ? 4 : 1;
-    for (int o = 0; o < L->O[d]; o++)
-        for (int i = 0; i < L->V[d]; i += vm) {
-            int mn = o * L->T[d] * L->V[d] + i;
-            Ins *in = emit_ins(f, OP_LD, PT_F32);
-            in->space = SP_SHARED;
-            in->vec = (uint8_t)vm;
-            for (int j = 0; j < vm; j++) {
-                int r = new_reg(f, RC_F);
-                in = &f->code.v[f->code.n - 1];
-                in->dst[j] = r;
-                out[o * L->V[d] + i + j] = R(r);
+    int es = type_size(m->type);
+    int vm = (es == 4 && n % 4 == 0 && m->pitch % 4 == 0) ? 4 : 1;
+    for (int j = 0; j < n; j += vm) {
+        int d[4];
+        PType mt = m->type == TY_F32 ? PT_F32 : PT_B16;
+        for (int q = 0; q < vm; q++)
+            d[q] = new_reg(f, ptype_class(mt));
+        Ins *in = emit_ins(f, OP_LD, mt);
+        in->space = SP_SHARED;
+        in->vec = (uint8_t)vm;
+        for (int q = 0; q < vm; q++)
+            in->dst[q] = d[q];
+        in->ndst = vm;
+        in->src[0] = R(base);
+        in->nsrc = 1;
+        in->off = off + (int64_t)j * es;
+        ir_naive_addr(f);
+        for (int q = 0; q < vm; q++) {
+            int v = d[q];
+            if (m->type == TY_F16)
+                v = ir_cvt(f, PT_F32, PT_F16, R(v));
+            else if (m->type == TY_BF16) {
+                int w = ir_cvt(f, PT_U32, PT_U16, R(v));
+                v = ir_mov(f, PT_F32, R(ir_bin(f, OP_SHL, PT_B32, R(w), IMM(16))));
             }
-            in->ndst = vm;
-            in->src[0] = R(base);
-            in->nsrc = 1;
-            in->off = ((int64_t)mn * w->stride_mn + (int64_t)k * w->stride_k) * 4;
-            ir_naive_addr(f);
+            if (m->tf32) {
+                int t = new_reg(f, RC_R);
+                Ins *cv = emit_ins(f, OP_CVT, PT_B32);
+                cv->ty2 = PT_F32;
+                cv->cmp = 2;
+                cv->dst[0] = t;
+                cv->ndst = 1;
+                cv->src[0] = R(v);
+                cv->nsrc = 1;
+                v = ir_mov(f, PT_F32, R(t));
+            }
+            out[j + q] = R(v);
         }
+    }
+}
+
+static void simt_matmul(Lower *c, Tile *acc, SmemMatrix *a, SmemMatrix *b)
+{
+    Func *f = c->f;
+    Layout *L = &acc->L;
+    int K = a->cols;
+    int esa = type_size(a->type), esb = type_size(b->type);
+    int t0 = thread_coord(c, L, 0), t1 = thread_coord(c, L, 1);
+    int abase = ir_tern(f, OP_MAD, PT_U32, R(t0), IMM((int64_t)L->V[0] * a->pitch * esa), R(a->base));
+    int bbase = ir_tern(f, OP_MAD, PT_U32, R(t1), IMM((int64_t)L->V[1] * esb), R(b->base));
+    int TM = L->O[0] * L->V[0], TN = L->O[1] * L->V[1];
+    int KV = (K % 4 == 0) ? 4 : 1;
+    Opnd *fa = malloc(sizeof(Opnd) * (size_t)(TM * KV)), *fb = malloc(sizeof(Opnd) * (size_t)TN);
+    f->cur_what = "matmul fragment";
+    for (int kc = 0; kc < K; kc += KV) {
+        for (int o0 = 0; o0 < L->O[0]; o0++)
+            for (int i0 = 0; i0 < L->V[0]; i0++) {
+                int row = o0 * L->T[0] * L->V[0] + i0;
+                smem_row(c, a, abase, ((int64_t)row * a->pitch + kc) * esa, KV, &fa[(o0 * L->V[0] + i0) * KV]);
+            }
+        for (int kk = 0; kk < KV; kk++) {
+            for (int o1 = 0; o1 < L->O[1]; o1++)
+                smem_row(c, b, bbase, ((int64_t)(kc + kk) * b->pitch + (int64_t)o1 * L->T[1] * L->V[1]) * esb, L->V[1],
+                         &fb[o1 * L->V[1]]);
+            for (int o0 = 0; o0 < L->O[0]; o0++)
+                for (int i0 = 0; i0 < L->V[0]; i0++)
+                    for (int o1 = 0; o1 < L->O[1]; o1++)
+                        for (int i1 = 0; i1 < L->V[1]; i1++) {
+                            int s = slot_of(L, o0, i0, o1, i1);
+                            Ins *in = emit_ins(f, OP_FMA, PT_F32);
+                            in->dst[0] = acc->v[s].reg;
+                            in->ndst = 1;
+                            in->src[0] = fa[(o0 * L->V[0] + i0) * KV + kk];
+                            in->src[1] = fb[o1 * L->V[1] + i1];
+                            in->src[2] = acc->v[s];
+                            in->nsrc = 3;
+                        }
+        }
+    }
+    free(fa);
+    free(fb);
 }
 
 void lower_matmul(Lower *c, Tile *acc, Expr *a, Expr *b, bool accumulate)
 {
     Func *f = c->f;
     Layout *L = &acc->L;
-    int M = L->S[0], N = L->S[1];
-    int K = (int)a->shape.dim[1];
     const char *saved = f->cur_what;
     int nslots = layout_slots(L);
     if (!accumulate)
@@ -142,37 +190,29 @@ void lower_matmul(Lower *c, Tile *acc, Expr *a, Expr *b, bool accumulate)
             in->src[0] = FIMM(0);
             in->nsrc = 1;
         }
+    int M = L->S[0], N = L->S[1], K = (int)a->shape.dim[1];
+    bool mma = matmul_uses_mma(c, a, b, M, N, K);
     f->cur_what = "matmul operand";
-    View va = operand(c, a, true, M, K);
-    View vb = operand(c, b, false, N, K);
-    ir_bar(f);
-    /* thread bases: rows t0 * V0, columns t1 * V1 */
-    int t0 = thread_coord(c, L, 0), t1 = thread_coord(c, L, 1);
-    int abase = ir_tern(f, OP_MAD, PT_U32, R(t0), IMM(L->V[0] * va.stride_mn * 4), R(smem_sym(c, va.off)));
-    int bbase = ir_tern(f, OP_MAD, PT_U32, R(t1), IMM(L->V[1] * vb.stride_mn * 4), R(smem_sym(c, vb.off)));
-    int TM = L->O[0] * L->V[0], TN = L->O[1] * L->V[1];
-    Opnd *fa = malloc(sizeof(Opnd) * (size_t)TM), *fb = malloc(sizeof(Opnd) * (size_t)TN);
-    f->cur_what = "matmul fragment";
-    for (int k = 0; k < K; k++) {
-        fragment(c, &va, abase, L, 0, k, fa);
-        fragment(c, &vb, bbase, L, 1, k, fb);
-        for (int o0 = 0; o0 < L->O[0]; o0++)
-            for (int i0 = 0; i0 < L->V[0]; i0++)
-                for (int o1 = 0; o1 < L->O[1]; o1++)
-                    for (int i1 = 0; i1 < L->V[1]; i1++) {
-                        int s = slot_of(L, o0, i0, o1, i1);
-                        Ins *in = emit_ins(f, OP_FMA, PT_F32);
-                        in->dst[0] = acc->v[s].reg;
-                        in->ndst = 1;
-                        in->src[0] = fa[o0 * L->V[0] + i0];
-                        in->src[1] = fb[o1 * L->V[1] + i1];
-                        in->src[2] = acc->v[s];
-                        in->nsrc = 3;
-                    }
+    SmemMatrix ma = stage_operand(c, a, mma);
+    SmemMatrix mb = stage_operand(c, b, mma);
+    bool pa, pb;
+    Expr *xa = matmul_operand(a, &pa), *xb = matmul_operand(b, &pb);
+    pa = pb = false;
+    for (int i = 0; i < c->npipe; i++) {
+        Sym *v = c->pipe[i].var;
+        pa |= v ? (xa->kind == E_NAME && xa->sym == v) : c->pipe[i].operand == xa;
+        pb |= v ? (xb->kind == E_NAME && xb->sym == v) : c->pipe[i].operand == xb;
     }
-    free(fa);
-    free(fb);
-    /* the next writer of these buffers waits for this k loop's readers */
-    ir_bar(f);
+    bool pipelined = pa && pb;
+    if (!pipelined)
+        ir_bar(f);                 /* staged operands visible to every thread */
+    if (mma)
+        lower_mma(c, acc, ma, mb);
+    else
+        simt_matmul(c, acc, &ma, &mb);
+    /* the next writer of these buffers waits for this matmul's readers (a pipelined loop puts
+       its barrier at the top of each iteration instead) */
+    if (!pipelined)
+        ir_bar(f);
     f->cur_what = saved;
 }

@@ -581,12 +581,9 @@ static int smem_addr(Lower *c, Sym *s, const Layout *L)
     Func *f = c->f;
     SymInfo *si = s->lower;
     int es = type_size(s->type);
-    int base = new_reg(f, RC_R);
-    Ins *in = emit_ins(f, OP_MOVSYM, PT_U32);
-    in->dst[0] = base;
-    in->ndst = 1;
-    in->src[0] = SYM(arena_printf(c->a, "tilec_smem+%d", si->smem_off));
-    in->nsrc = 1;
+    int base = pipe_buffer(c, NULL, s);   /* a pipelined loop's current stage */
+    if (base < 0)
+        base = smem_base_reg(c, si->smem_off);
     int t0 = thread_coord(c, L, 0), t1 = thread_coord(c, L, 1);
     int r0 = L->bcast[0] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(L->V[0]));
     int c0 = L->bcast[1] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(L->V[1]));
@@ -628,25 +625,89 @@ Tile load_shared_var(Lower *c, Sym *s, const Layout *want)
     return r;
 }
 
-void store_shared_var(Lower *c, Sym *s, Tile v)
+/* Writes tile v (a 2-D shape) row-major at base with the given pitch, as element type t. */
+void store_tile_smem(Lower *c, Tile v, int base, int pitch, ElemType t)
 {
-    SymInfo *si = s->lower;
+    Func *f = c->f;
     Layout L = v.L;
-    if (!(v.L.rank == s->shape.rank && v.L.S[1] == (int)s->shape.dim[s->shape.rank - 1] && !v.L.bcast[0] &&
-          !v.L.bcast[1] && v.L.S[0] == (s->shape.rank == 2 ? (int)s->shape.dim[0] : 1)))
-        L = layout_rowmajor(s->shape, c->threads, 4);
-    v = to_layout(c, v, &L);
-    ir_bar(c->f);      /* earlier readers of the tile are done */
-    int addr = smem_addr(c, s, &L);
-    int vm = smem_vec(s, &L);
-    int es = type_size(s->type);
+    if (L.bcast[0] || L.bcast[1] || L.rank == 0) {
+        Shape sh = { L.rank ? L.rank : 2, { L.S[0], L.S[1] } };
+        if (L.rank == 1)
+            sh.dim[0] = L.S[1];
+        L = layout_rowmajor(sh, c->threads, 4);
+        v = to_layout(c, v, &L);
+    }
+    int es = type_size(t);
+    int vm = es == 8 ? 2 : es == 1 ? 1 : 4;
+    while (vm > 1 && (L.V[1] % vm || pitch % vm))
+        vm /= 2;
+    int t0 = thread_coord(c, &L, 0), t1 = thread_coord(c, &L, 1);
+    int r0 = ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(L.V[0]));
+    int c0 = ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(L.V[1]));
+    int lin = ir_tern(f, OP_MAD, PT_U32, R(r0), IMM(pitch), R(c0));
+    int addr = ir_tern(f, OP_MAD, PT_U32, R(lin), IMM(es), R(base));
     int prim = primary_pred(c, &L);
     for (int o0 = 0; o0 < L.O[0]; o0++)
         for (int i0 = 0; i0 < L.V[0]; i0++)
             for (int o1 = 0; o1 < L.O[1]; o1++)
                 for (int i1 = 0; i1 < L.V[1]; i1 += vm) {
-                    int64_t off = ((int64_t)row_delta(&L, o0, i0) * si->smem_ld + col_delta(&L, o1, i1)) * es;
-                    mem_store(c, SP_SHARED, -1, s->type, addr, off, vm, prim, &v.v[slot_of(&L, o0, i0, o1, i1)]);
+                    int64_t off = ((int64_t)row_delta(&L, o0, i0) * pitch + col_delta(&L, o1, i1)) * es;
+                    mem_store(c, SP_SHARED, -1, t, addr, off, vm, prim, &v.v[slot_of(&L, o0, i0, o1, i1)]);
                 }
+}
+
+typedef struct { int sbase; int pitch; int es; const Layout *L; int guard; } AsyncCtx;
+
+static void async_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int mask, int slot)
+{
+    Func *f = c->f;
+    AsyncCtx *ac = ctx;
+    const Layout *L = ac->L;
+    /* slot -> (o0, i0, o1, i1) */
+    int i1 = slot % L->V[1], o1 = slot / L->V[1] % L->O[1];
+    int i0 = slot / (L->V[1] * L->O[1]) % L->V[0], o0 = slot / (L->V[1] * L->O[1] * L->V[0]);
+    int64_t soff = ((int64_t)row_delta(L, o0, i0) * ac->pitch + col_delta(L, o1, i1)) * ac->es;
+    int bytes = vm * ac->es;
+    /* masked chunks copy nothing and zero-fill: edge tiles hold zeros, not stale data */
+    Opnd size = mask < 0 ? IMM(bytes) : R(ir_tern(f, OP_SELP, PT_U32, IMM(bytes), IMM(0), R(mask)));
+    int gaddr = off ? ir_bin(f, OP_ADD, PT_S64, R(addr), IMM(off)) : addr;
+    int saddr = soff ? ir_bin(f, OP_ADD, PT_U32, R(ac->sbase), IMM(soff)) : ac->sbase;
+    Ins *in = emit_ins(f, OP_CPASYNC, PT_B32);
+    in->src[0] = R(saddr);
+    in->src[1] = R(gaddr);
+    in->src[2] = size;
+    in->nsrc = 3;
+    in->vec = (uint8_t)bytes;
+    in->guard = ac->guard;
+}
+
+/* Copies window win into shared memory at base (row-major, pitch elements) with cp.async, in the
+ * widest chunks alignment allows; guard (or -1) predicates the whole copy. */
+void copy_window_async(Lower *c, Expr *win, int base, int pitch, int guard)
+{
+    Func *f = c->f;
+    Access a;
+    access_init(c, win, &a);
+    int vm = vector_width(c, win, &a);
+    while (vm > 1 && pitch % vm)
+        vm /= 2;
+    if (vm > 1)
+        a.ti->vec_ok = true;
+    Layout L = layout_rowmajor(win->shape, c->threads, vm);
+    int t0 = thread_coord(c, &L, 0), t1 = thread_coord(c, &L, 1);
+    int r0 = ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(L.V[0]));
+    int c0 = ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(L.V[1]));
+    int lin = ir_tern(f, OP_MAD, PT_U32, R(r0), IMM(pitch), R(c0));
+    AsyncCtx ac = { ir_tern(f, OP_MAD, PT_U32, R(lin), IMM(a.es), R(base)), pitch, a.es, &L, -1 };
+    int prim = primary_pred(c, &L);
+    ac.guard = guard < 0 ? prim : prim < 0 ? guard : ir_bin(f, OP_BAND, PT_PRED, R(guard), R(prim));
+    for_each_chunk(c, &a, &L, vm, -1, async_chunk, &ac);
+}
+
+void store_shared_var(Lower *c, Sym *s, Tile v)
+{
+    SymInfo *si = s->lower;
+    ir_bar(c->f);      /* earlier readers of the tile are done */
+    store_tile_smem(c, v, smem_base_reg(c, si->smem_off), si->smem_ld, s->type);
     ir_bar(c->f);      /* the new contents are visible */
 }

@@ -277,6 +277,11 @@ static bool compile_for_arch(Arena *a, Program *p, Cli *cli, const char *arch, A
             ok = false;
             continue;
         }
+        if (opt.const_reg_elim)
+            const_reg_elim(f);
+        arrays_to_local(f);
+        if (opt.addr_split)
+            addr_split(a, f);
         if (cli->dump && !strcmp(cli->dump, "tir"))
             ir_dump(f, stdout);
         int budget = opt.max_regs ? opt.max_regs : reg_budget(k->threads);

@@ -365,6 +365,7 @@ typedef struct { OpndKind kind; int reg; int64_t i; double f; const char *sym; }
     X(MIN)  X(MAX) X(NEG) X(ABS) X(BAND) X(BOR) X(BXOR) X(BNOT) X(SHL) X(SHR) \
     X(SETP) X(SELP) X(CVT) X(EX2) X(LG2) X(SQRT) X(RSQRT) X(RCP) X(TANH) \
     X(LD) X(ST) X(RED) X(ATOM) X(SHFL) X(BAR) X(LDPARAM) X(CVTA) X(MOVSYM) \
+    X(CPASYNC) X(CPCOMMIT) X(CPWAIT) X(ARRSET) X(ARRGET) \
     X(LABEL) X(BRA) X(RET) X(COMMENT)
 typedef enum {
 #define X(n) OP_##n,
@@ -375,7 +376,7 @@ typedef enum {
 const char *op_name(int op);
 
 typedef enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_LO, CMP_HS } Cmp;
-typedef enum { SP_GLOBAL, SP_SHARED, SP_PARAM } Space;
+typedef enum { SP_GLOBAL, SP_SHARED, SP_PARAM, SP_LOCAL } Space;
 typedef enum { RED_ADD, RED_MAX, RED_MIN, RED_CAS } RedOp;
 
 typedef struct {
@@ -390,8 +391,12 @@ typedef struct {
     bool guard_neg;
     int dst[4]; int ndst;
     Opnd src[5]; int nsrc;        /* ST.v4: the address and four values */
-    int64_t off;           /* LD/ST/RED/ATOM: constant byte offset added to the address src */
-    int label;             /* LABEL, BRA */
+    int64_t off;           /* LD/ST/RED/ATOM/CPASYNC: constant byte offset added to the address src[0] */
+    int64_t off2;          /* CPASYNC: constant byte offset added to the global address src[1] */
+    int label;             /* LABEL, BRA; CPWAIT: groups allowed in flight; ARRSET/ARRGET: array */
+    /* CPASYNC: src[0] shared address (u32), src[1] global address (u64), src[2] bytes actually
+     * read (0 = zero-fill), vec = copy size in bytes (4, 8, 16), off = shared offset.
+     * ARRSET: src[0] value, off = element index. ARRGET: dst[0], src[0] index register. */
     int line;              /* source line that produced it (report) */
     const char *text;      /* COMMENT */
 } Ins;
@@ -402,11 +407,25 @@ typedef struct {
     int phys;              /* allocated register, -1 before allocation */
 } VReg;
 
+/* A small per-thread array indexed at run time (stage buffer addresses of pipelined loops):
+ * a register tensor. Elements are set once, at creation (ARRSET), and read with ARRGET.
+ * const_reg_elim rewrites the reads as arithmetic when it can; the rest go to .local. */
+typedef struct {
+    const char *name;
+    int n;                 /* elements */
+    RegClass rc;
+    int line;
+    bool in_local;         /* materialised in .local memory */
+    bool eliminated;       /* every read rewritten; nothing to emit */
+} RegArray;
+
 /* One kernel's thread-level code: a flat instruction list with labels and branches. */
 typedef struct {
     Kernel *k;
+    Arena *arena;          /* the compilation's: names made by passes live here */
     Vec(Ins) code;
     Vec(VReg) regs;
+    Vec(RegArray) arrays;
     int nlabels;
     int smem_bytes;        /* dynamic shared memory per block */
     int threads;
@@ -438,6 +457,7 @@ int ir_tern(Func *f, int op, PType t, Opnd a, Opnd b, Opnd c); /* MAD FMA SELP(c
 int ir_un(Func *f, int op, PType t, Opnd a);                   /* NEG ABS NOT EX2 ... */
 int ir_setp(Func *f, Cmp c, PType t, Opnd a, Opnd b);
 int ir_cvt(Func *f, PType to, PType from, Opnd a);
+int ir_dce(Func *f);                           /* removes pure instructions whose results nobody reads */
 void ir_naive_addr(Func *f);                   /* offset of the last LD/ST -> explicit add */
 void ir_label(Func *f, int label);
 void ir_bra(Func *f, int label, int guard, bool neg);
@@ -466,6 +486,16 @@ bool regalloc(Func *f, int budget);
 /* Registers per thread the hardware allows for a block of `threads` (65536/threads, <= 255,
  * rounded down to a multiple of 8). */
 int reg_budget(int threads);
+
+/* ---------------------------------------------------------------- const_reg_elim.c */
+
+/* Rewrites every runtime-indexed read of a register tensor whose elements are uniform and affine in
+ * the index (base + i * stride, set once) as base + index * stride; small others become a selp
+ * chain; the rest stay arrays and get a warning naming them. Returns the number rewritten. */
+int const_reg_elim(Func *f);
+/* Materialises every remaining register tensor in .local memory (the fallback, and what
+ * -fno-const-reg-elim leaves). Must run before regalloc. */
+void arrays_to_local(Func *f);
 
 /* ---------------------------------------------------------------- emit_ptx.c */
 
@@ -510,10 +540,15 @@ typedef struct {
     Opnd dim[MAX_TENSOR_RANK], stride[MAX_TENSOR_RANK];   /* tensor: extents (s32 imm or reg) */
     int stride64[MAX_TENSOR_RANK];                        /* tensor: strides widened to s64 regs */
     bool vec_ok;           /* tensor: all its window accesses may use vector memory ops */
-    bool mm_layout;        /* var accumulated by `@`: uses layout_matmul */
+    bool mm_layout;        /* var accumulated by `@`: uses layout_matmul, or layout_mma if mm_mma */
+    bool mm_mma;
     Stmt *loop;            /* loop variable: its for statement (divisibility, bounds facts) */
     Expr *def;             /* let: its defining expression */
 } SymInfo;
+
+/* A matmul operand of a pipelined loop: its stage buffers' addresses are a register tensor. */
+typedef struct { Expr *operand; Sym *var; int array; int pitch; ElemType type; int bytes; } PipeOperand;
+/* The stage buffer of a pipelined operand or shared var for the current stage (-1: not pipelined). */
 
 typedef struct {
     Arena *a;
@@ -529,6 +564,9 @@ typedef struct {
     int scratch_off, scratch_size;   /* reusable scratch for reductions/layout changes */
     bool scratch_read;     /* scratch was read since the last barrier */
     bool failed;
+    /* inside a pipelined loop: operands already in stage buffers, and the stage to read */
+    PipeOperand *pipe; int npipe;
+    int pipe_stage;
 } Lower;
 
 PType held_ptype(ElemType t);              /* register type a value of t is held in */
@@ -554,8 +592,27 @@ Tile load_shared_var(Lower *c, Sym *s, const Layout *want);
 void store_shared_var(Lower *c, Sym *s, Tile v);
 /* lower_reduce.c */
 Tile reduce_tile(Lower *c, Tile v, Builtin b, int axis);
-/* lower_matmul.c */
+/* lower_matmul.c: `@` operands live in shared memory as row-major matrices of their own element
+ * type (f32, f16, bf16); base is a register holding the shared address of element (0, 0). */
+typedef struct { int base; int pitch; ElemType type; bool tf32; int rows, cols; } SmemMatrix;
+/* The operand as stored: strips a tf32() cast (setting *tf32) and reports the element type. */
+Expr *matmul_operand(Expr *e, bool *tf32);
+bool matmul_uses_mma(Lower *c, Expr *a, Expr *b, int M, int N, int K);
+int matmul_pitch(Lower *c, ElemType t, int cols, bool mma);
 void lower_matmul(Lower *c, Tile *acc, Expr *a, Expr *b, bool accumulate);
+/* lower_mma.c: tensor cores (mma.sync, sm_80+). layout_mma is the accumulator layout. */
+Layout layout_mma(Shape s, int threads);
+bool mma_supported(Lower *c, ElemType t, bool tf32, int M, int N, int K);
+int mma_pitch(ElemType t, int cols);
+void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
+/* lower_mem.c: staging into shared memory */
+void store_tile_smem(Lower *c, Tile v, int base, int pitch, ElemType t);
+void copy_window_async(Lower *c, Expr *win, int base, int pitch, int guard);
+/* lower_pipeline.c */
+bool lower_pipelined_loop(Lower *c, Stmt *loop);
+int pipe_buffer(Lower *c, Expr *operand, Sym *var);
+void lower_stmt(Lower *c, Stmt *s);
+int smem_base_reg(Lower *c, int off);
 
 /* ---------------------------------------------------------------- remat.c, schedule.c */
 

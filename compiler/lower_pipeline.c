@@ -1,0 +1,258 @@
+/* lower_pipeline.c: `for ... pipeline(S)`: S-stage software pipelining of the loop's
+ * global -> shared traffic.
+ *
+ * The matmul operands of the body that are tensor windows move with cp.async into S stage buffers
+ * allocated contiguously; the loads for iteration j + S - 1 are issued while iteration j computes.
+ * Completion is tracked with cp.async groups, one per iteration, not mbarriers: every thread waits
+ * for its own copies (cp.async.wait_group S-2) and one block barrier then makes all copies
+ * visible and, in the same step, tells every thread that the stage about to be overwritten is no
+ * longer read. One barrier per iteration, and no barrier array to keep.
+ *
+ * The stage buffers' addresses are a register tensor indexed by the run-time stage counter;
+ * const_reg_elim turns each read into base + stage * stride. */
+#include <stdlib.h>
+#include <string.h>
+#include "tilec.h"
+
+/* Symbols declared anywhere inside s. */
+static void declared_in(Stmt *s, Sym **out, int *n, int cap)
+{
+    if (!s)
+        return;
+    if ((s->kind == S_LET || s->kind == S_VAR || s->kind == S_FOR) && s->sym && *n < cap)
+        out[(*n)++] = s->sym;
+    if (s->kind == S_BLOCK)
+        for (int i = 0; i < s->nbody; i++)
+            declared_in(s->body[i], out, n, cap);
+    if (s->kind == S_FOR || s->kind == S_IF) {
+        declared_in(s->then, out, n, cap);
+        declared_in(s->els, out, n, cap);
+    }
+}
+
+/* Does e use only the loop variable and values that do not change inside the loop? */
+static bool invariant_but_loop_var(Expr *e, Sym **inner, int ninner)
+{
+    if (!e)
+        return true;
+    if (e->kind == E_NAME) {
+        for (int i = 0; i < ninner; i++)
+            if (inner[i] == e->sym)
+                return false;
+        /* a var assigned in the loop would need its future value: vars are never invariant */
+        return e->sym->kind != SYM_VAR;
+    }
+    if (e->kind == E_INDEX || e->kind == E_CALL)
+        return false;
+    return invariant_but_loop_var(e->a, inner, ninner) && invariant_but_loop_var(e->b, inner, ninner);
+}
+
+static bool pipelinable_window(Expr *x, Sym **inner, int ninner)
+{
+    if (x->kind != E_INDEX || x->shape.rank != 2)
+        return false;
+    for (int i = 0; i < x->nidx; i++)
+        if (!invariant_but_loop_var(x->idx[i].start, inner, ninner))
+            return false;
+    return true;
+}
+
+static void set_loop_value(Lower *c, Stmt *loop, int reg)
+{
+    SymInfo *si = loop->sym->lower;
+    si->val = tile_splat(c, TY_I32, layout_scalar(c->threads), R(reg));
+}
+
+/* Issues the copies of every pipelined operand for the iteration whose loop value is in v, into
+ * the stage whose index is in stage (a register) or the constant stage_imm. */
+static void issue_copies(Lower *c, Stmt *loop, PipeOperand *ops, int nops, int v, int hi, Opnd stage)
+{
+    Func *f = c->f;
+    int valid = ir_setp(f, CMP_LT, PT_S32, R(v), R(hi));
+    set_loop_value(c, loop, v);
+    for (int i = 0; i < nops; i++) {
+        int base = new_reg(f, RC_R);
+        Opnd idx = stage.kind == O_REG ? stage : R(ir_mov(f, PT_U32, stage));   /* before the read */
+        Ins *in = emit_ins(f, OP_ARRGET, PT_U32);
+        in->dst[0] = base;
+        in->ndst = 1;
+        in->src[0] = idx;
+        in->nsrc = 1;
+        in->label = ops[i].array;
+        copy_window_async(c, ops[i].operand, base, ops[i].pitch, valid);
+    }
+    emit_ins(f, OP_CPCOMMIT, PT_B32);
+}
+
+int pipe_buffer(Lower *c, Expr *operand, Sym *var)
+{
+    for (int i = 0; i < c->npipe; i++) {
+        PipeOperand *p = &c->pipe[i];
+        if ((operand && p->operand == operand && !p->var) || (var && p->var == var)) {
+            int base = new_reg(c->f, RC_R);
+            Ins *in = emit_ins(c->f, OP_ARRGET, PT_U32);
+            in->dst[0] = base;
+            in->ndst = 1;
+            in->src[0] = R(c->pipe_stage);
+            in->nsrc = 1;
+            in->label = p->array;
+            return base;
+        }
+    }
+    return -1;
+}
+
+static void cp_wait(Func *f, int n) { emit_ins(f, OP_CPWAIT, PT_B32)->label = n; }
+
+bool lower_pipelined_loop(Lower *c, Stmt *s)
+{
+    Func *f = c->f;
+    int S = s->pipeline;
+    Sym *inner[256];
+    int ninner = 0;
+    declared_in(s->then, inner, &ninner, 256);
+    /* the body's matmul operands that are windows of the loop variable */
+    PipeOperand ops[16];
+    int nops = 0;
+    Stmt *body = s->then;
+    for (int i = 0; i < body->nbody && nops < 15; i++) {
+        Stmt *st = body->body[i];
+        /* shared = window: the copy itself moves into the pipeline */
+        if (st->kind == S_ASSIGN && st->op == '=' && st->lhs->kind == E_NAME && st->lhs->sym->is_shared &&
+            st->rhs->type == st->lhs->sym->type && pipelinable_window(st->rhs, inner, ninner) &&
+            st->rhs->shape.dim[0] == st->lhs->sym->shape.dim[0] && st->rhs->shape.dim[1] == st->lhs->sym->shape.dim[1]) {
+            SymInfo *vi = st->lhs->sym->lower;
+            PipeOperand *p = &ops[nops++];
+            p->operand = st->rhs;
+            p->var = st->lhs->sym;
+            p->type = st->rhs->type;
+            p->pitch = vi->smem_ld;
+            p->bytes = ((int)st->rhs->shape.dim[0] * p->pitch * type_size(p->type) + 127) & ~127;
+            continue;
+        }
+        Expr *mm = st->kind == S_ASSIGN || st->kind == S_LET || st->kind == S_VAR ? (st->kind == S_ASSIGN ? st->rhs : st->init) : NULL;
+        if (!mm || mm->kind != E_BINARY || mm->op != OP_MATMUL)
+            continue;
+        int M = (int)mm->shape.dim[0], N = (int)mm->shape.dim[1], K = (int)mm->a->shape.dim[1];
+        bool mma = matmul_uses_mma(c, mm->a, mm->b, M, N, K);
+        Expr *side[2] = { mm->a, mm->b };
+        for (int j = 0; j < 2; j++) {
+            bool tf32;
+            Expr *x = matmul_operand(side[j], &tf32);
+            if (!pipelinable_window(x, inner, ninner))
+                continue;
+            PipeOperand *p = &ops[nops++];
+            p->operand = x;
+            p->var = NULL;
+            p->type = x->type;
+            p->pitch = matmul_pitch(c, x->type, (int)x->shape.dim[1], mma);
+            p->bytes = ((int)x->shape.dim[0] * p->pitch * type_size(x->type) + 127) & ~127;
+        }
+    }
+    if (!nops) {
+        warning_at(s->loc, "pipeline(%d): the loop moves no tensor window into shared memory or a matmul; nothing to pipeline", S);
+        return false;
+    }
+    f->cur_line = s->loc.line;
+    /* stage buffers, contiguous, and their addresses as register tensors */
+    for (int i = 0; i < nops; i++) {
+        int off = smem_alloc(c, S * ops[i].bytes);
+        const char *nm = ops[i].var ? ops[i].var->name : ops[i].operand->sym->name;
+        RegArray arr = { arena_printf(c->a, "%s_stages", nm), S, RC_R, s->loc.line, false, false };
+        vec_push(&f->arrays, arr);
+        ops[i].array = f->arrays.n - 1;
+        f->cur_what = "stage buffer address";
+        for (int st = 0; st < S; st++) {
+            int r = smem_base_reg(c, off + st * ops[i].bytes);
+            Ins *in = emit_ins(f, OP_ARRSET, PT_U32);
+            in->src[0] = R(r);
+            in->nsrc = 1;
+            in->off = st;
+            in->label = ops[i].array;
+        }
+    }
+    f->cur_what = "temporary";
+    Tile lo = lower_expr(c, s->lo, NULL), hi = lower_expr(c, s->hi, NULL);
+    int64_t step = s->step ? s->step->ival : 1;
+    int hreg = opnd_reg(c, hi.v[0], PT_S32);
+    int i = new_reg(f, RC_R);
+    f->regs.v[i].what = s->name;
+    Ins *in = emit_ins(f, OP_MOV, PT_S32);
+    in->dst[0] = i;
+    in->ndst = 1;
+    in->src[0] = lo.v[0];
+    in->nsrc = 1;
+    if (!s->sym->lower)
+        s->sym->lower = arena_alloc(c->a, sizeof(SymInfo));
+    SymInfo *si = s->sym->lower;
+    si->loop = s;
+    /* prologue: iterations 0 .. S-2 */
+    for (int st = 0; st + 1 < S; st++) {
+        int v = st ? ir_bin(f, OP_ADD, PT_S32, R(i), IMM(st * step)) : ir_mov(f, PT_S32, R(i));
+        issue_copies(c, s, ops, nops, v, hreg, IMM(st));
+    }
+    int stage = new_reg(f, RC_R);
+    f->regs.v[stage].what = "stage";
+    in = emit_ins(f, OP_MOV, PT_U32);
+    in->dst[0] = stage;
+    in->ndst = 1;
+    in->src[0] = IMM(0);
+    in->nsrc = 1;
+    int head = new_label(f), exit = new_label(f);
+    ir_label(f, head);
+    int p = ir_setp(f, CMP_GE, PT_S32, R(i), R(hreg));
+    ir_bra(f, exit, p, false);
+    if (S >= 2)
+        cp_wait(f, S - 2);
+    ir_bar(f);
+    /* iteration j + S - 1 goes into stage (stage + S - 1) mod S */
+    int ahead = ir_bin(f, OP_ADD, PT_S32, R(i), IMM((S - 1) * step));
+    int w = stage;
+    if (S > 1) {
+        int w1 = ir_bin(f, OP_ADD, PT_U32, R(stage), IMM(S - 1));
+        int wrap = ir_setp(f, CMP_GE, PT_U32, R(w1), IMM(S));
+        int w2 = ir_bin(f, OP_SUB, PT_U32, R(w1), IMM(S));
+        w = ir_tern(f, OP_SELP, PT_U32, R(w2), R(w1), R(wrap));
+    }
+    issue_copies(c, s, ops, nops, ahead, hreg, R(w));
+    if (S == 1) {
+        cp_wait(f, 0);
+        ir_bar(f);
+    }
+    set_loop_value(c, s, i);
+    PipeOperand *saved = c->pipe;
+    int nsaved = c->npipe, ssaved = c->pipe_stage;
+    c->pipe = ops;
+    c->npipe = nops;
+    c->pipe_stage = stage;
+    for (int b = 0; b < body->nbody; b++)
+        lower_stmt(c, body->body[b]);
+    c->pipe = saved;
+    c->npipe = nsaved;
+    c->pipe_stage = ssaved;
+    f->cur_line = s->loc.line;
+    /* next stage, wrapping */
+    int n1 = ir_bin(f, OP_ADD, PT_U32, R(stage), IMM(1));
+    int wr = ir_setp(f, CMP_GE, PT_U32, R(n1), IMM(S));
+    in = emit_ins(f, OP_SELP, PT_U32);
+    in->dst[0] = stage;
+    in->ndst = 1;
+    in->src[0] = IMM(0);
+    in->src[1] = R(n1);
+    in->src[2] = R(wr);
+    in->nsrc = 3;
+    in = emit_ins(f, OP_ADD, PT_S32);
+    in->dst[0] = i;
+    in->ndst = 1;
+    in->src[0] = R(i);
+    in->src[1] = IMM(step);
+    in->nsrc = 2;
+    ir_bra(f, head, -1, false);
+    ir_label(f, exit);
+    /* copies issued for iterations past the end were predicated off; drain anyway so shared
+       memory is quiet for whatever follows */
+    cp_wait(f, 0);
+    ir_bar(f);
+    c->scratch_read = false;
+    return true;
+}
