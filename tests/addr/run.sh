@@ -1,0 +1,101 @@
+#!/bin/sh
+# tests/addr/run.sh [BUILD]: base + offset addressing (compiler/addrsplit.c).
+#   unit       BUILD/tests/addr/test_addrsplit: the pass on hand-built code (wrap, redefinition,
+#              guards, large and negative offsets, one base, hoisting, sharing)
+#   bound      for every example and arch (ARCHS): address instructions per memory access, counted
+#              in the PTX by count.sh, at most 1 (docs/internals.md, "Address splitting", says why),
+#              and fewer than with -fno-addr-split
+#   one base   tests/addr/smem16.tile: its 16+ unrolled shared accesses each way all use one base
+#              register, with -fno-addr-split they do not
+#   ptxas      the addr/*.tile kernels assemble (when ptxas is found)
+# Prints one line per check, then `N passed, M failed`.
+cd "$(dirname "$0")/../.." || exit 2
+B=${1:-build}
+tilec=$B/tilec
+archs=${ARCHS:-"sm_80 sm_86 sm_89 sm_90 sm_90a"}
+passed=0 failed=0
+ok() { echo "ok $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tilec-addr.XXXXXX") || exit 2
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# unit (links libcuda through libtilert: the stub lets it start without a driver)
+if [ -e "$B/cuda-stub/libcuda.so.1" ] && ! { ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+	LD_LIBRARY_PATH=$(cd "$B/cuda-stub" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	export LD_LIBRARY_PATH
+fi
+if [ -x "$B/tests/addr/test_addrsplit" ]; then
+	"$B/tests/addr/test_addrsplit" >"$tmp/unit" 2>&1
+	rc=$?
+	cat "$tmp/unit"
+	passed=$((passed + $(grep -c '^ok ' "$tmp/unit")))
+	failed=$((failed + $(grep -c '^FAIL ' "$tmp/unit")))
+	[ $rc -ne 0 ] && ! grep -q '^FAIL ' "$tmp/unit" && bad "test_addrsplit" "exit status $rc"
+else
+	bad "test_addrsplit" "$B/tests/addr/test_addrsplit is not built"
+fi
+
+# bound
+for arch in $archs; do
+	for t in examples/*.tile; do
+		name=$(basename "$t" .tile)
+		if ! "$tilec" --arch="$arch" "$t" -o "$tmp/w.ptx" 2>"$tmp/err" ||
+		   ! "$tilec" --arch="$arch" -fno-addr-split "$t" -o "$tmp/wo.ptx" 2>>"$tmp/err"; then
+			bad "bound $name $arch" "tilec failed: $(head -n 3 "$tmp/err")"
+			continue
+		fi
+		set -- $(sh tests/addr/count.sh "$tmp/w.ptx")
+		mem=$1 addr=$2
+		set -- $(sh tests/addr/count.sh "$tmp/wo.ptx")
+		naive=$2
+		if [ "$mem" -eq 0 ]; then
+			bad "bound $name $arch" "no memory access found"
+		elif [ "$addr" -gt "$mem" ]; then
+			bad "bound $name $arch" "$addr address instructions for $mem accesses (bound: 1 each)"
+		elif [ "$addr" -ge "$naive" ]; then
+			bad "bound $name $arch" "$addr address instructions, no fewer than $naive with -fno-addr-split"
+		else
+			ok "bound $name $arch ($addr address instructions for $mem accesses; $naive without the pass)"
+		fi
+	done
+done
+
+# one base
+"$tilec" --arch=sm_90 tests/addr/smem16.tile -o "$tmp/s.ptx" 2>"$tmp/err" &&
+"$tilec" --arch=sm_90 -fno-addr-split tests/addr/smem16.tile -o "$tmp/s0.ptx" 2>>"$tmp/err" ||
+	bad "one base" "tilec failed: $(head -n 3 "$tmp/err")"
+bases() { grep -E '^[[:space:]]*(@!?%p[0-9]+ )?(ld|st)\.shared' "$1" | sed 's/.*\[\(%r[0-9]*\).*/\1/' | sort -u | wc -l; }
+accesses() { grep -cE '^[[:space:]]*(@!?%p[0-9]+ )?(ld|st)\.shared' "$1"; }
+for kind in st ld; do
+	n=$(grep -cE "^[[:space:]]*$kind\.shared" "$tmp/s.ptx")
+	[ "$n" -ge 16 ] && ok "one base: smem16 makes $n unrolled $kind.shared accesses" ||
+		bad "one base" "smem16 makes only $n $kind.shared accesses (want 16 or more)"
+done
+nb=$(bases "$tmp/s.ptx")
+[ "$nb" -eq 1 ] && ok "one base: $(accesses "$tmp/s.ptx") shared accesses use 1 base register" ||
+	bad "one base" "$(accesses "$tmp/s.ptx") shared accesses use $nb base registers"
+nb0=$(bases "$tmp/s0.ptx")
+[ "$nb0" -gt 1 ] && ok "one base: without the pass they use $nb0" ||
+	bad "one base" "without the pass they use $nb0 base registers: the test shows nothing"
+
+# ptxas on the test kernels
+PTXAS=${PTXAS:-$(sed -n 's/^PTXAS = //p' config.mk 2>/dev/null)}
+[ -x "$PTXAS" ] || PTXAS=$(command -v ptxas 2>/dev/null)
+for t in tests/addr/*.tile; do
+	name=$(basename "$t" .tile)
+	for flag in "" -fno-addr-split; do
+		if ! "$tilec" --arch=sm_90 $flag "$t" -o "$tmp/t.ptx" 2>"$tmp/err"; then
+			bad "compile $name $flag" "$(head -n 3 "$tmp/err")"
+		elif [ -z "$PTXAS" ]; then
+			echo "skip ptxas $name: no ptxas"
+		elif "$PTXAS" -arch=sm_90 "$tmp/t.ptx" -o "$tmp/t.cubin" 2>"$tmp/err"; then
+			ok "ptxas $name $flag"
+		else
+			bad "ptxas $name $flag" "$(head -n 3 "$tmp/err")"
+		fi
+	done
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
