@@ -266,3 +266,31 @@ include $(wildcard bench/*.mk tests/*/*.mk examples/*.mk examples/*/*.mk)
 
 -include $(wildcard $(B)/compiler/*.d $(B)/gen/*.d $(B)/runtime/*.d $(B)/tests/*/*.d \
                     $(B)/bench/*.d $(B)/examples/*.d)
+
+# ---------------------------------------------------------------- address splitting (tests/addr)
+
+# The examples again with -fno-addr-split, and the GPU cases of tests/addr/*.tile with and
+# without it (tests/gpu/addr_cases.c runs both). check-gpu and run-gpu also run run_examples on
+# the examples built without the pass: the pass must never be what makes them correct.
+NOAS_DIR := $(EX_DIR)/noaddrsplit
+NOAS_PTX := $(patsubst examples/%.tile,$(NOAS_DIR)/%.ptx,$(EX_TILES))
+ADDR_PTX := $(patsubst tests/addr/%.tile,$(EX_DIR)/addr/%.ptx,$(wildcard tests/addr/*.tile)) \
+            $(patsubst tests/addr/%.tile,$(EX_DIR)/addr/noaddrsplit/%.ptx,$(wildcard tests/addr/*.tile))
+
+$(NOAS_DIR)/%.ptx: examples/%.tile $(TILEC)
+	@mkdir -p $(@D)
+	$(TILEC) $(if $(ARCH),--arch=$(ARCH)) -fno-addr-split $< -o $@
+$(EX_DIR)/addr/%.ptx: tests/addr/%.tile $(TILEC)
+	@mkdir -p $(@D)
+	$(TILEC) $(if $(ARCH),--arch=$(ARCH)) $< -o $@
+$(EX_DIR)/addr/noaddrsplit/%.ptx: tests/addr/%.tile $(TILEC)
+	@mkdir -p $(@D)
+	$(TILEC) $(if $(ARCH),--arch=$(ARCH)) -fno-addr-split $< -o $@
+
+.PHONY: run-gpu-noaddrsplit
+all: $(NOAS_PTX) $(ADDR_PTX)
+check-gpu: run-gpu-noaddrsplit
+run-gpu: run-gpu-noaddrsplit
+run-gpu-noaddrsplit: $(if $(filter check-gpu,$(MAKECMDGOALS)),$(NOAS_PTX) $(GPU_PROGS))
+	@echo "== $(B)/tests/gpu/run_examples $(NOAS_DIR)"
+	@$(B)/tests/gpu/run_examples $(NOAS_DIR)
