@@ -347,10 +347,57 @@ static Opnd cmp_slot(Lower *c, int op, ElemType t, Opnd a, Opnd b)
 }
 
 /* Applies fn slot by slot over operands broadcast to one layout. */
+static bool same_shape(Shape x, Shape y)
+{
+    if (x.rank != y.rank)
+        return false;
+    for (int d = 0; d < x.rank; d++)
+        if (x.dim[d] != y.dim[d])
+            return false;
+    return true;
+}
+
+/* The layout a value of shape s (broadcastable to L's shape) should have so that broadcasting it
+ * to L moves no data: L itself along the dimensions s keeps, one replicated element along the
+ * dimensions s has as 1. */
+Layout broadcast_view(const Layout *L, Shape s)
+{
+    Layout B = *L;
+    int S[2] = { s.rank == 2 ? (int)s.dim[0] : 1, s.rank >= 1 ? (int)s.dim[s.rank - 1] : 1 };
+    B.rank = s.rank;
+    for (int d = 0; d < 2; d++)
+        if (S[d] != L->S[d]) {
+            B.S[d] = 1;
+            B.O[d] = B.V[d] = 1;
+            B.bcast[d] = L->T[d] > 1;
+        }
+    return B;
+}
+
+/* Lowers the two operands of a broadcasting operation: the full-shape one first, so the other can
+ * be produced directly in a matching broadcast view of its layout. */
+static void lower_pair(Lower *c, Expr *x, Expr *y, Shape full, const Layout *want, Tile *tx, Tile *ty)
+{
+    bool x_full = same_shape(x->shape, full), y_full = same_shape(y->shape, full);
+    if (!x_full && y_full && x->shape.rank > 0) {
+        *ty = lower_expr(c, y, want);
+        Layout v = broadcast_view(&ty->L, x->shape);
+        *tx = lower_expr(c, x, &v);
+        return;
+    }
+    *tx = lower_expr(c, x, want);
+    if (x_full && !y_full && y->shape.rank > 0 && tx->L.rank) {
+        Layout v = broadcast_view(&tx->L, y->shape);
+        *ty = lower_expr(c, y, &v);
+        return;
+    }
+    *ty = lower_expr(c, y, tx->L.rank ? &tx->L : want);
+}
+
 static Tile lower_binary(Lower *c, Expr *e, const Layout *want)
 {
-    Tile a = lower_expr(c, e->a, want);
-    Tile b = lower_expr(c, e->b, a.L.rank ? &a.L : want);
+    Tile a, b;
+    lower_pair(c, e->a, e->b, e->shape, want, &a, &b);
     Layout L = result_layout(c, e->shape, &a, &b, want);
     a = to_layout(c, a, &L);
     b = to_layout(c, b, &L);
@@ -486,8 +533,8 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
         return map_unary(c, x, e->type, math_slot, e->builtin);
     }
     case B_MAXIMUM: case B_MINIMUM: {
-        Tile a = lower_expr(c, e->args[0], want);
-        Tile b = lower_expr(c, e->args[1], a.L.rank ? &a.L : want);
+        Tile a, b;
+        lower_pair(c, e->args[0], e->args[1], e->shape, want, &a, &b);
         Layout L = result_layout(c, e->shape, &a, &b, want);
         a = to_layout(c, a, &L);
         b = to_layout(c, b, &L);
@@ -661,6 +708,28 @@ static void lower_block(Lower *c, Stmt *b)
 
 static bool is_matmul(Expr *e) { return e && e->kind == E_BINARY && e->op == OP_MATMUL; }
 
+/* A loop with constant bounds and a few iterations is unrolled: ptxas would unroll it anyway, and
+ * the register prediction must describe the code ptxas really schedules. The loop variable becomes
+ * a constant in each copy. */
+enum { MAX_UNROLL_TRIPS = 8 };
+
+static bool unroll_constant_loop(Lower *c, Stmt *s)
+{
+    if (s->lo->kind != E_INT || s->hi->kind != E_INT || (s->step && s->step->kind != E_INT))
+        return false;
+    int64_t step = s->step ? s->step->ival : 1;
+    int64_t trips = s->hi->ival > s->lo->ival ? (s->hi->ival - s->lo->ival + step - 1) / step : 0;
+    if (trips > MAX_UNROLL_TRIPS)
+        return false;
+    SymInfo *si = info(c, s->sym);
+    si->loop = s;
+    for (int64_t t = 0; t < trips; t++) {
+        si->val = tile_splat(c, TY_I32, layout_scalar(c->threads), IMM(s->lo->ival + t * step));
+        lower_block(c, s->then);
+    }
+    return true;
+}
+
 void lower_stmt(Lower *c, Stmt *s)
 {
     Func *f = c->f;
@@ -744,6 +813,8 @@ void lower_stmt(Lower *c, Stmt *s)
     }
     case S_FOR: {
         if (s->pipeline >= 1 && lower_pipelined_loop(c, s))
+            break;
+        if (unroll_constant_loop(c, s))
             break;
         SymInfo *si = info(c, s->sym);
         si->loop = s;

@@ -339,7 +339,8 @@ static Layout access_layout(Lower *c, Expr *e, Access *a, const Layout *want, Sh
     if (a->nwin == 0)
         return layout_scalar(c->threads);
     int vm = vector_width(c, e, a);
-    if (want && want->rank == shape.rank && !want->bcast[0] && !want->bcast[1] &&
+    /* the wanted layout may replicate along a size-1 dimension (a broadcast view) */
+    if (want && want->rank == shape.rank && !(want->bcast[0] && want->S[0] != 1) && !(want->bcast[1] && want->S[1] != 1) &&
         want->S[1] == (int)shape.dim[shape.rank - 1] && want->S[0] == (shape.rank == 2 ? (int)shape.dim[0] : 1))
         return *want;
     return layout_rowmajor(shape, c->threads, vm);

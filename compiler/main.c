@@ -289,7 +289,8 @@ static bool compile_for_arch(Arena *a, Program *p, Cli *cli, const char *arch, A
         schedule_pressure(f);
         if (!regalloc(f, budget))
             ok = false;
-        out->metas[i].pred_regs = f->peak_regs;
+        /* the allocation tilec imposes (.maxnreg) is the prediction: ptxas may not exceed it */
+        out->metas[i].pred_regs = f->maxnreg > 0 ? f->maxnreg : f->peak_regs;
         if (cli->dump && !strcmp(cli->dump, "alloc"))
             ir_dump(f, stdout);
         out->funcs[i] = f;
@@ -317,8 +318,9 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
         Func *f = ao->funcs[i];
         if (json) {
             fprintf(o, "{\"kernel\": \"%s\", \"arch\": \"%s\", \"threads\": %d, \"smem_bytes\": %d, "
-                       "\"predicted_regs\": %d, \"peak_line\": %d, \"budget\": %d",
-                    m->name, arch, m->threads, m->smem_bytes, m->pred_regs, f->peak_line, reg_budget(m->threads));
+                       "\"predicted_regs\": %d, \"peak_demand\": %d, \"peak_line\": %d, \"budget\": %d",
+                    m->name, arch, m->threads, m->smem_bytes, m->pred_regs, f->peak_regs, f->peak_line,
+                    reg_budget(m->threads));
             fprintf(o, ", \"peak_values\": [");
             for (int j = 0; j < f->ntop; j++)
                 fprintf(o, "%s{\"name\": \"%s\", \"regs\": %d}", j ? ", " : "", f->top[j].what, f->top[j].regs);
@@ -332,7 +334,8 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
         fprintf(o, "kernel %s (%s)\n", m->name, arch);
         fprintf(o, "  threads            %d\n", m->threads);
         fprintf(o, "  shared memory      %d bytes\n", m->smem_bytes);
-        fprintf(o, "  registers          %d predicted (peak at line %d; budget %d)\n", m->pred_regs, f->peak_line,
+        fprintf(o, "  registers          %d predicted (allocation; peak demand %d at line %d; budget %d)\n", m->pred_regs,
+                f->peak_regs, f->peak_line,
                 reg_budget(m->threads));
         for (int j = 0; j < f->ntop; j++)
             fprintf(o, "    %-16s %d registers at the peak\n", f->top[j].what, f->top[j].regs);

@@ -576,6 +576,7 @@ Tile tile_splat(Lower *c, ElemType t, Layout L, Opnd v);
 int opnd_reg(Lower *c, Opnd o, PType t);   /* materialises an immediate */
 Tile lower_expr(Lower *c, Expr *e, const Layout *want);
 Tile to_layout(Lower *c, Tile v, const Layout *L);
+Layout broadcast_view(const Layout *L, Shape s);
 int thread_coord(Lower *c, const Layout *L, int d);   /* t_d register */
 int primary_pred(Lower *c, const Layout *L);          /* -1: every thread is primary */
 int64_t known_multiple(Lower *c, Expr *e);            /* largest known divisor (1 if none) */
