@@ -232,6 +232,36 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         }
         break;
     }
+    case OP_LDMATRIX:
+        buf_printf(out, "ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 {", in->vec, in->cmp ? ".trans" : "");
+        for (int d = 0; d < in->ndst; d++) {
+            if (d)
+                buf_puts(out, ", ");
+            put_reg(out, f, in->dst[d]);
+        }
+        buf_puts(out, "}, ");
+        put_addr(out, f, in);
+        break;
+    case OP_MMA: {
+        /* d, a, b, c as four brace groups; every operand is a register */
+        static const int group[] = { 4, 4, 2, 4 };
+        const char *ab = in->ty2 == PT_F16 ? "f16" : in->ty2 == PT_BF16 ? "bf16" : "tf32";
+        buf_printf(out, "mma.sync.aligned.m16n8k%d.row.col.f32.%s.%s.f32 ", in->ty2 == PT_B32 ? 8 : 16, ab, ab);
+        int s = 0;
+        for (int g = 0; g < 4; g++) {
+            buf_puts(out, g ? ", {" : "{");
+            for (int k = 0; k < group[g]; k++) {
+                if (k)
+                    buf_puts(out, ", ");
+                if (g == 0)
+                    put_reg(out, f, in->dst[k]);
+                else
+                    put_opnd(out, f, in->src[s++], PT_B32);
+            }
+            buf_puts(out, "}");
+        }
+        break;
+    }
     case OP_BRA: buf_printf(out, "bra.uni $L%d", in->label); break;
     case OP_RET: buf_puts(out, "ret"); break;
     default: {

@@ -1,19 +1,220 @@
 /* lower_mma.c: tensor-core matmul with mma.sync (sm_80 and later).
- * Not yet enabled: mma_supported() answers false, so every `@` takes the SIMT path. */
+ *
+ * f16 and bf16 operands use mma.sync.m16n8k16, tf32 operands (f32 under tf32()) m16n8k8; both
+ * accumulate in f32. Operands are row-major matrices in shared memory (A [M][K], B [K][N]).
+ *
+ * Accumulator layout (layout_mma), one member of the Layout family: warps are stacked along M.
+ * Lane l = 4g + q (g = l >> 2, q = l & 3); thread t = 4 * t0 + q with t0 = 8 * warp + g.
+ * T1 = 4, V1 = 2, O1 = N / 8: the columns of n-tile o1 that lane q holds are 8 o1 + 2q, 2q + 1
+ * (the mma C fragment's c0/c1 and c2/c3 columns). T0 = threads / 4, V0 = 1, O0 = M / T0: thread
+ * row o0 is o0 * T0 + 8 * warp + g. Two consecutive o0 make one m16 tile: tile j of a warp is
+ * rows r_lo = 2j T0 + 8 warp + g (fragment rows 0-7, c0 c1) and r_hi = (2j+1) T0 + 8 warp + g
+ * (fragment rows 8-15, c2 c3). The tile's rows are not contiguous in memory; ldmatrix takes one
+ * row address per lane, so that costs nothing.
+ *
+ * Fragments per k step (16 for f16/bf16, 8 for tf32):
+ *  - A: ldmatrix.x4 per m16 tile. Lane l gives the address of row (l & 8 ? r_hi : r_lo)(l & 7)
+ *    at k + 16 bytes * (l >> 4): matrices 0..3 are rows 0-7/8-15 x the low/high 16 bytes of the
+ *    k step, i.e. a0..a3. For tf32 the same load reads 32-bit elements as b16 pairs: lane l gets
+ *    bytes 4q..4q+3 of its row, element q (and q + 4 in the high half), which is the tf32 A
+ *    fragment; each is then rounded with cvt.rna.tf32.f32.
+ *  - B (f16/bf16): ldmatrix.x4.trans per pair of n-tiles. Lane l gives the address of row k +
+ *    (l & 7) + 8 * ((l >> 3) & 1) at column 8 * (n + (l >> 4)); transposed, lane l receives
+ *    B[k + 2q, +1][8n + g] (b0) and B[k + 8 + 2q, +1][8n + g] (b1).
+ *  - B (tf32): no 32-bit transposing ldmatrix, so two ld.shared.b32 per n-tile: b0 = B[k + q][8n
+ *    + g], b1 = B[k + q + 4][8n + g].
+ * tests/unit/test_mma_map.c runs these maps against the PTX fragment tables.
+ *
+ * Bank conflicts: ldmatrix reads 8 rows of 16 bytes per matrix; a row pitch that is an odd
+ * multiple of 16 bytes puts them in 8 distinct 16-byte bank groups (mma_pitch). The tf32 B loads
+ * read rows k + q (q < 4) at 8 consecutive words: a pitch of 8 (mod 32) words spreads the four
+ * rows over the 32 banks. mma_pitch cannot tell A from B, so f32 matrices of 64 or more columns
+ * (B's N side in practice; A's K side is a short BK) get the B pitch. */
+#include <stdlib.h>
 #include "tilec.h"
+
+enum { MMA_M = 16, MMA_N = 8 };
+
+static int arch_number(Lower *c)
+{
+    const char *a = c && c->opt ? c->opt->arch : NULL;
+    if (!a || a[0] != 's' || a[1] != 'm' || a[2] != '_')
+        return 0;
+    return atoi(a + 3);
+}
+
+static int k_step(ElemType t) { return t == TY_F32 ? 8 : 16; }
 
 bool mma_supported(Lower *c, ElemType t, bool tf32, int M, int N, int K)
 {
-    (void)c; (void)t; (void)tf32; (void)M; (void)N; (void)K;
-    return false;
+    if (arch_number(c) < 80)
+        return false;
+    if (!(t == TY_F16 || t == TY_BF16 || (t == TY_F32 && tf32)))
+        return false;
+    int threads = c->threads;
+    if (threads <= 0 || threads % 32)
+        return false;
+    int T0 = threads / 4;
+    /* every warp owns whole m16 tiles: M a multiple of 2 T0 */
+    return M % (2 * T0) == 0 && N % MMA_N == 0 && K % k_step(t) == 0;
 }
 
-Layout layout_mma(Shape s, int threads) { return layout_matmul(s, threads); }
+Layout layout_mma(Shape s, int threads)
+{
+    Layout L;
+    L.rank = 2;
+    L.S[0] = s.rank == 2 ? (int)s.dim[0] : 1;
+    L.S[1] = s.rank >= 1 ? (int)s.dim[s.rank - 1] : 1;
+    int T0 = threads / 4;
+    if (s.rank != 2 || threads % 32 || L.S[0] % (2 * T0) || L.S[1] % MMA_N)
+        return layout_matmul(s, threads);   /* mma_supported refused these */
+    L.bcast[0] = L.bcast[1] = false;
+    L.T[0] = T0;
+    L.V[0] = 1;
+    L.O[0] = L.S[0] / T0;
+    L.T[1] = 4;
+    L.V[1] = 2;
+    L.O[1] = L.S[1] / MMA_N;
+    L.reps = 1;
+    return L;
+}
 
-int mma_pitch(ElemType t, int cols) { return cols + 16 / type_size(t); }
+int mma_pitch(ElemType t, int cols)
+{
+    int es = type_size(t);
+    if (es == 4 && cols >= 64 && cols % 32 == 0)
+        return cols + 8;                        /* tf32 B: 8 (mod 32) words */
+    int bytes = (cols * es + 15) & ~15;         /* 16-byte rows for cp.async and ldmatrix */
+    if ((bytes / 16) % 2 == 0)
+        bytes += 16;                            /* odd multiple of 16 bytes */
+    return bytes / es;
+}
+
+static int slot_of(const Layout *L, int o0, int o1, int i1) { return (o0 * L->O[1] + o1) * L->V[1] + i1; }
+
+/* (tid >> sh) & mask */
+static int tid_bits(Lower *c, int sh, int mask)
+{
+    int r = sh ? ir_bin(c->f, OP_SHR, PT_U32, R(c->tid), IMM(sh)) : c->tid;
+    return ir_bin(c->f, OP_BAND, PT_B32, R(r), IMM(mask));
+}
+
+static void ldmatrix(Lower *c, int *dst, int n, bool trans, int addr, int64_t off)
+{
+    Func *f = c->f;
+    Ins *in = emit_ins(f, OP_LDMATRIX, PT_B16);
+    for (int i = 0; i < n; i++)
+        in->dst[i] = dst[i] = new_reg(f, RC_R);
+    in->ndst = n;
+    in->vec = (uint8_t)n;
+    in->cmp = trans;
+    in->space = SP_SHARED;
+    in->src[0] = R(addr);
+    in->nsrc = 1;
+    in->off = off;
+}
+
+static int ld_b32(Lower *c, int addr, int64_t off)
+{
+    Func *f = c->f;
+    int d = new_reg(f, RC_R);
+    Ins *in = emit_ins(f, OP_LD, PT_B32);
+    in->space = SP_SHARED;
+    in->vec = 1;
+    in->dst[0] = d;
+    in->ndst = 1;
+    in->src[0] = R(addr);
+    in->nsrc = 1;
+    in->off = off;
+    ir_naive_addr(f);            /* lowering writes addresses in full; addr_split folds them */
+    return d;
+}
+
+static int round_tf32(Lower *c, int v)
+{
+    Func *f = c->f;
+    int t = new_reg(f, RC_R);
+    Ins *cv = emit_ins(f, OP_CVT, PT_B32);
+    cv->ty2 = PT_F32;
+    cv->cmp = 2;                 /* cvt.rna.tf32.f32 */
+    cv->dst[0] = t;
+    cv->ndst = 1;
+    cv->src[0] = R(v);
+    cv->nsrc = 1;
+    return t;
+}
+
+static void mma(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, const int *b)
+{
+    Ins *in = emit_ins(c->f, OP_MMA, PT_F32);
+    in->ty2 = (uint8_t)ab;
+    for (int i = 0; i < 4; i++) {
+        if (acc->v[cs[i]].kind != O_REG)
+            die("lower_mma: accumulator slot %d is not a register", cs[i]);
+        in->dst[i] = acc->v[cs[i]].reg;
+        in->src[i] = R(a[i]);
+        in->src[6 + i] = acc->v[cs[i]];
+    }
+    in->src[4] = R(b[0]);
+    in->src[5] = R(b[1]);
+    in->ndst = 4;
+    in->nsrc = 10;
+}
 
 void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
 {
-    (void)c; (void)acc; (void)a; (void)b;
-    die("lower_mma called while mma_supported() is false");
+    Func *f = c->f;
+    Layout *L = &acc->L;
+    bool tf = a.type == TY_F32;
+    PType ab = tf ? PT_B32 : a.type == TY_BF16 ? PT_BF16 : PT_F16;
+    int es = type_size(a.type);
+    int K = a.cols, ks = k_step(a.type);
+    int T0 = L->T[0], mtiles = L->O[0] / 2, ntiles = L->O[1];
+    int64_t apitch = (int64_t)a.pitch * es, bpitch = (int64_t)b.pitch * es;
+    if (L->T[1] != 4 || L->V[1] != 2 || L->V[0] != 1 || L->O[0] % 2 || T0 * 4 != c->threads)
+        die("lower_mma: accumulator is not in the mma layout");
+    f->cur_what = "mma fragment address";
+    /* A: row (l & 8 ? T0 : 0) + 8 warp + (l & 7), 16 bytes further for l >= 16 */
+    int warp8 = ir_bin(f, OP_BAND, PT_B32, R(ir_bin(f, OP_SHR, PT_U32, R(c->tid), IMM(2))), IMM(~7));
+    int row = ir_bin(f, OP_ADD, PT_U32, R(warp8), R(tid_bits(c, 0, 7)));
+    row = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(T0), R(row));
+    int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(16), R(a.base));
+    int alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(apitch), R(aoff));
+    int blane;
+    if (!tf) {
+        /* B: row (l & 7) + 8 ((l >> 3) & 1) = l & 15, next n-tile (16 bytes) for l >= 16 */
+        int boff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(16), R(b.base));
+        blane = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 15)), IMM(bpitch), R(boff));
+    } else {
+        /* B: row q, column g */
+        int boff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 2, 7)), IMM(4), R(b.base));
+        blane = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(bpitch), R(boff));
+    }
+    f->cur_what = "mma fragment";
+    int *afrag = malloc(sizeof(int) * (size_t)(4 * mtiles));
+    for (int k = 0; k < K; k += ks) {
+        for (int j = 0; j < mtiles; j++) {
+            ldmatrix(c, &afrag[4 * j], 4, false, alane, 2 * j * T0 * apitch + (int64_t)k * es);
+            if (tf)
+                for (int i = 0; i < 4; i++)
+                    afrag[4 * j + i] = round_tf32(c, afrag[4 * j + i]);
+        }
+        for (int n = 0; n < ntiles; n += tf ? 1 : 2) {
+            int bfrag[4];
+            int pair = tf ? 1 : ntiles - n >= 2 ? 2 : 1;
+            if (tf) {
+                for (int i = 0; i < 2; i++)
+                    bfrag[i] = round_tf32(c, ld_b32(c, blane, (k + 4 * i) * bpitch + (int64_t)n * MMA_N * es));
+            } else {
+                ldmatrix(c, bfrag, 2 * pair, true, blane, k * bpitch + (int64_t)n * MMA_N * es);
+            }
+            for (int p = 0; p < pair; p++)
+                for (int j = 0; j < mtiles; j++) {
+                    int cs[4] = { slot_of(L, 2 * j, n + p, 0), slot_of(L, 2 * j, n + p, 1),
+                                  slot_of(L, 2 * j + 1, n + p, 0), slot_of(L, 2 * j + 1, n + p, 1) };
+                    mma(c, ab, acc, cs, &afrag[4 * j], &bfrag[2 * p]);
+                }
+        }
+    }
+    free(afrag);
 }

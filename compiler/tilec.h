@@ -366,7 +366,8 @@ typedef struct { OpndKind kind; int reg; int64_t i; double f; const char *sym; }
     X(SETP) X(SELP) X(CVT) X(EX2) X(LG2) X(SQRT) X(RSQRT) X(RCP) X(TANH) \
     X(LD) X(ST) X(RED) X(ATOM) X(SHFL) X(BAR) X(LDPARAM) X(CVTA) X(MOVSYM) \
     X(CPASYNC) X(CPCOMMIT) X(CPWAIT) X(ARRSET) X(ARRGET) \
-    X(LABEL) X(BRA) X(RET) X(COMMENT)
+    X(LABEL) X(BRA) X(RET) X(COMMENT) \
+    X(LDMATRIX) X(MMA)
 typedef enum {
 #define X(n) OP_##n,
     IR_OPS(X)
@@ -390,13 +391,18 @@ typedef struct {
     int guard;             /* predicate register guarding the instruction, -1 if none */
     bool guard_neg;
     int dst[4]; int ndst;
-    Opnd src[5]; int nsrc;        /* ST.v4: the address and four values */
+    Opnd src[10]; int nsrc;       /* ST.v4: the address and four values; MMA: ten (below) */
     int64_t off;           /* LD/ST/RED/ATOM/CPASYNC: constant byte offset added to the address src[0] */
     int64_t off2;          /* CPASYNC: constant byte offset added to the global address src[1] */
     int label;             /* LABEL, BRA; CPWAIT: groups allowed in flight; ARRSET/ARRGET: array */
     /* CPASYNC: src[0] shared address (u32), src[1] global address (u64), src[2] bytes actually
      * read (0 = zero-fill), vec = copy size in bytes (4, 8, 16), off = shared offset.
-     * ARRSET: src[0] value, off = element index. ARRGET: dst[0], src[0] index register. */
+     * ARRSET: src[0] value, off = element index. ARRGET: dst[0], src[0] index register.
+     * LDMATRIX (ldmatrix.sync.aligned.m8n8, b16): dst[0..vec-1] (.b32), src[0] shared address
+     * (u32) + off, vec = matrices (1, 2, 4), cmp = 1 for .trans.
+     * MMA (mma.sync.aligned, row.col, f32 accumulators): ty2 = operand type: PT_F16 or PT_BF16
+     * (m16n8k16), PT_B32 for tf32 (m16n8k8); dst[0..3] = d, src[0..3] = a, src[4..5] = b,
+     * src[6..9] = c (the accumulators are read too: lowering passes d as c). */
     int line;              /* source line that produced it (report) */
     const char *text;      /* COMMENT */
 } Ins;
