@@ -1,0 +1,319 @@
+/* test_mma_map.c: the tensor-core lowering run on a CPU model of a block.
+ *
+ * lower_mma's IR is executed for every thread of a block by a small interpreter whose ldmatrix
+ * and mma.sync follow the PTX ISA's tables (written out here, independently of lower_mma.c):
+ *   ldmatrix .m8n8 .b16: matrix i's row addresses come from lanes 8i..8i+7; lane l receives
+ *     row l/4, elements 2(l%4), +1 (with .trans: column l/4, rows 2(l%4), +1);
+ *   m16n8k16 (f16, bf16): a_i (i < 8 halves): row g (+8 for i in 2,3,6,7), col 2q + (i&1)
+ *     (+8 for i >= 4); b_i (i < 4): row 2q + (i&1) (+8 for i >= 2), col g;
+ *   m16n8k8 (tf32): a0..a3: row g (+8 for a1, a3), col q (+4 for a2, a3); b0, b1: row q (+4), col g;
+ *   C/D: c_i: row g (+8 for i >= 2), col 2q + (i&1);   g = lane / 4, q = lane % 4.
+ * Then every accumulator slot of every thread, placed by layout_mma's description (the Layout
+ * family's formulas), must hold the exact product of small-integer matrices, and the layout must
+ * cover each element once. Also checked: each ldmatrix phase reads 8 distinct 16-byte bank groups
+ * and the tf32 B loads hit 32 distinct banks (with mma_pitch's pitches). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tilec.h"
+#include "unit.h"
+
+static Kernel kernel = { .name = "k", .loc = { 1, 1 } };
+
+enum { SMEM = 1 << 18 };
+static uint8_t smem[SMEM];
+static int conflicts;
+
+static uint16_t f2h(float x)   /* small integers only: exact */
+{
+    if (x == 0)
+        return 0;
+    uint16_t s = x < 0 ? 0x8000 : 0;
+    x = fabsf(x);
+    int e = 0;
+    while (x >= 2) { x /= 2; e++; }
+    while (x < 1) { x *= 2; e--; }
+    return (uint16_t)(s | (uint16_t)((e + 15) << 10) | (uint16_t)lrintf((x - 1) * 1024));
+}
+
+static float h2f(uint16_t h)
+{
+    if (!(h & 0x7fff))
+        return 0;
+    float m = 1 + (h & 0x3ff) / 1024.0f;
+    float v = ldexpf(m, ((h >> 10) & 0x1f) - 15);
+    return h & 0x8000 ? -v : v;
+}
+
+static uint16_t f2bf(float x) { uint32_t u; memcpy(&u, &x, 4); return (uint16_t)(u >> 16); }
+static float bf2f(uint16_t h) { uint32_t u = (uint32_t)h << 16; float x; memcpy(&x, &u, 4); return x; }
+static float u2f(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
+static uint32_t f2u(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
+
+static float elem16(uint32_t r, int hi, int bf) { uint16_t h = (uint16_t)(hi ? r >> 16 : r); return bf ? bf2f(h) : h2f(h); }
+
+static uint32_t rd32(uint32_t a)
+{
+    uint32_t v;
+    if (a + 4 > SMEM) { printf("FAIL address %u out of range\n", a); exit(1); }
+    memcpy(&v, &smem[a], 4);
+    return v;
+}
+
+typedef struct { int threads; uint32_t **reg; } Block;
+
+static uint32_t val(Block *b, int t, Opnd o)
+{
+    if (o.kind == O_REG) return b->reg[t][o.reg];
+    if (o.kind == O_IMM) return (uint32_t)o.i;
+    if (o.kind == O_SYM && !strcmp(o.sym, "%tid.x")) return (uint32_t)t;
+    printf("FAIL interpreter: operand kind %d\n", o.kind);
+    exit(1);
+}
+
+static void run_ldmatrix(Block *b, Ins *in, int w)
+{
+    uint32_t addr[32], out[32][4];
+    for (int l = 0; l < 32; l++)
+        addr[l] = val(b, 32 * w + l, in->src[0]) + (uint32_t)in->off;
+    for (int i = 0; i < in->vec; i++) {
+        int groups = 0;
+        for (int r = 0; r < 8; r++) {
+            int g = (int)(addr[8 * i + r] / 16 % 8);
+            if (groups & 1 << g) conflicts++;
+            groups |= 1 << g;
+        }
+        for (int l = 0; l < 32; l++) {
+            uint16_t h[2];
+            for (int e = 0; e < 2; e++) {
+                int row = in->cmp ? 2 * (l % 4) + e : l / 4, col = in->cmp ? l / 4 : 2 * (l % 4) + e;
+                memcpy(&h[e], &smem[addr[8 * i + row] + 2 * col], 2);
+            }
+            out[l][i] = h[0] | (uint32_t)h[1] << 16;
+        }
+    }
+    for (int l = 0; l < 32; l++)
+        for (int i = 0; i < in->vec; i++)
+            b->reg[32 * w + l][in->dst[i]] = out[l][i];
+}
+
+static void run_mma(Block *b, Ins *in, int w)
+{
+    double A[16][16], B[16][8], C[16][8];
+    bool tf = in->ty2 == PT_B32, bf = in->ty2 == PT_BF16;
+    for (int l = 0; l < 32; l++) {
+        int t = 32 * w + l, g = l / 4, q = l % 4;
+        for (int i = 0; i < 4; i++) {
+            uint32_t r = val(b, t, in->src[i]);
+            if (tf)
+                A[g + 8 * (i & 1)][q + 4 * (i >> 1)] = u2f(r);
+            else
+                for (int e = 0; e < 2; e++)
+                    A[g + 8 * (i & 1)][2 * q + e + 8 * (i >> 1)] = elem16(r, e, bf);
+        }
+        for (int i = 0; i < 2; i++) {
+            uint32_t r = val(b, t, in->src[4 + i]);
+            if (tf)
+                B[q + 4 * i][g] = u2f(r);
+            else
+                for (int e = 0; e < 2; e++)
+                    B[2 * q + e + 8 * i][g] = elem16(r, e, bf);
+        }
+        for (int i = 0; i < 4; i++)
+            C[g + 8 * (i >> 1)][2 * q + (i & 1)] = u2f(val(b, t, in->src[6 + i]));
+    }
+    int K = tf ? 8 : 16;
+    for (int l = 0; l < 32; l++) {
+        int g = l / 4, q = l % 4;
+        for (int i = 0; i < 4; i++) {
+            int m = g + 8 * (i >> 1), n = 2 * q + (i & 1);
+            double s = C[m][n];
+            for (int k = 0; k < K; k++)
+                s += A[m][k] * B[k][n];
+            b->reg[32 * w + l][in->dst[i]] = f2u((float)s);
+        }
+    }
+}
+
+static void run(Func *f, Block *b)
+{
+    for (int i = 0; i < f->code.n; i++) {
+        Ins *in = &f->code.v[i];
+        if (in->op == OP_LDMATRIX || in->op == OP_MMA) {
+            for (int w = 0; w < b->threads / 32; w++)
+                (in->op == OP_MMA ? run_mma : run_ldmatrix)(b, in, w);
+            continue;
+        }
+        if (in->op == OP_LD && in->ty == PT_B32 && in->space == SP_SHARED) {
+            for (int w = 0; w < b->threads / 32; w++) {
+                int banks = 0;
+                for (int l = 0; l < 32; l++) {
+                    int bank = (int)((val(b, 32 * w + l, in->src[0]) + (uint32_t)in->off) / 4 % 32);
+                    if (banks & 1 << bank) conflicts++;
+                    banks |= 1 << bank;
+                }
+            }
+        }
+        for (int t = 0; t < b->threads; t++) {
+            uint32_t *r = b->reg[t], s0 = in->nsrc > 0 ? val(b, t, in->src[0]) : 0;
+            uint32_t s1 = in->nsrc > 1 ? val(b, t, in->src[1]) : 0, s2 = in->nsrc > 2 ? val(b, t, in->src[2]) : 0;
+            uint32_t d;
+            switch (in->op) {
+            case OP_MOV: d = s0; break;
+            case OP_ADD: d = s0 + s1; break;
+            case OP_MUL: d = s0 * s1; break;
+            case OP_MAD: d = s0 * s1 + s2; break;
+            case OP_SHR: d = s0 >> s1; break;
+            case OP_SHL: d = s0 << s1; break;
+            case OP_BAND: d = s0 & s1; break;
+            case OP_LD: d = rd32(s0 + (uint32_t)in->off); break;
+            case OP_CVT:
+                if (in->cmp != 2) goto unknown;
+                d = (f2u(u2f(s0)) + 0x1000) & ~0x1fffu;     /* round to 10 mantissa bits */
+                break;
+            case OP_COMMENT: continue;
+            default:
+            unknown:
+                printf("FAIL interpreter: no model of %s\n", op_name(in->op));
+                exit(1);
+            }
+            if (in->ndst)
+                r[in->dst[0]] = d;
+        }
+    }
+}
+
+/* One matmul acc = A @ B of M x N x K on `threads` threads; A at 0, B after it. */
+static void case_mma(ElemType t, int threads, int M, int N, int K)
+{
+    char name[96];
+    snprintf(name, sizeof name, "mma %s %dx%dx%d threads=%d", type_name(t), M, N, K, threads);
+    Arena *a = arena_new();
+    Options opt = { .arch = "sm_80" };
+    Lower c = { .a = a, .opt = &opt, .threads = threads };
+    c.f = func_new(&kernel);
+    c.f->arena = a;
+    c.f->threads = threads;
+    if (!unit_check(mma_supported(&c, t, t == TY_F32, M, N, K), "mma_supported", "refused %s", name))
+        return;
+    c.tid = ir_mov(c.f, PT_U32, SYM("%tid.x"));
+    int es = type_size(t);
+    SmemMatrix ma = { 0, mma_pitch(t, K), t, t == TY_F32, M, K };
+    SmemMatrix mb = { 0, mma_pitch(t, N), t, t == TY_F32, K, N };
+    int boff = (M * ma.pitch * es + 127) & ~127;
+    ma.base = ir_mov(c.f, PT_U32, IMM(0));
+    mb.base = ir_mov(c.f, PT_U32, IMM(boff));
+    Shape s = { 2, { M, N } };
+    Tile acc = { TY_F32, layout_mma(s, threads), NULL };
+    Layout *L = &acc.L;
+    int nslots = layout_slots(L);
+    acc.v = calloc((size_t)nslots, sizeof(Opnd));
+    for (int i = 0; i < nslots; i++) {
+        acc.v[i] = R(new_reg(c.f, RC_F));
+        Ins *in = emit_ins(c.f, OP_MOV, PT_F32);
+        in->dst[0] = acc.v[i].reg;
+        in->ndst = 1;
+        in->src[0] = IMM(f2u((float)(i % 3)));   /* a running sum to add to */
+        in->nsrc = 1;
+    }
+    memset(smem, 0xff, sizeof smem);   /* padding poisoned: a read of it shows */
+    double *ref = calloc((size_t)(M * N), sizeof(double));
+    for (int m = 0; m < M; m++)
+        for (int k = 0; k < K; k++) {
+            float v = (float)((m * 7 + k * 3) % 9 - 4);
+            uint32_t at = (uint32_t)((m * ma.pitch + k) * es);
+            if (t == TY_F32) { uint32_t u = f2u(v); memcpy(&smem[at], &u, 4); }
+            else { uint16_t h = t == TY_F16 ? f2h(v) : f2bf(v); memcpy(&smem[at], &h, 2); }
+        }
+    for (int k = 0; k < K; k++)
+        for (int n = 0; n < N; n++) {
+            float v = (float)((k * 5 + n * 11) % 7 - 3);
+            uint32_t at = (uint32_t)(boff + (k * mb.pitch + n) * es);
+            if (t == TY_F32) { uint32_t u = f2u(v); memcpy(&smem[at], &u, 4); }
+            else { uint16_t h = t == TY_F16 ? f2h(v) : f2bf(v); memcpy(&smem[at], &h, 2); }
+        }
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++)
+            for (int k = 0; k < K; k++)
+                ref[m * N + n] += ((m * 7 + k * 3) % 9 - 4) * ((k * 5 + n * 11) % 7 - 3);
+    lower_mma(&c, &acc, ma, mb);
+    Block b = { threads, malloc(sizeof(uint32_t *) * (size_t)threads) };
+    for (int i = 0; i < threads; i++)
+        b.reg[i] = calloc((size_t)c.f->regs.n, sizeof(uint32_t));
+    conflicts = 0;
+    run(c.f, &b);
+    /* every slot of every thread against the layout's formula */
+    int *seen = calloc((size_t)(M * N), sizeof(int));
+    int bad = 0, first_t = -1, first_s = -1;
+    double got1 = 0, want1 = 0;
+    for (int th = 0; th < threads; th++) {
+        int t1 = th % L->T[1], t0 = th / L->T[1] % L->T[0];
+        for (int o0 = 0; o0 < L->O[0]; o0++)
+            for (int i0 = 0; i0 < L->V[0]; i0++)
+                for (int o1 = 0; o1 < L->O[1]; o1++)
+                    for (int i1 = 0; i1 < L->V[1]; i1++) {
+                        int slot = ((o0 * L->V[0] + i0) * L->O[1] + o1) * L->V[1] + i1;
+                        int row = (o0 * L->T[0] + t0) * L->V[0] + i0, col = (o1 * L->T[1] + t1) * L->V[1] + i1;
+                        seen[row * N + col]++;
+                        double want = ref[row * N + col] + slot % 3;
+                        double got = u2f(b.reg[th][acc.v[slot].reg]);
+                        if (got != want && !bad++) {
+                            first_t = th, first_s = slot, got1 = got, want1 = want;
+                        }
+                    }
+    }
+    unit_check(!bad, name, "%d wrong accumulators; first: thread %d slot %d = %g, want %g", bad, first_t, first_s,
+               got1, want1);
+    int cover = 0;
+    for (int i = 0; i < M * N; i++)
+        cover += seen[i] != 1;
+    snprintf(name + strlen(name), sizeof name - strlen(name), " coverage");
+    unit_check(!cover && L->reps == 1, name, "%d elements not held exactly once", cover);
+    name[strlen(name) - 9] = 0;
+    snprintf(name + strlen(name), sizeof name - strlen(name), " bank conflicts");
+    /* an N of 8 leaves the f32 B loads one n-tile wide: allow those */
+    unit_check(!conflicts || (t == TY_F32 && N < 64), name, "%d conflicting accesses", conflicts);
+    for (int i = 0; i < threads; i++)
+        free(b.reg[i]);
+    free(b.reg);
+    free(seen);
+    free(ref);
+    free(acc.v);
+    func_free(c.f);
+    arena_free(a);
+}
+
+static void case_refusals(void)
+{
+    Options o80 = { .arch = "sm_80" }, o75 = { .arch = "sm_75" }, o90a = { .arch = "sm_90a" };
+    Lower c = { .opt = &o80, .threads = 128 };
+    unit_check(!mma_supported(&c, TY_F32, false, 128, 128, 32), "mma refuses IEEE f32", "accepted");
+    unit_check(!mma_supported(&c, TY_F16, false, 32, 128, 32), "mma refuses M < 2 T0", "accepted");
+    unit_check(!mma_supported(&c, TY_F16, false, 128, 128, 8), "mma refuses f16 K % 16", "accepted");
+    unit_check(mma_supported(&c, TY_F32, true, 128, 128, 8), "mma takes tf32 K 8", "refused");
+    c.opt = &o75;
+    unit_check(!mma_supported(&c, TY_F16, false, 128, 128, 32), "mma refuses sm_75", "accepted");
+    c.opt = &o90a;
+    unit_check(mma_supported(&c, TY_BF16, false, 128, 128, 32), "mma takes sm_90a", "refused");
+    int ok = 1;
+    for (int cols = 8; cols <= 256; cols *= 2) {
+        int p16 = mma_pitch(TY_F16, cols), p32 = mma_pitch(TY_F32, cols);
+        ok &= p16 >= cols && p16 * 2 % 16 == 0 && (p16 * 2 / 16) % 2 == 1;
+        ok &= p32 >= cols && p32 * 4 % 16 == 0;
+    }
+    unit_check(ok, "mma_pitch: rows 16-byte aligned, f16 rows odd multiples of 16 bytes", "no");
+}
+
+int main(void)
+{
+    case_refusals();
+    case_mma(TY_F16, 128, 128, 128, 32);
+    case_mma(TY_BF16, 128, 128, 128, 32);
+    case_mma(TY_F32, 128, 128, 128, 16);
+    case_mma(TY_F16, 256, 128, 64, 16);
+    case_mma(TY_F16, 64, 32, 8, 16);      /* one n-tile: ldmatrix .x2 */
+    case_mma(TY_F32, 64, 32, 8, 8);
+    case_mma(TY_BF16, 32, 64, 16, 64);
+    return unit_exit();
+}
