@@ -1,0 +1,103 @@
+#!/bin/sh
+# tests/mma/run.sh [BUILD_DIR]: the tensor-core examples use the tensor cores.
+#
+# For examples matmul_f16, matmul_bf16, matmul_tf32, gemm_bias_relu on sm_80, sm_90, sm_90a:
+#   mma        the PTX has mma.sync of the right shape and types (m16n8k16 f16/bf16, m16n8k8 tf32)
+#   ldmatrix   operands come through ldmatrix (B transposed for f16/bf16)
+#   no-ffma    the k loop (the loop holding the mma) has no fma.rn.f32: nothing on the SIMT path
+#   count      the k loop issues BM*BN*BK / (16*8*k) / warps mma per thread (every product once)
+#   tf32       matmul_tf32 rounds its operands with cvt.rna.tf32.f32
+# and the other way round: matmul_f32 (IEEE f32) has no mma and no ldmatrix; shapes the scheme
+# cannot do (-D BM=32 with 128 threads, -D BK=8 for f16) fall back to FFMA and still compile.
+# Last line: `N passed, M failed`.
+
+cd "$(dirname "$0")/../.." || exit 2
+B=${1:-build}
+case $B in /*) ;; *) B=$PWD/$B ;; esac
+tilec=$B/tilec
+passed=0 failed=0
+ok() { passed=$((passed + 1)); }
+bad() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+
+if [ ! -x "$tilec" ]; then
+	echo "mma: $tilec is not built"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tilec-mma.XXXXXX") || exit 2
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# The k loop: from the last label before the first mma.sync to the branch back to that label.
+kloop() {
+	awk '
+	{ line[NR] = $0 }
+	/^\$L[0-9]+:/ && !seen { head = substr($1, 1, length($1) - 1); start = NR }
+	/mma\.sync/ && !seen { seen = 1; h = head; s = start }
+	END {
+		if (!seen) exit
+		for (i = s; i <= NR; i++) {
+			print line[i]
+			if (i > s && index(line[i], "bra.uni " h ";")) break
+		}
+	}' "$1"
+}
+
+check_example() {   # name arch shape types mmas_per_kloop
+	name=$1 arch=$2 shape=$3 types=$4 want=$5
+	t="$name $arch"
+	ptx=$tmp/$name.$arch.ptx
+	if ! "$tilec" --arch="$arch" -o "$ptx" "examples/$name.tile" 2>"$tmp/err"; then
+		bad "$t compile" "$(head -n 3 "$tmp/err")"
+		return
+	fi
+	if grep -q "mma\.sync\.aligned\.$shape\.row\.col\.f32\.$types\.$types\.f32 " "$ptx"; then ok; else
+		bad "$t mma" "no mma.sync.aligned.$shape.row.col.f32.$types.$types.f32"; fi
+	if [ "$types" = tf32 ]; then
+		if grep -q 'ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16' "$ptx"; then ok; else bad "$t ldmatrix" "no ldmatrix for A"; fi
+		if grep -q 'cvt\.rna\.tf32\.f32' "$ptx"; then ok; else bad "$t tf32" "operands not rounded to tf32"; fi
+	else
+		if grep -q 'ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16' "$ptx" &&
+		   grep -q 'ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.shared\.b16' "$ptx"; then ok; else
+			bad "$t ldmatrix" "no ldmatrix .x4 and .x4.trans"; fi
+	fi
+	kloop "$ptx" >"$tmp/loop"
+	if [ -s "$tmp/loop" ] && ! grep -q 'fma\.rn\.f32' "$tmp/loop"; then ok; else
+		bad "$t no-ffma" "the k loop has fma.rn.f32 (or was not found)"; fi
+	n=$(grep -c 'mma\.sync' "$tmp/loop")
+	if [ "$n" -eq "$want" ]; then ok; else bad "$t count" "$n mma.sync in the k loop, want $want"; fi
+}
+
+for arch in sm_80 sm_90 sm_90a; do
+	# 128x128 tile, 4 warps: 2 m16 tiles x 16 n8 tiles per warp, BK/k steps
+	check_example matmul_f16 $arch m16n8k16 f16 64
+	check_example matmul_bf16 $arch m16n8k16 bf16 64
+	check_example gemm_bias_relu $arch m16n8k16 f16 64
+	check_example matmul_tf32 $arch m16n8k8 tf32 64
+done
+
+# IEEE f32 stays on FFMA.
+if "$tilec" --arch=sm_90 -o "$tmp/f32.ptx" examples/matmul_f32.tile 2>"$tmp/err"; then
+	if grep -q 'mma\.sync\|ldmatrix' "$tmp/f32.ptx"; then bad "matmul_f32 no-mma" "f32 without tf32() uses tensor cores"; else ok; fi
+	if grep -q 'fma\.rn\.f32' "$tmp/f32.ptx"; then ok; else bad "matmul_f32 ffma" "no fma.rn.f32"; fi
+else
+	bad "matmul_f32 compile" "$(head -n 3 "$tmp/err")"
+fi
+
+# Shapes the mma scheme refuses take the SIMT path: still correct code, no mma.
+fallback() {   # label example defines...
+	label=$1 ex=$2
+	shift 2
+	if "$tilec" --arch=sm_90 "$@" -o "$tmp/fb.ptx" "examples/$ex.tile" 2>"$tmp/err"; then
+		if grep -q 'mma\.sync' "$tmp/fb.ptx"; then bad "fallback $label" "mma.sync for a shape the scheme refuses"
+		elif grep -q 'fma\.rn\.f32' "$tmp/fb.ptx"; then ok
+		else bad "fallback $label" "neither mma nor fma"; fi
+	else
+		bad "fallback $label compile" "$(head -n 3 "$tmp/err")"
+	fi
+}
+fallback "f16 BM=32" matmul_f16 -D BM=32
+fallback "f16 BK=8" matmul_f16 -D BK=8
+fallback "tf32 BK=4" matmul_tf32 -D BK=4
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
