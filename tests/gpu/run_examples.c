@@ -10,7 +10,9 @@
  *
  * usage: run_examples [DIR]    (DIR defaults to build/examples)
  * Without a CUDA driver or device: prints that it skipped and succeeds. */
+#include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +116,10 @@ static Example examples[] = {
     {"rowsum", "X Y R N", NULL, NULL, false},
     {"softmax", "X Y R N", NULL, NULL, false},
     {"layernorm", "X W B Y eps R N", NULL, NULL, false},
+    {"matmul_f16", "A B C M K N", NULL, NULL, false},
+    {"matmul_bf16", "A B C M K N", NULL, NULL, false},
+    {"matmul_tf32", "A B C M K N", NULL, NULL, false},
+    {"gemm_bias_relu", "A B bias C M K N", NULL, NULL, false},
 };
 
 /* The example's kernel, loaded on first use; NULL (after one FAIL line) when it cannot be. */
@@ -337,6 +343,220 @@ done:
     free(x), free(w), free(b), free(ref);
 }
 
+/* ---------------------------------------------------------------- tensor-core matmuls */
+
+/* 16-bit floats on the host: round to nearest even, like the device. */
+typedef enum { T_F16, T_BF16, T_TF32 } MmaType;
+
+static uint16_t to_f16(float x)
+{
+    uint32_t sign = x < 0 ? 0x8000 : 0;
+    double a = fabs((double)x);
+    if (a < ldexp(1, -14))                        /* subnormal (or zero) */
+        return (uint16_t)(sign | (uint32_t)nearbyint(a / ldexp(1, -24)));
+    int e;
+    frexp(a, &e);                                 /* a = f * 2^e, f in [0.5, 1) */
+    e -= 1;
+    double mant = nearbyint(a / ldexp(1, e - 10));
+    if (mant == 2048)
+        mant = 1024, e++;
+    if (e > 15)
+        return (uint16_t)(sign | 0x7c00);
+    return (uint16_t)(sign | (uint32_t)(e + 15) << 10 | ((uint32_t)mant - 1024));
+}
+
+static float from_f16(uint16_t h)
+{
+    int e = h >> 10 & 0x1f, m = h & 0x3ff;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+    return (float)(h & 0x8000 ? -v : v);
+}
+
+static uint16_t to_bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u += 0x7fff + (u >> 16 & 1);
+    return (uint16_t)(u >> 16);
+}
+
+static float from_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+static bool half_bad(MmaType t, uint16_t h)   /* NaN or infinity: never a computed output here */
+{
+    return t == T_BF16 ? (h & 0x7f80) == 0x7f80 : (h & 0x7c00) == 0x7c00;
+}
+
+enum { HALF_POISON = 0x7fff7fff };   /* NaN as f16 and as bf16 */
+
+/* n 16-bit elements plus the guard (2 * GUARD halves), poisoned. */
+static CUdeviceptr dev_halves(size_t n)
+{
+    CUdeviceptr p;
+    size_t words = (n + 1) / 2 + GUARD;
+    if (nbufs == (int)(sizeof bufs / sizeof bufs[0]) || !gpu_alloc(&p, words * 4))
+        return 0;
+    bufs[nbufs++] = p;
+    return gpu_fill32(p, HALF_POISON, words) ? p : 0;
+}
+
+/* Random inputs in [-1, 1]; for f16/bf16 rounded to the type, x keeps the rounded values (so the
+ * double reference sees exactly what the GPU sees) and the 16-bit copy goes to the device. */
+static CUdeviceptr mma_input(MmaType t, float *x, size_t n)
+{
+    rng_fill(x, n, -1, 1);
+    if (t == T_TF32)
+        return dev_input(x, n);
+    uint16_t *h = malloc(n * 2 + 2);
+    CUdeviceptr p = 0;
+    if (!h)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        h[i] = t == T_F16 ? to_f16(x[i]) : to_bf16(x[i]);
+        x[i] = t == T_F16 ? from_f16(h[i]) : from_bf16(h[i]);
+    }
+    if ((p = dev_halves(n)) && !gpu_upload(p, h, n * 2))
+        p = 0;
+    free(h);
+    return p;
+}
+
+/* The 16-bit output against ref: unwritten (still NaN), guard, then the relative error. */
+static void check_halves(const char *desc, MmaType t, CUdeviceptr out, size_t n, const double *ref,
+                         double tol)
+{
+    size_t halves = ((n + 1) / 2 + GUARD) * 2;
+    uint16_t *h = malloc(halves * 2);
+    float *x = malloc(n * 4 + 4);
+    if (!h || !x || !gpu_download(h, out, halves * 2)) {
+        result(false, desc, "cannot read the output back");
+        goto done;
+    }
+    size_t nan = 0, first = 0, oob = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (half_bad(t, h[i]) && !nan++)
+            first = i;
+        x[i] = t == T_F16 ? from_f16(h[i]) : from_bf16(h[i]);
+    }
+    for (size_t i = n; i < halves; i++)
+        oob += h[i] != 0x7fff;
+    double err = rel_error(x, ref, n);
+    if (nan)
+        result(false, desc, "%zu of %zu outputs NaN or never written (first at %zu)", nan, n, first);
+    else if (oob)
+        result(false, desc, "%zu halves written past the end of the output", oob);
+    else if (!(err < tol))
+        result(false, desc, "relative error %.3g over %.0e", err, tol);
+    else
+        result(true, desc, "rel err %.2g", err);
+done:
+    free(h);
+    free(x);
+}
+
+/* Tolerances of docs/language.md (section on @): f16/bf16 operands are exact in the double
+ * reference, so the error is the f32 accumulation plus the final rounding of C; tf32 rounds the
+ * operands (10-bit mantissa) and keeps C in f32. */
+static const double TOL_F16 = 1e-3, TOL_BF16 = 8e-3, TOL_TF32 = 1e-3;
+
+/* matmul_f16 / matmul_bf16 / matmul_tf32, and gemm_bias_relu (f16) when bias is set. */
+static void case_mma(tilert_context *ctx, const char *name, MmaType t, bool bias, int m, int n, int kk,
+                     bool expect_refusal)
+{
+    tilert_kernel *k = kernel(ctx, name);
+    if (!k)
+        return;
+    char desc[128];
+    snprintf(desc, sizeof desc, "%s M=%d N=%d K=%d%s", name, m, n, kk, expect_refusal ? " refused by assume" : "");
+    size_t sa = (size_t)m * kk, sb = (size_t)kk * n, sc = (size_t)m * n;
+    float *ha = malloc(sa * 4 + 4), *hb = malloc(sb * 4 + 4), *hbias = malloc((size_t)n * 4 + 4);
+    double *ref = malloc(sc * 8 + 8);
+    CUdeviceptr da, db, dbias = 0, dc;
+    if (!ha || !hb || !hbias || !ref) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    if (!(da = mma_input(t, ha, sa)) || !(db = mma_input(t, hb, sb)) ||
+        (bias && !(dbias = mma_input(t, hbias, (size_t)n))) ||
+        !(dc = t == T_TF32 ? dev_floats(sc) : dev_halves(sc))) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    tilert_arg a[7];
+    int na = 0;
+    a[na++] = tilert_ptr(da);
+    a[na++] = tilert_ptr(db);
+    if (bias)
+        a[na++] = tilert_ptr(dbias);
+    a[na++] = tilert_ptr(dc);
+    a[na++] = tilert_i32(m);
+    a[na++] = tilert_i32(kk);
+    a[na++] = tilert_i32(n);
+    if (expect_refusal) {
+        refused(desc, k, a, na);
+        goto done;
+    }
+    ref_matmul(ha, hb, ref, m, n, kk);
+    if (bias)
+        for (size_t i = 0; i < sc; i++) {
+            double v = ref[i] + hbias[i % (size_t)n];
+            ref[i] = v > 0 ? v : 0;
+        }
+    if (!launch(desc, k, a, na))
+        goto done;
+    if (t == T_TF32) {
+        /* check_output's tolerance is the f32 one: compare here with tf32's */
+        float *h = malloc((sc + GUARD) * 4);
+        if (!h || !gpu_download(h, dc, (sc + GUARD) * 4)) {
+            result(false, desc, "cannot read the output back");
+        } else {
+            size_t first = 0, nan = count_nan(h, sc, &first), oob = count_changed(h + sc, GUARD, GPU_POISON);
+            double err = rel_error(h, ref, sc);
+            if (nan)
+                result(false, desc, "%zu of %zu outputs NaN or never written (first at %zu)", nan, sc, first);
+            else if (oob)
+                result(false, desc, "%zu words written past the end of the output", oob);
+            else if (!(err < TOL_TF32))
+                result(false, desc, "relative error %.3g over %.0e", err, TOL_TF32);
+            else
+                result(true, desc, "rel err %.2g", err);
+        }
+        free(h);
+    } else {
+        check_halves(desc, t, dc, sc, ref, t == T_F16 ? TOL_F16 : TOL_BF16);
+    }
+done:
+    free_case();
+    free(ha), free(hb), free(hbias), free(ref);
+}
+
+static void cases_mma(tilert_context *ctx)
+{
+    /* M anything; N and K multiples of 8 (f16, bf16: the kernels assume it) or 4 (tf32) */
+    static const int m_sizes[] = {1, 7, 100, 128, 129, 257};
+    static const int nk16[][2] = {{8, 8}, {104, 128}, {128, 104}, {136, 264}, {256, 256}, {264, 40}};
+    static const int nk32[][2] = {{4, 4}, {100, 100}, {128, 128}, {100, 4}, {4, 132}, {260, 256}};
+    static const struct { const char *name; MmaType t; bool bias; } ks[] = {
+        {"matmul_f16", T_F16, false}, {"matmul_bf16", T_BF16, false},
+        {"gemm_bias_relu", T_F16, true}, {"matmul_tf32", T_TF32, false},
+    };
+    for (size_t e = 0; e < sizeof ks / sizeof ks[0]; e++) {
+        for (size_t i = 0; i < sizeof m_sizes / sizeof m_sizes[0]; i++)
+            for (size_t j = 0; j < 6; j++) {
+                const int *nk = ks[e].t == T_TF32 ? nk32[j] : nk16[j];
+                case_mma(ctx, ks[e].name, ks[e].t, ks[e].bias, m_sizes[i], nk[0], nk[1], false);
+            }
+        case_mma(ctx, ks[e].name, ks[e].t, ks[e].bias, 128, 128, ks[e].t == T_TF32 ? 7 : 100, true);
+        case_mma(ctx, ks[e].name, ks[e].t, ks[e].bias, 129, ks[e].t == T_TF32 ? 6 : 12, 128, true);
+    }
+}
+
 /* vecadd with N = 0: an empty grid launches nothing, succeeds, and writes nothing. */
 static void case_empty(tilert_context *ctx)
 {
@@ -391,6 +611,10 @@ int main(int argc, char **argv)
             case_matmul(ctx, mm_m[i], mm_nk[j][0], mm_nk[j][1], false);
     case_matmul(ctx, 128, 128, 7, true);
     case_matmul(ctx, 129, 7, 128, true);
+    if (tilert_device_arch(ctx) >= 80)     /* mma.sync, ldmatrix and cp.async need sm_80 */
+        cases_mma(ctx);
+    else
+        printf("skipped: tensor-core examples need sm_80 or later\n");
 
     static const int sum_n[] = {1, 1000, 32768, (1 << 22) + 3};
     for (size_t i = 0; i < sizeof sum_n / sizeof sum_n[0]; i++)
