@@ -161,6 +161,32 @@ static void mma(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, cons
     in->nsrc = 10;
 }
 
+/* A 32-bit fragment register from two 16-bit elements (low, high) when no ldmatrix can read them. */
+static int pair_b16(Lower *c, int addr, int64_t off_lo, int64_t off_hi)
+{
+    Func *f = c->f;
+    int h[2];
+    int64_t offs[2] = { off_lo, off_hi };
+    for (int e = 0; e < 2; e++) {
+        int d = new_reg(f, ptype_class(PT_B16));
+        Ins *in = emit_ins(f, OP_LD, PT_B16);
+        in->space = SP_SHARED;
+        in->vec = 1;
+        in->dst[0] = d;
+        in->ndst = 1;
+        in->src[0] = R(addr);
+        in->nsrc = 1;
+        in->off = offs[e];
+        ir_naive_addr(f);
+        h[e] = ir_cvt(f, PT_U32, PT_U16, R(d));
+    }
+    int hi = ir_bin(f, OP_SHL, PT_B32, R(h[1]), IMM(16));
+    return ir_bin(f, OP_BOR, PT_B32, R(h[0]), R(hi));
+}
+
+/* ldmatrix needs every row address 16-byte aligned. Matrices staged here or by a pipeline have
+ * mma_pitch rows; a shared var may not (its pitch is the var's): then each fragment register is
+ * loaded by plain ld.shared, 32 bits where the pair is contiguous, 16 + 16 bits where not. */
 void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
 {
     Func *f = c->f;
@@ -171,42 +197,62 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     int K = a.cols, ks = k_step(a.type);
     int T0 = L->T[0], mtiles = L->O[0] / 2, ntiles = L->O[1];
     int64_t apitch = (int64_t)a.pitch * es, bpitch = (int64_t)b.pitch * es;
+    bool ldm_a = apitch % 16 == 0, ldm_b = !tf && bpitch % 16 == 0;
     if (L->T[1] != 4 || L->V[1] != 2 || L->V[0] != 1 || L->O[0] % 2 || T0 * 4 != c->threads)
         die("lower_mma: accumulator is not in the mma layout");
+    if (apitch % 4 || bpitch % 2)
+        die("lower_mma: operand rows not 4-byte aligned");
     f->cur_what = "mma fragment address";
-    /* A: row (l & 8 ? T0 : 0) + 8 warp + (l & 7), 16 bytes further for l >= 16 */
     int warp8 = ir_bin(f, OP_BAND, PT_B32, R(ir_bin(f, OP_SHR, PT_U32, R(c->tid), IMM(2))), IMM(~7));
-    int row = ir_bin(f, OP_ADD, PT_U32, R(warp8), R(tid_bits(c, 0, 7)));
-    row = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(T0), R(row));
-    int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(16), R(a.base));
-    int alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(apitch), R(aoff));
+    int alane;
+    if (ldm_a) {
+        /* A: row (l & 8 ? T0 : 0) + 8 warp + (l & 7), 16 bytes further for l >= 16 */
+        int row = ir_bin(f, OP_ADD, PT_U32, R(warp8), R(tid_bits(c, 0, 7)));
+        row = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(T0), R(row));
+        int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(16), R(a.base));
+        alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(apitch), R(aoff));
+    } else {
+        /* A by ld.shared.b32: row 8 warp + g, byte 4q (elements 2q, 2q+1, or tf32 element q) */
+        int row = ir_bin(f, OP_ADD, PT_U32, R(warp8), R(tid_bits(c, 2, 7)));
+        int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(4), R(a.base));
+        alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(apitch), R(aoff));
+    }
     int blane;
-    if (!tf) {
+    if (ldm_b) {
         /* B: row (l & 7) + 8 ((l >> 3) & 1) = l & 15, next n-tile (16 bytes) for l >= 16 */
         int boff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(16), R(b.base));
         blane = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 15)), IMM(bpitch), R(boff));
     } else {
-        /* B: row q, column g */
-        int boff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 2, 7)), IMM(4), R(b.base));
-        blane = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(bpitch), R(boff));
+        /* B: row q (tf32) or 2q (16-bit pairs), column g */
+        int boff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 2, 7)), IMM(es), R(b.base));
+        blane = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(tf ? bpitch : 2 * bpitch), R(boff));
     }
     f->cur_what = "mma fragment";
     int *afrag = malloc(sizeof(int) * (size_t)(4 * mtiles));
     for (int k = 0; k < K; k += ks) {
         for (int j = 0; j < mtiles; j++) {
-            ldmatrix(c, &afrag[4 * j], 4, false, alane, 2 * j * T0 * apitch + (int64_t)k * es);
+            int64_t base = 2 * j * T0 * apitch + (int64_t)k * es;
+            if (ldm_a)
+                ldmatrix(c, &afrag[4 * j], 4, false, alane, base);
+            else   /* a_i: rows +T0 for odd i, 16 bytes further along k for i >= 2 */
+                for (int i = 0; i < 4; i++)
+                    afrag[4 * j + i] = ld_b32(c, alane, base + (i & 1) * T0 * apitch + (i >> 1) * 16);
             if (tf)
                 for (int i = 0; i < 4; i++)
                     afrag[4 * j + i] = round_tf32(c, afrag[4 * j + i]);
         }
-        for (int n = 0; n < ntiles; n += tf ? 1 : 2) {
+        for (int n = 0; n < ntiles; n += ldm_b ? 2 : 1) {
             int bfrag[4];
-            int pair = tf ? 1 : ntiles - n >= 2 ? 2 : 1;
+            int pair = ldm_b && ntiles - n >= 2 ? 2 : 1;
+            int64_t col = (int64_t)n * MMA_N * es;
             if (tf) {
                 for (int i = 0; i < 2; i++)
-                    bfrag[i] = round_tf32(c, ld_b32(c, blane, (k + 4 * i) * bpitch + (int64_t)n * MMA_N * es));
+                    bfrag[i] = round_tf32(c, ld_b32(c, blane, (k + 4 * i) * bpitch + col));
+            } else if (ldm_b) {
+                ldmatrix(c, bfrag, 2 * pair, true, blane, k * bpitch + col);
             } else {
-                ldmatrix(c, bfrag, 2 * pair, true, blane, k * bpitch + (int64_t)n * MMA_N * es);
+                for (int i = 0; i < 2; i++)
+                    bfrag[i] = pair_b16(c, blane, (k + 8 * i) * bpitch + col, (k + 8 * i + 1) * bpitch + col);
             }
             for (int p = 0; p < pair; p++)
                 for (int j = 0; j < mtiles; j++) {
