@@ -164,6 +164,7 @@ $(TILEC_OBJ) $(TILERT_OBJ) $(PROG_OBJ): config.mk
 EX_TILES := $(wildcard examples/*.tile)
 EX_DIR   := $(B)/examples$(if $(ARCH),/$(ARCH))
 EX_PTX   := $(patsubst examples/%.tile,$(EX_DIR)/%.ptx,$(EX_TILES))
+all: $(EX_PTX)
 
 $(EX_DIR)/%.ptx: examples/%.tile $(TILEC)
 	@mkdir -p $(@D)

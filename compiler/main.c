@@ -37,6 +37,9 @@ static void usage(FILE *out)
             "  --max-regs=N       register budget per thread (default: what the block size allows)\n"
             "  -fno-addr-split    compute every address in full (no base + constant offset)\n"
             "  -fno-const-reg-elim  keep stage arrays as arrays\n"
+            "  -fno-remat, -fno-schedule  skip the register-pressure passes\n"
+            "  -fno-reg-cap       let ptxas use any number of registers (no .maxnreg at the occupancy\n"
+            "                     boundary the predicted demand allows)\n"
             "  --version, --help\n");
 }
 
@@ -69,6 +72,7 @@ static int parse_args(Cli *cli, int argc, char **argv)
     memset(cli, 0, sizeof *cli);
     cli->opt.addr_split = true;
     cli->opt.const_reg_elim = true;
+    cli->opt.remat = cli->opt.schedule = cli->opt.reg_cap = true;
     for (int i = 1; i < argc; i++) {
         char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -125,6 +129,14 @@ static int parse_args(Cli *cli, int argc, char **argv)
             cli->opt.max_regs = (int)v;
         } else if (!strcmp(a, "-fno-addr-split")) {
             cli->opt.addr_split = false;
+        } else if (!strcmp(a, "-fno-remat")) {
+            cli->opt.remat = false;
+        } else if (!strcmp(a, "-fno-schedule")) {
+            cli->opt.schedule = false;
+        } else if (!strcmp(a, "-freg-cap")) {
+            cli->opt.reg_cap = true;
+        } else if (!strcmp(a, "-fno-reg-cap")) {
+            cli->opt.reg_cap = false;
         } else if (!strcmp(a, "-fno-const-reg-elim")) {
             cli->opt.const_reg_elim = false;
         } else if (a[0] == '-' && a[1]) {
@@ -285,12 +297,18 @@ static bool compile_for_arch(Arena *a, Program *p, Cli *cli, const char *arch, A
         if (cli->dump && !strcmp(cli->dump, "tir"))
             ir_dump(f, stdout);
         int budget = opt.max_regs ? opt.max_regs : reg_budget(k->threads);
-        remat_cheap(f);
-        schedule_pressure(f);
+        /* sm_86 and sm_89 multiprocessors hold 1536 threads, sm_80 and sm_90 2048 */
+        f->sm_threads = !strcmp(arch, "sm_86") || !strcmp(arch, "sm_89") ? 1536 : 2048;
+        if (opt.remat)
+            remat_cheap(f);
+        if (opt.schedule)
+            schedule_pressure(f);
         if (!regalloc(f, budget))
             ok = false;
-        /* the allocation tilec imposes (.maxnreg) is the prediction: ptxas may not exceed it */
-        out->metas[i].pred_regs = f->maxnreg > 0 ? f->maxnreg : f->peak_regs;
+        if (!opt.reg_cap)
+            f->maxnreg = 0;
+        /* the demand, which the cap (when binding) can only lower */
+        out->metas[i].pred_regs = f->maxnreg > 0 && f->maxnreg < f->peak_regs ? f->maxnreg : f->peak_regs;
         if (cli->dump && !strcmp(cli->dump, "alloc"))
             ir_dump(f, stdout);
         out->funcs[i] = f;

@@ -54,23 +54,46 @@ int reg_budget(int threads)
     return r >= 255 ? 255 : r & ~7;
 }
 
-/* The .maxnreg that makes the prediction binding, so ptxas cannot spend registers on latency
- * hiding far beyond what the code needs (it uses what it is given: up to 161 for a matmul that
- * fits in 124). ptxas reorders our code and adds a few registers of its own (address and
- * predicate arithmetic, loads hoisted for latency), so the cap leaves a tenth spare (at least
- * REG_SLACK), then
- * rounds up to the allocation unit: the hardware hands a warp registers in units of 256, 8 per
- * thread, so rounding costs no occupancy. ptxas raises any cap below 24 to 24; the budget rules. */
-enum { REG_SLACK = 4 };
-static int ptx_maxnreg(int pred, int budget)
+/* The .maxnreg tilec binds ptxas to: the demand plus slack, never across an occupancy boundary.
+ * What costs speed is not registers but occupancy: a block
+ * of T threads using R registers lets floor(65536 / (T * R)) blocks share a multiprocessor (R in
+ * units of 8, the hardware's allocation unit), and one register over a boundary can halve that
+ * (layernorm at 1024 threads: 2 blocks at 32 registers, 1 at 40 -- measured 0.165 against
+ * 0.239 ms on an H200). So the cap is the most registers that keep the occupancy the predicted
+ * demand allows, with a tenth (at least REG_SLACK) of slack on the demand: ptxas reschedules our
+ * code and the demand is an estimate. Below the cap ptxas is free to use what it likes; above it
+ * would only lose blocks. ptxas raises any cap below 24 to 24; the budget rules. */
+enum { REG_SLACK = 4, REG_FILE = 65536, MAX_BLOCKS_SM = 32 };
+
+static int blocks_per_sm(int threads, int regs, int sm_threads)
+{
+    int by_regs = REG_FILE / (threads * regs);
+    int by_threads = sm_threads / threads;
+    int b = by_regs < by_threads ? by_regs : by_threads;
+    return b < MAX_BLOCKS_SM ? b : MAX_BLOCKS_SM;
+}
+
+static int ptx_maxnreg(int pred, int budget, int threads, int sm_threads)
 {
     int slack = pred / 10 > REG_SLACK ? pred / 10 : REG_SLACK;
-    int cap = (pred + slack + 7) & ~7;
+    int limit = budget > 0 && budget < 255 ? budget : 255;
+    /* the occupancy the demand (less its slack) allows, and the most registers that keep it */
+    int floor_regs = (pred - slack + 7) & ~7;
+    if (floor_regs < 24)
+        floor_regs = 24;
+    if (floor_regs > limit)
+        return limit;
+    int want = blocks_per_sm(threads, floor_regs, sm_threads);
+    int boundary = floor_regs;
+    for (int r = floor_regs + 8; r <= limit && blocks_per_sm(threads, r, sm_threads) >= want; r += 8)
+        boundary = r;
+    /* and no more than the demand needs: where threads, not registers, bound occupancy the
+       boundary is loose and ptxas would fill it, making its count unpredictable for nothing
+       (registers are allocated in units of 8, so an unrounded cap costs no occupancy) */
+    int cap = pred + slack < boundary ? pred + slack : boundary;
     if (cap < 24)
         cap = 24;
-    if (budget > 0 && cap > budget)
-        cap = budget;
-    return cap > 255 ? 255 : cap;
+    return cap > limit ? limit : cap;
 }
 
 static int weight(RegClass rc) { return rc == RC_D ? 2 : rc == RC_P ? 0 : 1; }
@@ -224,7 +247,7 @@ bool regalloc(Func *f, int budget)
     memcpy(f->nphys, nphys, sizeof nphys);
     /* two registers hold the thread's own program counter since Volta */
     f->peak_regs = peak + 2;
-    f->maxnreg = ptx_maxnreg(f->peak_regs, budget);
+    f->maxnreg = ptx_maxnreg(f->peak_regs, budget, f->threads, f->sm_threads ? f->sm_threads : 2048);
     f->peak_index = peak_at;
     f->peak_line = n ? f->code.v[peak_at].line : 0;
     /* group the values live at the peak by the source value they belong to */

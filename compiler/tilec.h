@@ -445,6 +445,7 @@ typedef struct {
     struct { const char *what; int regs; } top[5];   /* values live at the peak, largest first */
     int ntop;
     int maxnreg;           /* regalloc: the cap emitted as .maxnreg (0: none) */
+    int sm_threads;        /* threads a multiprocessor holds on the target arch (occupancy) */
 } Func;
 
 Func *func_new(Kernel *k);
@@ -476,6 +477,8 @@ void ir_dump(Func *f, FILE *out);
 typedef struct {
     bool addr_split;       /* base + constant offset addressing (-fno-addr-split turns it off) */
     bool const_reg_elim;
+    bool remat, schedule;  /* the pressure passes (-fno-remat, -fno-schedule) */
+    bool reg_cap;          /* emit .maxnreg (-fno-reg-cap) */
     int max_regs;          /* 0: from the block size */
     const char *arch;      /* "sm_80" ... */
 } Options;
