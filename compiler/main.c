@@ -336,8 +336,8 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
         Func *f = ao->funcs[i];
         if (json) {
             fprintf(o, "{\"kernel\": \"%s\", \"arch\": \"%s\", \"threads\": %d, \"smem_bytes\": %d, "
-                       "\"predicted_regs\": %d, \"peak_demand\": %d, \"peak_line\": %d, \"budget\": %d",
-                    m->name, arch, m->threads, m->smem_bytes, m->pred_regs, f->peak_regs, f->peak_line,
+                       "\"predicted_regs\": %d, \"peak_demand\": %d, \"reg_cap\": %d, \"peak_line\": %d, \"budget\": %d",
+                    m->name, arch, m->threads, m->smem_bytes, m->pred_regs, f->peak_regs, f->maxnreg, f->peak_line,
                     reg_budget(m->threads));
             fprintf(o, ", \"peak_values\": [");
             for (int j = 0; j < f->ntop; j++)
@@ -352,9 +352,11 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
         fprintf(o, "kernel %s (%s)\n", m->name, arch);
         fprintf(o, "  threads            %d\n", m->threads);
         fprintf(o, "  shared memory      %d bytes\n", m->smem_bytes);
-        fprintf(o, "  registers          %d predicted (allocation; peak demand %d at line %d; budget %d)\n", m->pred_regs,
-                f->peak_regs, f->peak_line,
+        fprintf(o, "  registers          %d predicted (peak at line %d; budget %d", m->pred_regs, f->peak_line,
                 reg_budget(m->threads));
+        if (f->maxnreg > 0)
+            fprintf(o, "; ptxas capped at %d", f->maxnreg);
+        fprintf(o, ")\n");
         for (int j = 0; j < f->ntop; j++)
             fprintf(o, "    %-16s %d registers at the peak\n", f->top[j].what, f->top[j].regs);
         if (have_ptxas && m->ptxas_regs >= 0)
