@@ -195,13 +195,7 @@ run-gpu:
 	@$(MAKE_GPU_RUN)
 
 define MAKE_GPU_RUN
-fail=0; \
-for p in $(GPU_PROGS); do \
-	echo "== $$p $(EX_DIR)"; \
-	$$p $(EX_DIR) || fail=1; \
-done; \
-if [ -z "$(GPU_PROGS)" ]; then echo "check-gpu: no GPU programs under tests/gpu"; fi; \
-exit $$fail
+sh tests/gpu-run.sh $(EX_DIR) $(GPU_PROGS)
 endef
 
 HAVE_GPU = nvidia-smi -L >/dev/null 2>&1 || [ -e /dev/nvidia0 ]
@@ -293,5 +287,4 @@ all: $(NOAS_PTX) $(ADDR_PTX)
 check-gpu: run-gpu-noaddrsplit
 run-gpu: run-gpu-noaddrsplit
 run-gpu-noaddrsplit: $(if $(filter check-gpu,$(MAKECMDGOALS)),$(NOAS_PTX) $(GPU_PROGS))
-	@echo "== $(B)/tests/gpu/run_examples $(NOAS_DIR)"
-	@$(B)/tests/gpu/run_examples $(NOAS_DIR)
+	@sh tests/gpu-run.sh $(NOAS_DIR) $(B)/tests/gpu/run_examples

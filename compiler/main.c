@@ -18,6 +18,7 @@ typedef struct {
     int narchs;
     EmitKind emit;
     bool report, report_json;
+    bool no_ptxas;         /* never run ptxas (timing tilec alone, machines without it) */
     const char *dump;
     Options opt;
     Define defs[64];
@@ -33,6 +34,7 @@ static void usage(FILE *out)
             "  -D NAME=VALUE      override a const\n"
             "  --emit=KIND        ptx (default), cubin (runs ptxas), c (NAME.c + NAME.h), meta\n"
             "  --report[=json]    per kernel: threads, shared memory, predicted registers, ptxas figures\n"
+            "  --no-ptxas         never run ptxas (no cap check, no ptxas figures; not with cubin/c)\n"
             "  --dump=STAGE       print the IR after a stage: tir (lowered), alloc (allocated)\n"
             "  --max-regs=N       register budget per thread (default: what the block size allows)\n"
             "  -fno-addr-split    compute every address in full (no base + constant offset)\n"
@@ -113,6 +115,8 @@ static int parse_args(Cli *cli, int argc, char **argv)
             else if (!strcmp(k, "c")) cli->emit = EMIT_C;
             else if (!strcmp(k, "meta")) cli->emit = EMIT_META;
             else return usage_error("unknown --emit kind '%s' (ptx, cubin, c, meta)", k);
+        } else if (!strcmp(a, "--no-ptxas")) {
+            cli->no_ptxas = true;
         } else if (!strcmp(a, "--report")) {
             cli->report = true;
         } else if (!strcmp(a, "--report=json")) {
@@ -271,6 +275,8 @@ typedef struct {
     int nk;
 } ArchOutput;
 
+static void emit_module(ArchOutput *out, int nkernels, const char *arch);
+
 /* The pipeline for one architecture: lower, allocate, emit. */
 static bool compile_for_arch(Arena *a, Program *p, Cli *cli, const char *arch, ArchOutput *out)
 {
@@ -315,10 +321,49 @@ static bool compile_for_arch(Arena *a, Program *p, Cli *cli, const char *arch, A
     }
     if (!ok)
         return false;
+    emit_module(out, p->nkernels, arch);
+    /* The cap rests on an estimate: where ptxas is at hand, check that no kernel spills under it,
+       and loosen the cap of any that does -- first the occupancy clamp (back to demand + slack),
+       then to the budget. ptxas runs once when nothing spills. */
+    bool capped = false;
+    for (int i = 0; i < p->nkernels; i++)
+        capped |= out->funcs[i]->maxnreg > 0;
+    for (int round = 0; capped && opt.reg_cap && !cli->no_ptxas && round < 3; round++) {
+        Buf cub = { 0 }, log = { 0 };
+        bool missing = false, changed = false;
+        if (ptxas_run(out->ptx.s, arch, &cub, &log, &missing)) {
+            ptxas_parse_report(log.s ? log.s : "", out->metas, out->nk);
+            for (int i = 0; i < p->nkernels; i++) {
+                Func *f = out->funcs[i];
+                KernelMeta *m = &out->metas[i];
+                int budget = opt.max_regs ? opt.max_regs : reg_budget(f->threads);
+                if (f->maxnreg > 0 && f->maxnreg < budget && m->ptxas_spill_stores + m->ptxas_spill_loads > 0) {
+                    int cap = f->cap_tight ? f->peak_regs + reg_cap_slack(f->peak_regs) : budget;
+                    f->maxnreg = cap < budget ? cap : budget;
+                    f->cap_tight = false;
+                    m->pred_regs = f->peak_regs;
+                    changed = true;
+                }
+                m->ptxas_regs = m->ptxas_spill_stores = m->ptxas_spill_loads = m->ptxas_stack = -1;
+            }
+        }
+        buf_free(&cub);
+        buf_free(&log);
+        if (!changed)
+            break;
+        buf_free(&out->ptx);
+        emit_module(out, p->nkernels, arch);
+    }
+    return true;
+}
+
+/* PTX text of the whole module: header, every kernel's metadata block, every kernel. */
+static void emit_module(ArchOutput *out, int nkernels, const char *arch)
+{
     emit_ptx_header(&out->ptx, arch);
     /* the metadata block leads, so the runtime finds it without parsing PTX */
     Buf body = { 0 };
-    for (int i = 0; i < p->nkernels; i++) {
+    for (int i = 0; i < nkernels; i++) {
         meta_write(&out->ptx, &out->metas[i]);
         emit_ptx_kernel(&body, out->funcs[i], &out->metas[i]);
     }
@@ -326,7 +371,6 @@ static bool compile_for_arch(Arena *a, Program *p, Cli *cli, const char *arch, A
     if (body.len)
         buf_puts(&out->ptx, body.s);
     buf_free(&body);
-    return true;
 }
 
 static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, bool have_ptxas)
@@ -400,7 +444,9 @@ int main(int argc, char **argv)
     int ncubins = 0;
     bool have_ptxas = false;
     bool need_cubin = cli.emit == EMIT_CUBIN || (cli.emit == EMIT_C && narch > 0);
-    if (need_cubin || cli.report) {
+    if (cli.no_ptxas && need_cubin)
+        return usage_error("--no-ptxas cannot make cubins (--emit=cubin or --emit=c)%s", "");
+    if ((need_cubin || cli.report) && !cli.no_ptxas) {
         for (int i = 0; i < narch; i++) {
             Buf cub = { 0 }, log = { 0 };
             bool missing = false;

@@ -73,6 +73,11 @@ static int blocks_per_sm(int threads, int regs, int sm_threads)
     return b < MAX_BLOCKS_SM ? b : MAX_BLOCKS_SM;
 }
 
+int reg_cap_slack(int pred)
+{
+    return pred / 10 > REG_SLACK ? pred / 10 : REG_SLACK;
+}
+
 static int ptx_maxnreg(int pred, int budget, int threads, int sm_threads)
 {
     int slack = pred / 10 > REG_SLACK ? pred / 10 : REG_SLACK;
@@ -248,6 +253,7 @@ bool regalloc(Func *f, int budget)
     /* two registers hold the thread's own program counter since Volta */
     f->peak_regs = peak + 2;
     f->maxnreg = ptx_maxnreg(f->peak_regs, budget, f->threads, f->sm_threads ? f->sm_threads : 2048);
+    f->cap_tight = f->maxnreg < f->peak_regs + reg_cap_slack(f->peak_regs);
     f->peak_index = peak_at;
     f->peak_line = n ? f->code.v[peak_at].line : 0;
     /* group the values live at the peak by the source value they belong to */

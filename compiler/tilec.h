@@ -446,6 +446,7 @@ typedef struct {
     int ntop;
     int maxnreg;           /* regalloc: the cap emitted as .maxnreg (0: none) */
     int sm_threads;        /* threads a multiprocessor holds on the target arch (occupancy) */
+    bool cap_tight;        /* maxnreg was held below demand + slack to keep occupancy: ptxas may spill */
 } Func;
 
 Func *func_new(Kernel *k);
@@ -495,6 +496,8 @@ bool regalloc(Func *f, int budget);
 /* Registers per thread the hardware allows for a block of `threads` (65536/threads, <= 255,
  * rounded down to a multiple of 8). */
 int reg_budget(int threads);
+/* The slack the register cap leaves over the predicted demand. */
+int reg_cap_slack(int pred);
 
 /* ---------------------------------------------------------------- const_reg_elim.c */
 

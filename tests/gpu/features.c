@@ -1,0 +1,214 @@
+/* features.c: language features the examples do not exercise, on the GPU against CPU references
+ * (tests/gpu/kernels/features.tile): reductions along an axis with the result broadcast back
+ * (inside a warp and through shared memory), a column reduction, a bias broadcast over the FFMA
+ * accumulator, atomic_max with positive and negative values. Fresh random inputs, poisoned
+ * outputs, sizes that are not tile multiples. Usage: features EXAMPLES_DIR */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "gpu_util.h"
+#include "ref_util.h"
+
+static int passed, failed;
+static tilert_module *mod;
+
+static void report(bool ok, const char *desc, double err, size_t nan)
+{
+    printf("%s %s (rel err %.2g, %zu unwritten)\n", ok ? "ok" : "FAIL", desc, err, nan);
+    ok ? passed++ : failed++;
+}
+
+static tilert_kernel *kernel(const char *name)
+{
+    tilert_kernel *k;
+    if (tilert_get_kernel(mod, name, &k) != TILERT_OK) {
+        printf("FAIL %s: %s\n", name, tilert_last_error());
+        failed++;
+        return NULL;
+    }
+    return k;
+}
+
+static CUdeviceptr upload(const float *h, size_t n)
+{
+    CUdeviceptr d = 0;
+    if (!gpu_alloc(&d, n * 4 + 16) || (n && !gpu_upload(d, h, n * 4)))
+        return 0;
+    return d;
+}
+
+static CUdeviceptr poisoned(size_t n)
+{
+    CUdeviceptr d = 0;
+    if (!gpu_alloc(&d, n * 4 + 16) || !gpu_fill32(d, 0x7fc00001u, n))
+        return 0;
+    return d;
+}
+
+/* Launches, downloads n floats from out, compares with ref. */
+static void run(const char *desc, tilert_kernel *k, tilert_arg *a, int na, CUdeviceptr out, const double *ref,
+                size_t n, double tol)
+{
+    float *h = malloc(n * 4 + 4);
+    tilert_status s = tilert_launch(k, 0, a, na);
+    if (s != TILERT_OK || !gpu_sync() || !gpu_download(h, out, n * 4)) {
+        printf("FAIL %s: %s %s\n", desc, tilert_status_name(s), s ? tilert_last_error() : "");
+        failed++;
+        free(h);
+        return;
+    }
+    size_t first = 0, nan = count_nan(h, n, &first);
+    double err = rel_error(h, ref, n);
+    report(nan == 0 && err < tol, desc, err, nan);
+    free(h);
+}
+
+static void softmax_rows(int rows, int n)
+{
+    char desc[96];
+    snprintf(desc, sizeof desc, "softmax_rows (axis=1, in a warp) R=%d N=%d", rows, n);
+    size_t sz = (size_t)rows * n;
+    float *x = malloc(sz * 4 + 4);
+    double *ref = malloc(sz * 8 + 8);
+    rng_fill(x, sz, -4, 4);
+    ref_softmax(x, ref, rows, n);
+    CUdeviceptr dx = upload(x, sz), dy = poisoned(sz);
+    tilert_kernel *k = kernel("softmax_rows");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_i32(rows), tilert_i32(n) };
+    if (k && dx && dy)
+        run(desc, k, a, 4, dy, ref, sz, 1e-5);
+    gpu_free(dx), gpu_free(dy), free(x), free(ref);
+}
+
+static void center_rows(int rows, int n)
+{
+    char desc[96];
+    snprintf(desc, sizeof desc, "center_rows (axis=1, shared memory) R=%d N=%d", rows, n);
+    size_t sz = (size_t)rows * n;
+    float *x = malloc(sz * 4 + 4);
+    double *ref = malloc(sz * 8 + 8);
+    rng_fill(x, sz, 1, 3);
+    for (int r = 0; r < rows; r++) {
+        double s = 0;
+        for (int j = 0; j < n; j++)
+            s += x[(size_t)r * n + j];
+        for (int j = 0; j < n; j++)
+            ref[(size_t)r * n + j] = x[(size_t)r * n + j] - s / n;
+    }
+    CUdeviceptr dx = upload(x, sz), dy = poisoned(sz);
+    tilert_kernel *k = kernel("center_rows");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_i32(rows), tilert_i32(n) };
+    if (k && dx && dy)
+        run(desc, k, a, 4, dy, ref, sz, 1e-5);
+    gpu_free(dx), gpu_free(dy), free(x), free(ref);
+}
+
+static void colsum(int rows, int n)
+{
+    char desc[96];
+    snprintf(desc, sizeof desc, "colsum (axis=0) R=%d N=%d", rows, n);
+    size_t sz = (size_t)rows * n;
+    float *x = malloc(sz * 4 + 4);
+    double *ref = calloc((size_t)n + 1, 8);
+    rng_fill(x, sz, 0, 1);
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < n; j++)
+            ref[j] += x[(size_t)r * n + j];
+    CUdeviceptr dx = upload(x, sz), dy = poisoned((size_t)n);
+    tilert_kernel *k = kernel("colsum");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_i32(rows), tilert_i32(n) };
+    if (k && dx && dy)
+        run(desc, k, a, 4, dy, ref, (size_t)n, 1e-5);
+    gpu_free(dx), gpu_free(dy), free(x), free(ref);
+}
+
+static void gemm_bias_relu(int m, int n, int kk)
+{
+    char desc[96];
+    snprintf(desc, sizeof desc, "gemm_bias_relu_f32 (bias in registers) M=%d N=%d K=%d", m, n, kk);
+    size_t sa = (size_t)m * kk, sb = (size_t)kk * n, sc = (size_t)m * n;
+    float *ha = malloc(sa * 4 + 4), *hb = malloc(sb * 4 + 4), *bias = malloc((size_t)n * 4 + 4);
+    double *ref = malloc(sc * 8 + 8);
+    rng_fill(ha, sa, -1, 1);
+    rng_fill(hb, sb, -1, 1);
+    rng_fill(bias, (size_t)n, -2, 2);
+    ref_matmul(ha, hb, ref, m, n, kk);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double v = ref[(size_t)i * n + j] + bias[j];
+            ref[(size_t)i * n + j] = v > 0 ? v : 0;
+        }
+    CUdeviceptr da = upload(ha, sa), db = upload(hb, sb), dbias = upload(bias, (size_t)n), dc = poisoned(sc);
+    tilert_kernel *k = kernel("gemm_bias_relu_f32");
+    tilert_arg a[] = { tilert_ptr(da), tilert_ptr(db), tilert_ptr(dbias), tilert_ptr(dc),
+                       tilert_i32(m), tilert_i32(kk), tilert_i32(n) };
+    if (k && da && db && dbias && dc)
+        run(desc, k, a, 7, dc, ref, sc, 1e-5);
+    gpu_free(da), gpu_free(db), gpu_free(dbias), gpu_free(dc);
+    free(ha), free(hb), free(bias), free(ref);
+}
+
+/* atomic_max: |x| (positive values) and x itself over all-negative inputs (the other bit path). */
+static void maxes(int n, bool negative)
+{
+    char desc[96];
+    snprintf(desc, sizeof desc, "%s N=%d", negative ? "atomic_max of negatives" : "atomic_max of |x|", n);
+    float *x = malloc((size_t)n * 4 + 4);
+    rng_fill(x, (size_t)n, negative ? -5 : -3, negative ? -0.5f : 3);
+    double ref = negative ? -INFINITY : 0;
+    for (int i = 0; i < n; i++) {
+        double v = negative ? x[i] : fabs(x[i]);
+        ref = v > ref ? v : ref;
+    }
+    float init = negative ? -INFINITY : 0;
+    CUdeviceptr dx = upload(x, (size_t)n), dout = upload(&init, 1);
+    tilert_kernel *k = kernel(negative ? "maxval" : "absmax");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dout), tilert_i32(n) };
+    if (k && dx && dout)
+        run(desc, k, a, 3, dout, &ref, 1, 1e-7);
+    gpu_free(dx), gpu_free(dout), free(x);
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : "build/examples";
+    tilert_context *ctx = NULL;
+    char why[1024];
+    gpu_open_status g = gpu_open(0, &ctx, why, sizeof why);
+    if (g == GPU_NO_DEVICE) {
+        printf("skipped: no CUDA device (%s)\n0 passed, 0 failed, 1 skipped\n", why);
+        return 0;
+    }
+    if (g != GPU_OK) {
+        printf("FAIL device setup: %s\n0 passed, 1 failed\n", why);
+        return 1;
+    }
+    uint64_t seed = rng_seed_from("TILEC_TEST_SEED");
+    rng_seed(seed);
+    printf("language features, seed %llu\n", (unsigned long long)seed);
+    char path[512];
+    snprintf(path, sizeof path, "%s/features/features.ptx", dir);
+    if (tilert_load_ptx_file(ctx, path, &mod) != TILERT_OK) {
+        printf("FAIL load %s: %s\n0 passed, 1 failed\n", path, tilert_last_error());
+        return 1;
+    }
+    static const int rs[][2] = { { 1, 1 }, { 33, 64 }, { 100, 50 }, { 257, 7 } };
+    for (size_t i = 0; i < sizeof rs / sizeof *rs; i++)
+        softmax_rows(rs[i][0], rs[i][1]);
+    static const int cs[][2] = { { 1, 1 }, { 3, 2048 }, { 7, 1000 } };
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
+        center_rows(cs[i][0], cs[i][1]);
+    static const int ss[][2] = { { 1, 1 }, { 17, 100 }, { 1000, 129 } };
+    for (size_t i = 0; i < sizeof ss / sizeof *ss; i++)
+        colsum(ss[i][0], ss[i][1]);
+    static const int gs[][3] = { { 1, 1, 1 }, { 65, 70, 9 }, { 200, 129, 100 } };
+    for (size_t i = 0; i < sizeof gs / sizeof *gs; i++)
+        gemm_bias_relu(gs[i][0], gs[i][1], gs[i][2]);
+    maxes(1, false);
+    maxes(100000, false);
+    maxes(100001, true);
+    tilert_unload(mod);
+    gpu_close(ctx);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
