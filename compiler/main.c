@@ -373,6 +373,22 @@ static void emit_module(ArchOutput *out, int nkernels, const char *arch)
     buf_free(&body);
 }
 
+/* Blocks of this kernel one multiprocessor holds, by the tightest of its limits: registers (in
+ * units of 8 a thread), threads, shared memory (per arch), and 32 blocks. */
+static int occupancy(const char *arch, int threads, int regs, int smem)
+{
+    bool ada = !strcmp(arch, "sm_86") || !strcmp(arch, "sm_89");
+    int sm_threads = ada ? 1536 : 2048;
+    int sm_smem = ada ? 100 * 1024 : !strcmp(arch, "sm_80") ? 164 * 1024 : 228 * 1024;
+    int r = (regs + 7) & ~7;
+    int b = 65536 / (threads * (r ? r : 8));
+    if (sm_threads / threads < b)
+        b = sm_threads / threads;
+    if (smem > 0 && (sm_smem - 1024) / (smem + 1024) < b)   /* 1 KiB reserved per block */
+        b = (sm_smem - 1024) / (smem + 1024);
+    return b < 32 ? b : 32;
+}
+
 static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, bool have_ptxas)
 {
     for (int i = 0; i < ao->nk; i++) {
@@ -387,6 +403,7 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
             for (int j = 0; j < f->ntop; j++)
                 fprintf(o, "%s{\"name\": \"%s\", \"regs\": %d}", j ? ", " : "", f->top[j].what, f->top[j].regs);
             fprintf(o, "]");
+            fprintf(o, ", \"blocks_per_sm\": %d", occupancy(arch, m->threads, have_ptxas && m->ptxas_regs >= 0 ? m->ptxas_regs : m->pred_regs, m->smem_bytes));
             if (have_ptxas && m->ptxas_regs >= 0)
                 fprintf(o, ", \"ptxas_regs\": %d, \"spill_stores\": %d, \"spill_loads\": %d, \"stack_frame\": %d",
                         m->ptxas_regs, m->ptxas_spill_stores, m->ptxas_spill_loads, m->ptxas_stack);
@@ -403,6 +420,10 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
         fprintf(o, ")\n");
         for (int j = 0; j < f->ntop; j++)
             fprintf(o, "    %-16s %d registers at the peak\n", f->top[j].what, f->top[j].regs);
+        int used = have_ptxas && m->ptxas_regs >= 0 ? m->ptxas_regs : m->pred_regs;
+        int occ = occupancy(arch, m->threads, used, m->smem_bytes);
+        fprintf(o, "  occupancy          %d block%s (%d warps) per multiprocessor at %d registers\n", occ, occ == 1 ? "" : "s",
+                occ * m->threads / 32, used);
         if (have_ptxas && m->ptxas_regs >= 0)
             fprintf(o, "  ptxas              %d registers, %d bytes spill stores, %d bytes spill loads, %d bytes stack frame\n",
                     m->ptxas_regs, m->ptxas_spill_stores, m->ptxas_spill_loads, m->ptxas_stack);
