@@ -120,7 +120,7 @@ void scratch_end_write(Lower *c)
     c->scratch_read = true;
 }
 
-static int scratch_base(Lower *c)
+int scratch_base_reg(Lower *c)
 {
     int r = new_reg(c->f, RC_R);
     Ins *in = emit_ins(c->f, OP_MOVSYM, PT_U32);
@@ -194,7 +194,7 @@ Tile to_layout(Lower *c, Tile v, const Layout *L)
     int es = wide ? 8 : 4;
     int pitch = v.L.S[1] + (v.L.S[1] >= 8 ? 1 : 0);
     scratch_begin_write(c, v.L.S[0] * pitch * es);
-    int base = scratch_base(c);
+    int base = scratch_base_reg(c);
     int prim = primary_pred(c, &v.L);
     int t0 = thread_coord(c, &v.L, 0), t1 = thread_coord(c, &v.L, 1);
     /* thread origin (row0 * pitch + col0) * es */

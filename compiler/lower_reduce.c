@@ -61,17 +61,6 @@ static Opnd shuffle_xor(Lower *c, Builtin b, PType t, Opnd x, int lanes_from, in
     return R(xr);
 }
 
-static int scratch_reg(Lower *c)
-{
-    int r = new_reg(c->f, RC_R);
-    Ins *in = emit_ins(c->f, OP_MOVSYM, PT_U32);
-    in->dst[0] = r;
-    in->ndst = 1;
-    in->src[0] = SYM("tilec_scratch");
-    in->nsrc = 1;
-    return r;
-}
-
 static Tile reduce_all(Lower *c, Tile v, Builtin b, ElemType rt)
 {
     Func *f = c->f;
@@ -95,7 +84,7 @@ static Tile reduce_all(Lower *c, Tile v, Builtin b, ElemType rt)
         return r;
     }
     scratch_begin_write(c, nwarps * 4);
-    int base = scratch_reg(c);
+    int base = scratch_base_reg(c);
     int lane = ir_bin(f, OP_BAND, PT_B32, R(c->tid), IMM(31));
     int warp = ir_bin(f, OP_SHR, PT_U32, R(c->tid), IMM(5));
     int lane0 = ir_setp(f, CMP_EQ, PT_U32, R(lane), IMM(0));
@@ -190,7 +179,7 @@ static Tile reduce_axis_smem(Lower *c, Tile v, Builtin b, int nd, ElemType rt)
     /* write: reuse the layout-change machinery by converting to a row-major layout first is
      * wasteful; write directly */
     scratch_begin_write(c, L.S[0] * pitch * 4);
-    int base = scratch_reg(c);
+    int base = scratch_base_reg(c);
     int prim = primary_pred(c, &L);
     int t0 = thread_coord(c, &L, 0), t1 = thread_coord(c, &L, 1);
     int r0 = L.bcast[0] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(L.V[0]));

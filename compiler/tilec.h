@@ -596,6 +596,7 @@ bool window_in_bounds(Lower *c, Expr *tensor, int d, Expr *start, int64_t width)
 int smem_alloc(Lower *c, int bytes);
 void scratch_begin_write(Lower *c, int bytes);        /* barrier if needed; sizes the scratch */
 void scratch_end_write(Lower *c);                     /* barrier: writes visible */
+int scratch_base_reg(Lower *c);                       /* u32 address of the scratch area */
 
 /* lower_mem.c */
 Tile load_window(Lower *c, Expr *e, const Layout *want);

@@ -173,19 +173,9 @@ int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "build/examples";
     tilert_context *ctx = NULL;
-    char why[1024];
-    gpu_open_status g = gpu_open(0, &ctx, why, sizeof why);
-    if (g == GPU_NO_DEVICE) {
-        printf("skipped: no CUDA device (%s)\n0 passed, 0 failed, 1 skipped\n", why);
-        return 0;
-    }
-    if (g != GPU_OK) {
-        printf("FAIL device setup: %s\n0 passed, 1 failed\n", why);
-        return 1;
-    }
-    uint64_t seed = rng_seed_from("TILEC_TEST_SEED");
-    rng_seed(seed);
-    printf("language features, seed %llu\n", (unsigned long long)seed);
+    int rc = gpu_test_begin(&ctx, "language features");
+    if (rc >= 0)
+        return rc;
     char path[512];
     snprintf(path, sizeof path, "%s/features/features.ptx", dir);
     if (tilert_load_ptx_file(ctx, path, &mod) != TILERT_OK) {

@@ -159,3 +159,22 @@ uint64_t rng_seed_from(const char *env)
     return ((uint64_t)ts.tv_sec * 1000000007ull) ^ (uint64_t)ts.tv_nsec ^
            ((uint64_t)getpid() << 32);
 }
+
+int gpu_test_begin(tilert_context **ctx, const char *title)
+{
+    char why[1024];
+    gpu_open_status g = gpu_open(0, ctx, why, sizeof why);
+    if (g == GPU_NO_DEVICE) {
+        printf("skipped: no CUDA device (%s)\n0 passed, 0 failed, 1 skipped\n", why);
+        return 0;
+    }
+    if (g != GPU_OK) {
+        printf("FAIL device setup: %s\n0 passed, 1 failed\n", why);
+        return 1;
+    }
+    uint64_t seed = rng_seed_from("TILEC_TEST_SEED");
+    rng_seed(seed);
+    printf("%s, device sm_%d, seed %llu (TILEC_TEST_SEED=%llu repeats it)\n", title, tilert_device_arch(*ctx),
+           (unsigned long long)seed, (unsigned long long)seed);
+    return -1;
+}

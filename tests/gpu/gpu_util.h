@@ -50,4 +50,9 @@ void rng_fill(float *x, size_t n, float lo, float hi);
 /* A seed from the environment variable `env` when set (to reproduce a run), else the clock. */
 uint64_t rng_seed_from(const char *env);
 
+/* The start every GPU test program shares: opens device 0 and seeds the generator from
+ * TILEC_TEST_SEED (or the clock), printing `title, seed S`. Returns -1 to go on; otherwise the
+ * program's exit status, after printing the skip line (no device: 0) or the failure (1). */
+int gpu_test_begin(tilert_context **ctx, const char *title);
+
 #endif

@@ -62,20 +62,9 @@ int main(int argc, char **argv)
     const char *dir = argc > 1 ? argv[1] : "build/examples";
     int only = argc > 2 ? atoi(argv[2]) : -1;   /* one stage count, for a debugger */
     tilert_context *ctx = NULL;
-    char why[1024];
-    gpu_open_status g = gpu_open(0, &ctx, why, sizeof why);
-    if (g == GPU_NO_DEVICE) {
-        printf("skipped: no CUDA device (%s)\n", why);
-        printf("0 passed, 0 failed, 1 skipped\n");
-        return 0;
-    }
-    if (g != GPU_OK) {
-        printf("FAIL device setup: %s\n0 passed, 1 failed\n", why);
-        return 1;
-    }
-    uint64_t seed = rng_seed_from("TILEC_TEST_SEED");
-    rng_seed(seed);
-    printf("pipelined matmul, seed %llu\n", (unsigned long long)seed);
+    int rc = gpu_test_begin(&ctx, "pipelined matmul");
+    if (rc >= 0)
+        return rc;
     /* K = 0 (no iteration), 8 (one), 16 (two: fewer than S = 3, 4), 24, 100 (ragged), 1000 */
     static const int ks[] = { 0, 8, 16, 24, 100, 1000 };
     static const int mn[][2] = { { 1, 4 }, { 129, 100 }, { 256, 256 }, { 200, 132 } };

@@ -580,22 +580,9 @@ int main(int argc, char **argv)
     if (argc > 1)
         ex_dir = argv[1];
     tilert_context *ctx = NULL;
-    char why[1024];
-    gpu_open_status g = gpu_open(0, &ctx, why, sizeof why);
-    if (g == GPU_NO_DEVICE) {
-        printf("skipped: no CUDA device (%s)\n", why);
-        printf("0 passed, 0 failed, 1 skipped\n");
-        return 0;
-    }
-    if (g != GPU_OK) {
-        printf("FAIL device setup: %s\n", why);
-        printf("0 passed, 1 failed\n");
-        return 1;
-    }
-    uint64_t seed = rng_seed_from("TILEC_TEST_SEED");
-    rng_seed(seed);
-    printf("device sm_%d, kernels from %s, seed %llu (TILEC_TEST_SEED=%llu repeats it)\n",
-           tilert_device_arch(ctx), ex_dir, (unsigned long long)seed, (unsigned long long)seed);
+    int rc = gpu_test_begin(&ctx, ex_dir);
+    if (rc >= 0)
+        return rc;
 
     static const int vec_n[] = {1, 1000, 1024, 4097, 1 << 20};
     for (size_t i = 0; i < sizeof vec_n / sizeof vec_n[0]; i++)
