@@ -323,12 +323,14 @@ static bool compile_for_arch(Arena *a, Program *p, Cli *cli, const char *arch, A
         return false;
     emit_module(out, p->nkernels, arch);
     /* The cap rests on an estimate: where ptxas is at hand, check that no kernel spills under it,
-       and loosen the cap of any that does -- first the occupancy clamp (back to demand + slack),
-       then to the budget. ptxas runs once when nothing spills. */
+       and loosen the cap of any that does by one allocation unit (8) a round, the last round
+       to the budget. Small steps keep kernels that differ by a register or two at counts that
+       differ as little. ptxas runs once when nothing spills. */
     bool capped = false;
     for (int i = 0; i < p->nkernels; i++)
         capped |= out->funcs[i]->maxnreg > 0;
-    for (int round = 0; capped && opt.reg_cap && !cli->no_ptxas && round < 3; round++) {
+    enum { CAP_ROUNDS = 5 };
+    for (int round = 0; capped && opt.reg_cap && !cli->no_ptxas && round < CAP_ROUNDS; round++) {
         Buf cub = { 0 }, log = { 0 };
         bool missing = false, changed = false;
         if (ptxas_run(out->ptx.s, arch, &cub, &log, &missing)) {
@@ -338,7 +340,7 @@ static bool compile_for_arch(Arena *a, Program *p, Cli *cli, const char *arch, A
                 KernelMeta *m = &out->metas[i];
                 int budget = opt.max_regs ? opt.max_regs : reg_budget(f->threads);
                 if (f->maxnreg > 0 && f->maxnreg < budget && m->ptxas_spill_stores + m->ptxas_spill_loads > 0) {
-                    int cap = f->cap_tight ? f->peak_regs + reg_cap_slack(f->peak_regs) : budget;
+                    int cap = round + 1 < CAP_ROUNDS ? f->maxnreg + 8 : budget;
                     f->maxnreg = cap < budget ? cap : budget;
                     f->cap_tight = false;
                     m->pred_regs = f->peak_regs;

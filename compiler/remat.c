@@ -10,6 +10,12 @@
  * registers on every iteration; recomputed, they cost a few integer instructions next to the
  * loop's memory traffic and math (and ptxas sees constant-bank operands, which need no register).
  *
+ * A chain may also start from an *anchor*: any other integer register defined exactly once,
+ * unguarded (a block's first row found with divisions, say). The anchor is not copied, only read
+ * again: it lives on (one register) while the wider values derived from it (per-row 64-bit bases)
+ * are recomputed instead of held -- so how a kernel finds its offsets outside the hot loop does
+ * not change what the loop holds.
+ *
  * A value is recomputed in a block other than its definition's, once per block, just before its
  * first reader there; the copies carry the original's source name for the report. */
 #include <stdlib.h>
@@ -41,6 +47,17 @@ typedef struct {
     int *block_of;     /* instruction -> block */
 } Remat;
 
+/* Defined once, unguarded, an integer: may be read again where a chain is recomputed. */
+static bool anchor(Remat *r, int v)
+{
+    int d = r->def[v];
+    if (d < 0)
+        return false;
+    Ins *in = &r->f->code.v[d];
+    RegClass rc = r->f->regs.v[v].rc;
+    return in->guard < 0 && (rc == RC_R || rc == RC_D);
+}
+
 static int cost_of(Remat *r, int v)
 {
     if (r->cost[v] >= 0)
@@ -57,7 +74,7 @@ static int cost_of(Remat *r, int v)
         if (in->src[s].kind != O_REG)
             continue;
         int k = cost_of(r, in->src[s].reg);
-        if (!k)
+        if (!k && !anchor(r, in->src[s].reg))
             return 0;
         c += k;
     }
@@ -71,7 +88,7 @@ static int clone(Remat *r, int v, InsList *out, int line, int *touched, int *nto
         return r->copy[v];
     Ins in = r->f->code.v[r->def[v]];
     for (int s = 0; s < in.nsrc; s++)
-        if (in.src[s].kind == O_REG)
+        if (in.src[s].kind == O_REG && r->cost[in.src[s].reg] > 0)   /* anchors are read as they are */
             in.src[s].reg = clone(r, in.src[s].reg, out, line, touched, ntouched);
     const char *saved = r->f->cur_what;
     r->f->cur_what = r->f->regs.v[v].what;
