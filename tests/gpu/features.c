@@ -169,6 +169,74 @@ static void maxes(int n, bool negative)
     gpu_free(dx), gpu_free(dout), free(x);
 }
 
+/* Each builtin against libm in double, with the tolerance docs/language.md states for it. */
+static void mathfns(int n)
+{
+    static const char *names[8] = { "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid" };
+    static const double tol[8] = { 1e-6, 1e-6, 1e-6, 1e-6, 1e-6, 1e-6, 1e-3, 1e-6 };
+    float *x = malloc((size_t)n * 4 + 4), *y = malloc((size_t)n * 8 * 4 + 4);
+    double *ref = malloc((size_t)n * 8 + 8);
+    rng_fill(x, (size_t)n, -8, 8);
+    CUdeviceptr dx = upload(x, (size_t)n), dy = poisoned((size_t)n * 8);
+    tilert_kernel *k = kernel("mathfns");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_i32(n) };
+    tilert_status st = k && dx && dy ? tilert_launch(k, 0, a, 3) : TILERT_ERR_BAD_ARGS;
+    if (st != TILERT_OK || !gpu_sync() || !gpu_download(y, dy, (size_t)n * 8 * 4)) {
+        printf("FAIL mathfns N=%d: %s\n", n, st ? tilert_last_error() : "");
+        failed++;
+        goto done;
+    }
+    for (int f = 0; f < 8; f++) {
+        for (int i = 0; i < n; i++) {
+            double v = x[i], av = fabs(v) + 0.5;
+            double r[8] = { exp(v), exp2(v), log(av), log2(av), sqrt(av), 1 / sqrt(av), tanh(v), 1 / (1 + exp(-v)) };
+            ref[i] = r[f];
+        }
+        char desc[64];
+        snprintf(desc, sizeof desc, "%s N=%d", names[f], n);
+        size_t first = 0, nan = count_nan(y + (size_t)f * n, (size_t)n, &first);
+        double err = rel_error(y + (size_t)f * n, ref, (size_t)n);
+        report(nan == 0 && err < tol[f], desc, err, nan);
+    }
+done:
+    gpu_free(dx), gpu_free(dy), free(x), free(y), free(ref);
+}
+
+static int32_t ints_ref_y(int32_t x, float f, int mode)
+{
+    if (mode > 0) {
+        int32_t v = x * 3 - x / 7 + x % 5;
+        return (v > -1000 ? v : -1000) + (int32_t)f;
+    }
+    return (x < 0 ? -x : x) / 3;
+}
+
+static void ints(int n, int mode)
+{
+    char desc[64];
+    snprintf(desc, sizeof desc, "ints mode=%d N=%d", mode, n);
+    int32_t *x = malloc((size_t)n * 4 + 4), *y = malloc((size_t)n * 4 + 4);
+    float *f = malloc((size_t)n * 4 + 4), *z = malloc((size_t)n * 4 + 4);
+    for (int i = 0; i < n; i++) {
+        x[i] = (int32_t)(rng_next() % 20001) - 10000;
+        f[i] = rng_uniform(-50, 50);
+    }
+    CUdeviceptr dx = upload((float *)x, (size_t)n), df = upload(f, (size_t)n);
+    CUdeviceptr dy = poisoned((size_t)n), dz = poisoned((size_t)n);
+    tilert_kernel *k = kernel("ints");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(df), tilert_ptr(dy), tilert_ptr(dz), tilert_i32(mode), tilert_i32(n) };
+    tilert_status st = k && dx && df && dy && dz ? tilert_launch(k, 0, a, 6) : TILERT_ERR_BAD_ARGS;
+    bool ok = st == TILERT_OK && gpu_sync() && gpu_download(y, dy, (size_t)n * 4) && gpu_download(z, dz, (size_t)n * 4);
+    size_t bad = 0;
+    for (int i = 0; ok && i < n; i++) {
+        float zr = mode > 0 ? (float)x[i] * 0.5f + f[i] : (float)(x[i] < 100 ? x[i] : 100);
+        bad += y[i] != ints_ref_y(x[i], f[i], mode) || fabsf(z[i] - zr) > 1e-6f * fabsf(zr) + 1e-6f;
+    }
+    printf("%s %s (%zu wrong)%s\n", ok && !bad ? "ok" : "FAIL", desc, bad, ok ? "" : tilert_last_error());
+    ok && !bad ? passed++ : failed++;
+    gpu_free(dx), gpu_free(df), gpu_free(dy), gpu_free(dz), free(x), free(y), free(f), free(z);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "build/examples";
@@ -197,6 +265,12 @@ int main(int argc, char **argv)
     maxes(1, false);
     maxes(100000, false);
     maxes(100001, true);
+    mathfns(1);
+    mathfns(5000);
+    ints(1, 1);
+    ints(1000, 1);
+    ints(1000, 0);
+    ints(4097, -3);
     tilert_unload(mod);
     gpu_close(ctx);
     printf("%d passed, %d failed\n", passed, failed);
