@@ -184,6 +184,23 @@ static int pair_b16(Lower *c, int addr, int64_t off_lo, int64_t off_hi)
     return ir_bin(f, OP_BOR, PT_B32, R(h[0]), R(hi));
 }
 
+/* The B fragments of n-tile n (and n + 1 when ldmatrix.x4 takes a pair) at k step k into
+ * frag[0..1] (frag[2..3]). */
+static void load_b(Lower *c, int *frag, bool tf, bool ldm_b, int blane, int64_t bpitch, int es, int k, int n, int ntiles)
+{
+    int pair = ldm_b && ntiles - n >= 2 ? 2 : 1;
+    int64_t col = (int64_t)n * MMA_N * es;
+    if (tf) {
+        for (int i = 0; i < 2; i++)
+            frag[i] = round_tf32(c, ld_b32(c, blane, (k + 4 * i) * bpitch + col));
+    } else if (ldm_b) {
+        ldmatrix(c, frag, 2 * pair, true, blane, k * bpitch + col);
+    } else {
+        for (int i = 0; i < 2; i++)
+            frag[i] = pair_b16(c, blane, (k + 8 * i) * bpitch + col, (k + 8 * i + 1) * bpitch + col);
+    }
+}
+
 /* ldmatrix needs every row address 16-byte aligned. Matrices staged here or by a pipeline have
  * mma_pitch rows; a shared var may not (its pitch is the var's): then each fragment register is
  * loaded by plain ld.shared, 32 bits where the pair is contiguous, 16 + 16 bits where not. */
@@ -229,6 +246,12 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     }
     f->cur_what = "mma fragment";
     int *afrag = malloc(sizeof(int) * (size_t)(4 * mtiles));
+    int *bfrag = malloc(sizeof(int) * (size_t)(2 * ntiles + 2));
+    /* Where the pipelined loop's pending copies go (see the first k step below): after all of
+     * the first step's B fragments when the block is large enough (8+ warps) that occupancy is one
+     * block per SM whatever the registers, which the hoisted fragments raise by about 30; after
+     * the first B load otherwise, where the register cap keeps several blocks per SM. */
+    int pf = c->threads >= 256 ? 2 : 1;
     for (int k = 0; k < K; k += ks) {
         for (int j = 0; j < mtiles; j++) {
             int64_t base = 2 * j * T0 * apitch + (int64_t)k * es;
@@ -241,26 +264,32 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
                 for (int i = 0; i < 4; i++)
                     afrag[4 * j + i] = round_tf32(c, afrag[4 * j + i]);
         }
-        for (int n = 0; n < ntiles; n += ldm_b ? 2 : 1) {
-            int bfrag[4];
+        int nstep = ldm_b ? 2 : 1;
+        /* The first k step loads all its B fragments before the pipelined loop's copies for a
+           later stage (which ptxas keeps behind these shared loads) go out: their address
+           arithmetic then overlaps this step's mma. */
+        bool hoist = k == 0 && pf == 2 && c->pipe_pending;
+        if (hoist) {
+            for (int n = 0; n < ntiles; n += nstep)
+                load_b(c, &bfrag[2 * n], tf, ldm_b, blane, bpitch, es, k, n, ntiles);
+            pipe_issue_pending(c);
+        }
+        for (int n = 0; n < ntiles; n += nstep) {
             int pair = ldm_b && ntiles - n >= 2 ? 2 : 1;
-            int64_t col = (int64_t)n * MMA_N * es;
-            if (tf) {
-                for (int i = 0; i < 2; i++)
-                    bfrag[i] = round_tf32(c, ld_b32(c, blane, (k + 4 * i) * bpitch + col));
-            } else if (ldm_b) {
-                ldmatrix(c, bfrag, 2 * pair, true, blane, k * bpitch + col);
-            } else {
-                for (int i = 0; i < 2; i++)
-                    bfrag[i] = pair_b16(c, blane, (k + 8 * i) * bpitch + col, (k + 8 * i + 1) * bpitch + col);
+            if (!hoist) {
+                load_b(c, &bfrag[2 * n], tf, ldm_b, blane, bpitch, es, k, n, ntiles);
+                if (k == 0 && n == 0 && pf == 1)
+                    pipe_issue_pending(c);
             }
             for (int p = 0; p < pair; p++)
                 for (int j = 0; j < mtiles; j++) {
                     int cs[4] = { slot_of(L, 2 * j, n + p, 0), slot_of(L, 2 * j, n + p, 1),
                                   slot_of(L, 2 * j + 1, n + p, 0), slot_of(L, 2 * j + 1, n + p, 1) };
-                    mma(c, ab, acc, cs, &afrag[4 * j], &bfrag[2 * p]);
+                    mma(c, ab, acc, cs, &afrag[4 * j], &bfrag[2 * (n + p)]);
                 }
         }
     }
+    free(bfrag);
     free(afrag);
+    pipe_issue_pending(c);
 }

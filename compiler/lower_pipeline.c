@@ -104,6 +104,25 @@ int pipe_buffer(Lower *c, Expr *operand, Sym *var)
 
 static void cp_wait(Func *f, int n) { emit_ins(f, OP_CPWAIT, PT_B32)->label = n; }
 
+/* The next stage's copies of a loop iteration, waiting for a place in the body. */
+typedef struct {
+    Stmt *loop;
+    PipeOperand *ops;
+    int nops, ahead, hi;
+    Opnd stage;
+} PendingCopies;
+
+void pipe_issue_pending(Lower *c)
+{
+    PendingCopies *p = c->pipe_pending;
+    if (!p)
+        return;
+    c->pipe_pending = NULL;
+    Tile saved = ((SymInfo *)p->loop->sym->lower)->val;
+    issue_copies(c, p->loop, p->ops, p->nops, p->ahead, p->hi, p->stage);
+    ((SymInfo *)p->loop->sym->lower)->val = saved;
+}
+
 bool lower_pipelined_loop(Lower *c, Stmt *s)
 {
     Func *f = c->f;
@@ -114,6 +133,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     /* the body's matmul operands that are windows of the loop variable */
     PipeOperand ops[16];
     int nops = 0;
+    bool defer = false;    /* a tensor-core matmul will issue the next stage's copies */
     Stmt *body = s->then;
     for (int i = 0; i < body->nbody && nops < 15; i++) {
         Stmt *st = body->body[i];
@@ -135,6 +155,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             continue;
         int M = (int)mm->shape.dim[0], N = (int)mm->shape.dim[1], K = (int)mm->a->shape.dim[1];
         bool mma = matmul_uses_mma(c, mm->a, mm->b, M, N, K);
+        defer |= mma;
         Expr *side[2] = { mm->a, mm->b };
         for (int j = 0; j < 2; j++) {
             bool tf32;
@@ -214,10 +235,21 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         int w2 = ir_bin(f, OP_SUB, PT_U32, R(w1), IMM(S));
         w = ir_tern(f, OP_SELP, PT_U32, R(w2), R(w1), R(wrap));
     }
-    issue_copies(c, s, ops, nops, ahead, hreg, R(w));
-    if (S == 1) {
+    /* With S >= 2 the stage written (read by the previous iteration, which every thread has
+       finished at the barrier) is not the one this body reads, so the copies may wait until the
+       body has its first operands in registers: ptxas keeps cp.async and shared loads in program
+       order, and copies issued first would hold back the body's first mma. */
+    PendingCopies pending = { s, ops, nops, ahead, hreg, R(w) };
+    void *psaved = c->pipe_pending;
+    c->pipe_pending = NULL;
+    if (S == 1 || !defer) {
+        issue_copies(c, s, ops, nops, ahead, hreg, R(w));
+        if (S == 1) {
         cp_wait(f, 0);
         ir_bar(f);
+        }
+    } else {
+        c->pipe_pending = &pending;
     }
     set_loop_value(c, s, i);
     PipeOperand *saved = c->pipe;
@@ -230,6 +262,8 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     c->pipe = saved;
     c->npipe = nsaved;
     c->pipe_stage = ssaved;
+    pipe_issue_pending(c);
+    c->pipe_pending = psaved;
     f->cur_line = s->loc.line;
     /* next stage, wrapping */
     int n1 = ir_bin(f, OP_ADD, PT_U32, R(stage), IMM(1));

@@ -562,7 +562,7 @@ typedef struct {
 typedef struct { Expr *operand; Sym *var; int array; int pitch; ElemType type; int bytes; } PipeOperand;
 /* The stage buffer of a pipelined operand or shared var for the current stage (-1: not pipelined). */
 
-typedef struct {
+typedef struct Lower {
     Arena *a;
     Func *f;
     Kernel *k;
@@ -579,7 +579,13 @@ typedef struct {
     /* inside a pipelined loop: operands already in stage buffers, and the stage to read */
     PipeOperand *pipe; int npipe;
     int pipe_stage;
+    /* inside a pipelined loop: the next stage's copies, not yet issued. A consumer that reads
+     * shared memory (lower_mma) calls pipe_issue_pending once its first fragments are loaded, so
+     * that the copies' address arithmetic overlaps the first mma instead of delaying them; the
+     * loop issues them after the body otherwise. */
+    void *pipe_pending;
 } Lower;
+void pipe_issue_pending(Lower *c);
 
 PType held_ptype(ElemType t);              /* register type a value of t is held in */
 RegClass held_class(ElemType t);

@@ -72,7 +72,7 @@ for arch in sm_80 sm_90 sm_90a; do
 	check_example matmul_f16 $arch m16n8k16 f16 64
 	check_example matmul_bf16 $arch m16n8k16 bf16 64
 	check_example gemm_bias_relu $arch m16n8k16 f16 64
-	check_example matmul_tf32 $arch m16n8k8 tf32 64
+	check_example matmul_tf32 $arch m16n8k8 tf32 128
 done
 
 # IEEE f32 stays on FFMA.
