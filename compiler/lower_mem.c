@@ -304,17 +304,17 @@ static void access_init(Lower *c, Expr *e, Access *a)
 }
 
 /* May the innermost tile dimension move in vectors of vm elements? */
-static int vector_width(Lower *c, Expr *e, Access *a)
+/* Can the innermost tile dimension move in chunks of vm elements (aligned, wholly in or out)? */
+static bool vector_ok(Lower *c, Expr *e, Access *a, int vm)
 {
-    int vm = a->es == 8 ? 2 : a->es == 1 ? 1 : 4;
     int d1 = a->wd[1];
     if (d1 < 0 || a->width[d1] < vm)
-        return 1;
+        return false;
     SymInfo *ti = a->ti;
     if (!(ti->stride[d1].kind == O_IMM && ti->stride[d1].i == 1))
-        return 1;
+        return false;
     if (known_multiple(c, e->idx[d1].start) % vm)
-        return 1;
+        return false;
     /* every other stride a multiple of vm, so each row starts aligned */
     for (int d = 0; d < a->t->rank; d++) {
         if (d == d1)
@@ -325,13 +325,27 @@ static int vector_width(Lower *c, Expr *e, Access *a)
         else
             m = a->t->dim[d1].size ? size_multiple(c, a->t->dim[d1].size) : a->t->dim[d1].cval;
         if (m % vm)
-            return 1;
+            return false;
     }
     /* a chunk is wholly in or out of bounds */
     int64_t xm = a->t->dim[d1].size ? size_multiple(c, a->t->dim[d1].size) : a->t->dim[d1].cval;
-    if (!a->inb[d1] && xm % vm)
-        return 1;
-    return vm;
+    return a->inb[d1] || xm % vm == 0;
+}
+
+/* The widest chunk (at most max_bytes) the alignment facts allow. Register loads use vectors of at
+ * most 4 elements; cp.async moves 16 bytes whatever the element type. */
+static int vector_width_bytes(Lower *c, Expr *e, Access *a, int max_bytes)
+{
+    for (int vm = max_bytes / a->es; vm > 1; vm /= 2)
+        if (vector_ok(c, e, a, vm))
+            return vm;
+    return 1;
+}
+
+static int vector_width(Lower *c, Expr *e, Access *a)
+{
+    int max_elems = a->es == 8 ? 2 : a->es == 1 ? 1 : 4;
+    return vector_width_bytes(c, e, a, max_elems * a->es);
 }
 
 static Layout access_layout(Lower *c, Expr *e, Access *a, const Layout *want, Shape shape)
@@ -689,7 +703,7 @@ void copy_window_async(Lower *c, Expr *win, int base, int pitch, int guard)
     Func *f = c->f;
     Access a;
     access_init(c, win, &a);
-    int vm = vector_width(c, win, &a);
+    int vm = vector_width_bytes(c, win, &a, 16);
     while (vm > 1 && pitch % vm)
         vm /= 2;
     if (vm > 1)
