@@ -323,8 +323,8 @@ static bool compile_for_arch(Arena *a, Program *p, Cli *cli, const char *arch, A
         return false;
     emit_module(out, p->nkernels, arch);
     /* The cap rests on an estimate: where ptxas is at hand, check that no kernel spills under it,
-       and loosen the cap of any that does by one allocation unit (8) a round, the last round
-       to the budget. Small steps keep kernels that differ by a register or two at counts that
+       and loosen the cap of any that does: to the occupancy boundary, then by one allocation
+       unit (8) a round, the last round to the budget. Small steps keep kernels that differ by a register or two at counts that
        differ as little. ptxas runs once when nothing spills. */
     bool capped = false;
     for (int i = 0; i < p->nkernels; i++)
@@ -340,7 +340,10 @@ static bool compile_for_arch(Arena *a, Program *p, Cli *cli, const char *arch, A
                 KernelMeta *m = &out->metas[i];
                 int budget = opt.max_regs ? opt.max_regs : reg_budget(f->threads);
                 if (f->maxnreg > 0 && f->maxnreg < budget && m->ptxas_spill_stores + m->ptxas_spill_loads > 0) {
-                    int cap = round + 1 < CAP_ROUNDS ? f->maxnreg + 8 : budget;
+                    /* up to the occupancy boundary first: ptxas may fit there, and one register
+                       more costs a block per multiprocessor */
+                    int cap = round + 1 == CAP_ROUNDS ? budget
+                            : f->maxnreg < f->reg_boundary ? f->reg_boundary : f->maxnreg + 8;
                     f->maxnreg = cap < budget ? cap : budget;
                     f->cap_tight = false;
                     m->pred_regs = f->peak_regs;

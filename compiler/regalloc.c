@@ -78,7 +78,7 @@ int reg_cap_slack(int pred)
     return pred / 10 > REG_SLACK ? pred / 10 : REG_SLACK;
 }
 
-static int ptx_maxnreg(int pred, int budget, int threads, int sm_threads)
+static int ptx_maxnreg(int pred, int budget, int threads, int sm_threads, int *boundary_out)
 {
     int slack = pred / 10 > REG_SLACK ? pred / 10 : REG_SLACK;
     int limit = budget > 0 && budget < 255 ? budget : 255;
@@ -86,6 +86,7 @@ static int ptx_maxnreg(int pred, int budget, int threads, int sm_threads)
     int floor_regs = (pred - slack + 7) & ~7;
     if (floor_regs < 24)
         floor_regs = 24;
+    *boundary_out = limit;
     if (floor_regs > limit)
         return limit;
     int want = blocks_per_sm(threads, floor_regs, sm_threads);
@@ -95,6 +96,7 @@ static int ptx_maxnreg(int pred, int budget, int threads, int sm_threads)
     /* and no more than the demand needs: where threads, not registers, bound occupancy the
        boundary is loose and ptxas would fill it, making its count unpredictable for nothing
        (registers are allocated in units of 8, so an unrounded cap costs no occupancy) */
+    *boundary_out = boundary;
     int cap = pred + slack < boundary ? pred + slack : boundary;
     if (cap < 24)
         cap = 24;
@@ -252,7 +254,7 @@ bool regalloc(Func *f, int budget)
     memcpy(f->nphys, nphys, sizeof nphys);
     /* two registers hold the thread's own program counter since Volta */
     f->peak_regs = peak + 2;
-    f->maxnreg = ptx_maxnreg(f->peak_regs, budget, f->threads, f->sm_threads ? f->sm_threads : 2048);
+    f->maxnreg = ptx_maxnreg(f->peak_regs, budget, f->threads, f->sm_threads ? f->sm_threads : 2048, &f->reg_boundary);
     f->cap_tight = f->maxnreg < f->peak_regs + reg_cap_slack(f->peak_regs);
     f->peak_index = peak_at;
     f->peak_line = n ? f->code.v[peak_at].line : 0;

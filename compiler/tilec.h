@@ -447,6 +447,7 @@ typedef struct {
     int maxnreg;           /* regalloc: the cap emitted as .maxnreg (0: none) */
     int sm_threads;        /* threads a multiprocessor holds on the target arch (occupancy) */
     bool cap_tight;        /* maxnreg was held below demand + slack to keep occupancy: ptxas may spill */
+    int reg_boundary;      /* the most registers that keep the occupancy the demand allows */
 } Func;
 
 Func *func_new(Kernel *k);
