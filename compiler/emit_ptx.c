@@ -61,10 +61,8 @@ static void put_addr(Buf *out, Func *f, Ins *in)
 {
     buf_puts(out, "[");
     put_opnd(out, f, in->src[0], PT_U64);
-    if (in->off > 0)
-        buf_printf(out, "+%lld", (long long)in->off);
-    else if (in->off < 0)
-        buf_printf(out, "+%lld", (long long)in->off);   /* PTX accepts [r+-8] */
+    if (in->off)
+        buf_printf(out, "+%lld", (long long)in->off);   /* PTX accepts [r+-8] too */
     buf_puts(out, "]");
 }
 

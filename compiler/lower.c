@@ -632,9 +632,7 @@ Tile lower_expr(Lower *c, Expr *e, const Layout *want)
             return load_shared_var(c, e->sym, want);
         if (!si)
             die("lower: name '%s' has no value", e->name);
-        Tile v = si->val;
-        v.type = e->type == TY_NONE ? v.type : v.type;
-        return v;
+        return si->val;
     }
     case E_UNARY: {
         Tile x = lower_expr(c, e->a, want);
