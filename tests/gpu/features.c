@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "gpu_util.h"
 #include "ref_util.h"
 
@@ -237,6 +238,68 @@ static void ints(int n, int mode)
     gpu_free(dx), gpu_free(df), gpu_free(dy), gpu_free(dz), free(x), free(y), free(f), free(z);
 }
 
+/* i64, u32, bool, f16, bf16 tensors through loads, arithmetic, casts and stores. The reference
+ * mirrors the kernel's element rules: f16/bf16 values are computed in f32 and rounded once when
+ * narrowed (a cast or a store). */
+static void types(int n)
+{
+    char desc[64];
+    snprintf(desc, sizeof desc, "types i64/u32/bool/f16/bf16 N=%d", n);
+    int64_t *a = malloc((size_t)n * 8 + 8), *o = malloc((size_t)n * 8 + 8);
+    uint32_t *b = malloc((size_t)n * 4 + 4), *p = malloc((size_t)n * 4 + 4);
+    uint8_t *cb = malloc((size_t)n + 1), *q = malloc((size_t)n + 1);
+    uint16_t *d = malloc((size_t)n * 2 + 2), *e = malloc((size_t)n * 2 + 2), *r = malloc((size_t)n * 2 + 2),
+             *s = malloc((size_t)n * 2 + 2);
+    int64_t k = -123456789012LL;
+    uint16_t h = to_f16(1.5f);
+    for (int i = 0; i < n; i++) {
+        a[i] = (int64_t)(rng_next() >> 1) - (INT64_C(1) << 61);
+        b[i] = (uint32_t)(rng_next() % 40);
+        cb[i] = (uint8_t)(rng_next() & 1);
+        d[i] = to_f16(rng_uniform(-4, 4));
+        e[i] = to_bf16(rng_uniform(-4, 4));
+    }
+    CUdeviceptr da = 0, db = 0, dc = 0, dd = 0, de = 0, dout[5] = { 0 };
+    size_t osz[5] = { 8, 4, 1, 2, 2 };
+    bool ok = gpu_alloc(&da, (size_t)n * 8 + 16) && gpu_upload(da, a, (size_t)n * 8) &&
+              gpu_alloc(&db, (size_t)n * 4 + 16) && gpu_upload(db, b, (size_t)n * 4) &&
+              gpu_alloc(&dc, (size_t)n + 16) && gpu_upload(dc, cb, (size_t)n) &&
+              gpu_alloc(&dd, (size_t)n * 2 + 16) && gpu_upload(dd, d, (size_t)n * 2) &&
+              gpu_alloc(&de, (size_t)n * 2 + 16) && gpu_upload(de, e, (size_t)n * 2);
+    for (int j = 0; j < 5 && ok; j++)   /* poison: 0xff bytes are never a right answer here */
+        ok = gpu_alloc(&dout[j], (size_t)n * osz[j] + 16) &&
+             gpu_check(cuMemsetD8(dout[j], 0xff, (size_t)n * osz[j]), "cuMemsetD8");
+    tilert_kernel *kt = kernel("types");
+    tilert_arg args[13] = { tilert_ptr(da), tilert_ptr(db), tilert_ptr(dc), tilert_ptr(dd), tilert_ptr(de),
+                            tilert_ptr(dout[0]), tilert_ptr(dout[1]), tilert_ptr(dout[2]), tilert_ptr(dout[3]),
+                            tilert_ptr(dout[4]) };
+    args[10].kind = TILERT_ARG_I64;
+    args[10].v.i64 = k;
+    args[11].kind = TILERT_ARG_F16BITS;
+    args[11].v.bits16 = h;
+    args[12] = tilert_i32(n);
+    tilert_status st = ok && kt ? tilert_launch(kt, 0, args, 13) : TILERT_ERR_BAD_ARGS;
+    ok = st == TILERT_OK && gpu_sync() && gpu_download(o, dout[0], (size_t)n * 8) &&
+         gpu_download(p, dout[1], (size_t)n * 4) && gpu_download(q, dout[2], (size_t)n) &&
+         gpu_download(r, dout[3], (size_t)n * 2) && gpu_download(s, dout[4], (size_t)n * 2);
+    size_t bad = 0;
+    for (int i = 0; ok && i < n; i++) {
+        float df = from_f16(d[i]), ef = from_bf16(e[i]);
+        int64_t ro = cb[i] ? a[i] * 2 + k : a[i] - (int64_t)b[i];
+        uint32_t rp = (b[i] > 7 ? b[i] : 7) / 3 + (uint32_t)(int32_t)df;
+        uint8_t rq = (uint8_t)(((df > 0.5f) && !cb[i]) || b[i] == 3);
+        uint16_t rr = to_f16(df * from_f16(h) + 1.0f);
+        uint16_t rs = to_bf16(from_bf16(to_bf16(ef * 2.0f)) - ef);
+        bad += o[i] != ro || p[i] != rp || q[i] != rq || r[i] != rr || s[i] != rs;
+    }
+    printf("%s %s (%zu wrong)%s%s\n", ok && !bad ? "ok" : "FAIL", desc, bad, ok ? "" : " ", ok ? "" : tilert_last_error());
+    ok && !bad ? passed++ : failed++;
+    gpu_free(da), gpu_free(db), gpu_free(dc), gpu_free(dd), gpu_free(de);
+    for (int j = 0; j < 5; j++)
+        gpu_free(dout[j]);
+    free(a), free(o), free(b), free(p), free(cb), free(q), free(d), free(e), free(r), free(s);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "build/examples";
@@ -271,6 +334,9 @@ int main(int argc, char **argv)
     ints(1000, 1);
     ints(1000, 0);
     ints(4097, -3);
+    types(1);
+    types(1000);
+    types(70000);
     tilert_unload(mod);
     gpu_close(ctx);
     printf("%d passed, %d failed\n", passed, failed);

@@ -4,6 +4,7 @@
 #define REF_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 void ref_vecadd(const float *x, const float *y, float alpha, double *z, size_t n);
 /* C[M,N] = A[M,K] @ B[K,N], row-major. */
@@ -21,5 +22,11 @@ double rel_error(const float *out, const double *ref, size_t n);
 size_t count_nan(const float *out, size_t n, size_t *first);
 /* Words of guard that no longer hold `pattern` (a store out of bounds). */
 size_t count_changed(const float *guard, size_t n, unsigned pattern);
+
+/* 16-bit floats on the host, rounding to nearest even like the device. */
+uint16_t to_f16(float x);
+float from_f16(uint16_t h);
+uint16_t to_bf16(float x);
+float from_bf16(uint16_t h);
 
 #endif

@@ -345,48 +345,8 @@ done:
 
 /* ---------------------------------------------------------------- tensor-core matmuls */
 
-/* 16-bit floats on the host: round to nearest even, like the device. */
+/* 16-bit floats on the host: ref_util.h (round to nearest even, like the device). */
 typedef enum { T_F16, T_BF16, T_TF32 } MmaType;
-
-static uint16_t to_f16(float x)
-{
-    uint32_t sign = x < 0 ? 0x8000 : 0;
-    double a = fabs((double)x);
-    if (a < ldexp(1, -14))                        /* subnormal (or zero) */
-        return (uint16_t)(sign | (uint32_t)nearbyint(a / ldexp(1, -24)));
-    int e;
-    frexp(a, &e);                                 /* a = f * 2^e, f in [0.5, 1) */
-    e -= 1;
-    double mant = nearbyint(a / ldexp(1, e - 10));
-    if (mant == 2048)
-        mant = 1024, e++;
-    if (e > 15)
-        return (uint16_t)(sign | 0x7c00);
-    return (uint16_t)(sign | (uint32_t)(e + 15) << 10 | ((uint32_t)mant - 1024));
-}
-
-static float from_f16(uint16_t h)
-{
-    int e = h >> 10 & 0x1f, m = h & 0x3ff;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
-    return (float)(h & 0x8000 ? -v : v);
-}
-
-static uint16_t to_bf16(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    u += 0x7fff + (u >> 16 & 1);
-    return (uint16_t)(u >> 16);
-}
-
-static float from_bf16(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float x;
-    memcpy(&x, &u, 4);
-    return x;
-}
 
 static bool half_bad(MmaType t, uint16_t h)   /* NaN or infinity: never a computed output here */
 {
