@@ -161,16 +161,35 @@ void ir_naive_addr(Func *f)
     vec_push(&f->code, in);
 }
 
-static bool pure(int op)
+/* Side-effect-free register operations: the passes may move, copy or delete them. */
+bool ir_pure(int op)
 {
     switch (op) {
-    case OP_MOV: case OP_MOVSYM: case OP_ADD: case OP_SUB: case OP_MUL: case OP_MULHI: case OP_MULWIDE:
-    case OP_MAD: case OP_FMA: case OP_MIN: case OP_MAX: case OP_NEG: case OP_ABS: case OP_BAND: case OP_BOR:
-    case OP_BXOR: case OP_BNOT: case OP_SHL: case OP_SHR: case OP_SETP: case OP_SELP: case OP_CVT:
-    case OP_CVTA: case OP_LDPARAM: case OP_EX2: case OP_LG2: case OP_SQRT: case OP_RSQRT: case OP_RCP:
-    case OP_TANH: return true;
-    default: return false;
+    case OP_MOV: case OP_ADD: case OP_SUB: case OP_MUL: case OP_MULHI: case OP_MULWIDE: case OP_MAD:
+    case OP_FMA: case OP_DIV: case OP_REM: case OP_MIN: case OP_MAX: case OP_NEG: case OP_ABS:
+    case OP_BAND: case OP_BOR: case OP_BXOR: case OP_BNOT: case OP_SHL: case OP_SHR: case OP_SETP:
+    case OP_SELP: case OP_CVT: case OP_EX2: case OP_LG2: case OP_SQRT: case OP_RSQRT: case OP_RCP:
+    case OP_TANH: case OP_LDPARAM: case OP_CVTA: case OP_MOVSYM:
+        return true;
+    default:
+        return false;
     }
+}
+
+/* Registers the instruction reads. A guarded definition also reads its destinations: where the
+ * guard is false the old value survives. out needs room for 5 + 1 + 4 + 10 entries at most. */
+int ir_uses(const Ins *in, int *out)
+{
+    int n = 0;
+    for (int s = 0; s < in->nsrc; s++)
+        if (in->src[s].kind == O_REG)
+            out[n++] = in->src[s].reg;
+    if (in->guard >= 0) {
+        out[n++] = in->guard;
+        for (int d = 0; d < in->ndst; d++)
+            out[n++] = in->dst[d];
+    }
+    return n;
 }
 
 int ir_dce(Func *f)
@@ -181,20 +200,14 @@ int ir_dce(Func *f)
         again = false;
         memset(uses, 0, sizeof(int) * (size_t)(f->regs.n + 1));
         for (int i = 0; i < f->code.n; i++) {
-            Ins *in = &f->code.v[i];
-            for (int s = 0; s < in->nsrc; s++)
-                if (in->src[s].kind == O_REG)
-                    uses[in->src[s].reg]++;
-            if (in->guard >= 0) {
-                uses[in->guard]++;
-                for (int d = 0; d < in->ndst; d++)   /* a guarded def keeps the old value */
-                    uses[in->dst[d]]++;
-            }
+            int u[24], nu = ir_uses(&f->code.v[i], u);
+            for (int k = 0; k < nu; k++)
+                uses[u[k]]++;
         }
         int n = 0;
         for (int i = 0; i < f->code.n; i++) {
             Ins *in = &f->code.v[i];
-            bool dead = pure(in->op) && in->ndst > 0;
+            bool dead = ir_pure(in->op) && in->ndst > 0;
             for (int d = 0; dead && d < in->ndst; d++)
                 dead = uses[in->dst[d]] == 0;
             if (dead) {

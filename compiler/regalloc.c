@@ -21,22 +21,6 @@ static bool bit(const uint64_t *b, int i) { return b[i >> 6] >> (i & 63) & 1; }
 static void set(uint64_t *b, int i) { b[i >> 6] |= 1ull << (i & 63); }
 static void clr(uint64_t *b, int i) { b[i >> 6] &= ~(1ull << (i & 63)); }
 
-/* Calls fn for every register the instruction reads. A guarded definition also reads its
- * destination: where the guard is false the old value survives. */
-static int uses_of(Ins *in, int *out)
-{
-    int n = 0;
-    for (int s = 0; s < in->nsrc; s++)
-        if (in->src[s].kind == O_REG)
-            out[n++] = in->src[s].reg;
-    if (in->guard >= 0) {
-        out[n++] = in->guard;
-        for (int d = 0; d < in->ndst; d++)
-            out[n++] = in->dst[d];
-    }
-    return n;
-}
-
 const char *reg_value_name(Arena *a, const char *name, ElemType t, Shape s)
 {
     if (s.rank == 0)
@@ -161,7 +145,7 @@ bool regalloc(Func *f, int budget)
     int nb = blocks.n;
     uint64_t *livein = calloc((size_t)nb * (size_t)nwords, 8), *liveout = calloc((size_t)nb * (size_t)nwords, 8);
     uint64_t *tmp = calloc((size_t)nwords, 8);
-    int uses[16];
+    int uses[24];
     for (bool changed = true; changed;) {
         changed = false;
         for (int bi = nb - 1; bi >= 0; bi--) {
@@ -177,7 +161,7 @@ bool regalloc(Func *f, int budget)
                 Ins *in = &f->code.v[i];
                 for (int d = 0; d < in->ndst; d++)
                     clr(tmp, in->dst[d]);
-                int nu = uses_of(in, uses);
+                int nu = ir_uses(in, uses);
                 for (int u = 0; u < nu; u++)
                     set(tmp, uses[u]);
             }
@@ -205,7 +189,7 @@ bool regalloc(Func *f, int budget)
             Ins *in = &f->code.v[i];
             for (int d = 0; d < in->ndst; d++)
                 TOUCH(in->dst[d], i);
-            int nu = uses_of(in, uses);
+            int nu = ir_uses(in, uses);
             for (int u = 0; u < nu; u++)
                 TOUCH(uses[u], i);
         }

@@ -104,35 +104,6 @@ static int clone(Remat *r, int v, InsList *out, int line, int *touched, int *nto
 
 static bool ends_block(const Ins *in) { return in->op == OP_BRA || in->op == OP_RET; }
 
-/* Deletes pure instructions whose results nobody reads, until none is left. */
-static void delete_dead(Func *f)
-{
-    for (bool again = true; again;) {
-        again = false;
-        int nv = f->regs.n, u[16];
-        int *nuses = calloc((size_t)nv + 1, sizeof(int));
-        for (int i = 0; i < f->code.n; i++) {
-            int n = sched_uses(&f->code.v[i], u);
-            for (int k = 0; k < n; k++)
-                nuses[u[k]]++;
-        }
-        int w = 0;
-        for (int i = 0; i < f->code.n; i++) {
-            Ins *in = &f->code.v[i];
-            bool dead = sched_pure(in->op) && in->ndst > 0;
-            for (int d = 0; d < in->ndst && dead; d++)
-                dead = nuses[in->dst[d]] == 0;
-            if (dead) {
-                again = true;
-                continue;
-            }
-            f->code.v[w++] = *in;
-        }
-        f->code.n = w;
-        free(nuses);
-    }
-}
-
 void remat_cheap(Func *f)
 {
     int n = f->code.n, nv = f->regs.n;
@@ -177,7 +148,7 @@ void remat_cheap(Func *f)
     }
     vec_free(&f->code);
     f->code.v = out.v, f->code.n = out.n, f->code.cap = out.cap;
-    delete_dead(f);
+    ir_dce(f);
     free(r.def);
     free(r.cost);
     free(r.copy);

@@ -12,41 +12,12 @@
  * block reduction loads every warp's partial before combining them): loads move to their
  * combining step and the peak falls from "all partials" to "one load plus the partial results".
  *
- * What may move: pure arithmetic and register reads (sched_pure) without a guard whose results are
+ * What may move: pure arithmetic and register reads (ir_pure) without a guard whose results are
  * defined nowhere else; loads too, but only past pure instructions and other loads (never past a
  * store, atomic, barrier, async copy or anything this file does not know). */
 #include <stdlib.h>
 #include <string.h>
 #include "tilec.h"
-
-bool sched_pure(int op)
-{
-    switch (op) {
-    case OP_MOV: case OP_ADD: case OP_SUB: case OP_MUL: case OP_MULHI: case OP_MULWIDE: case OP_MAD:
-    case OP_FMA: case OP_DIV: case OP_REM: case OP_MIN: case OP_MAX: case OP_NEG: case OP_ABS:
-    case OP_BAND: case OP_BOR: case OP_BXOR: case OP_BNOT: case OP_SHL: case OP_SHR: case OP_SETP:
-    case OP_SELP: case OP_CVT: case OP_EX2: case OP_LG2: case OP_SQRT: case OP_RSQRT: case OP_RCP:
-    case OP_TANH: case OP_LDPARAM: case OP_CVTA: case OP_MOVSYM:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* Registers the instruction reads; a guarded definition also reads its destinations. */
-int sched_uses(const Ins *in, int *out)
-{
-    int n = 0;
-    for (int s = 0; s < in->nsrc; s++)
-        if (in->src[s].kind == O_REG)
-            out[n++] = in->src[s].reg;
-    if (in->guard >= 0) {
-        out[n++] = in->guard;
-        for (int d = 0; d < in->ndst; d++)
-            out[n++] = in->dst[d];
-    }
-    return n;
-}
 
 static bool ends_block(const Ins *in) { return in->op == OP_BRA || in->op == OP_RET; }
 
@@ -54,8 +25,8 @@ static int weight(RegClass rc) { return rc == RC_D ? 2 : rc == RC_P ? 0 : 1; }
 
 static bool reads(const Ins *in, int reg)
 {
-    int u[16];
-    int n = sched_uses(in, u);
+    int u[24];
+    int n = ir_uses(in, u);
     for (int k = 0; k < n; k++)
         if (u[k] == reg)
             return true;
@@ -79,7 +50,7 @@ typedef struct {
 
 static bool movable(Sched *s, const Ins *in)
 {
-    if (in->guard >= 0 || in->ndst == 0 || !(sched_pure(in->op) || in->op == OP_LD))
+    if (in->guard >= 0 || in->ndst == 0 || !(ir_pure(in->op) || in->op == OP_LD))
         return false;
     for (int d = 0; d < in->ndst; d++)
         if (s->ndefs[in->dst[d]] != 1 || (in->op == OP_LD && s->nuses[in->dst[d]] != 1))
@@ -109,7 +80,7 @@ static void sink_block(Sched *s, int first, int last)
         int q = i + 1;
         for (; q < end; q++) {
             Ins *c = &code[q];
-            bool stop = c->op == OP_LABEL || (in->op == OP_LD && !(sched_pure(c->op) || c->op == OP_LD
+            bool stop = c->op == OP_LABEL || (in->op == OP_LD && !(ir_pure(c->op) || c->op == OP_LD
                                                                     || c->op == OP_COMMENT));
             for (int d = 0; d < in->ndst && !stop; d++)
                 stop = reads(c, in->dst[d]);
@@ -147,7 +118,7 @@ void schedule_pressure(Func *f)
                 malloc(sizeof(int) * ((size_t)nv + 1)) };
     for (int v = 0; v < nv; v++)
         s.use_block[v] = -1;
-    int u[16];
+    int u[24];
     int block = 0;
     for (int i = 0; i < n; i++) {
         Ins *in = &f->code.v[i];
@@ -155,7 +126,7 @@ void schedule_pressure(Func *f)
             block++;
         for (int d = 0; d < in->ndst; d++)
             s.ndefs[in->dst[d]]++;
-        int nu = sched_uses(in, u);
+        int nu = ir_uses(in, u);
         for (int k = 0; k < nu; k++)
             s.nuses[u[k]]++;
         for (int k = 0; k < nu; k++)

@@ -466,6 +466,8 @@ int ir_tern(Func *f, int op, PType t, Opnd a, Opnd b, Opnd c); /* MAD FMA SELP(c
 int ir_un(Func *f, int op, PType t, Opnd a);                   /* NEG ABS NOT EX2 ... */
 int ir_setp(Func *f, Cmp c, PType t, Opnd a, Opnd b);
 int ir_cvt(Func *f, PType to, PType from, Opnd a);
+bool ir_pure(int op);                          /* no side effects: may be moved, copied, deleted */
+int ir_uses(const Ins *in, int *out);          /* registers read (guarded defs read their dsts) */
 int ir_dce(Func *f);                           /* removes pure instructions whose results nobody reads */
 void ir_naive_addr(Func *f);                   /* offset of the last LD/ST -> explicit add */
 void ir_label(Func *f, int label);
@@ -642,10 +644,6 @@ int smem_base_reg(Lower *c, int off);
 void remat_cheap(Func *f);
 /* Sinks instructions towards their first reader inside blocks where that lowers pressure. */
 void schedule_pressure(Func *f);
-/* Shared by the register passes: side-effect-free register operations; registers an instruction
- * reads (a guarded definition also reads its destinations). */
-bool sched_pure(int op);
-int sched_uses(const Ins *in, int *out);
 /* regalloc.c: the report's name of a source value: "acc: f32[128,128]", "m0: i32". */
 const char *reg_value_name(Arena *a, const char *name, ElemType t, Shape s);
 
