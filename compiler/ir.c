@@ -116,6 +116,16 @@ int ir_tern(Func *f, int op, PType t, Opnd a, Opnd b, Opnd c)
     return def1(f, in, t);
 }
 
+void ir_bin_to(Func *f, int op, PType t, int dst, Opnd a, Opnd b)
+{
+    Ins *in = emit_ins(f, op, t);
+    in->src[0] = a;
+    in->src[1] = b;
+    in->nsrc = 2;
+    in->dst[0] = dst;
+    in->ndst = 1;
+}
+
 int ir_un(Func *f, int op, PType t, Opnd a)
 {
     Ins *in = emit_ins(f, op, t);

@@ -837,12 +837,7 @@ void lower_stmt(Lower *c, Stmt *s)
         ir_bra(f, exit, p, false);
         lower_block(c, s->then);
         f->cur_line = s->loc.line;
-        in = emit_ins(f, OP_ADD, PT_S32);
-        in->dst[0] = i;
-        in->ndst = 1;
-        in->src[0] = R(i);
-        in->src[1] = IMM(step);
-        in->nsrc = 2;
+        ir_bin_to(f, OP_ADD, PT_S32, i, R(i), IMM(step));
         ir_bra(f, head, -1, false);
         ir_label(f, exit);
         /* a loop may run zero times: scratch state after it is unknown */

@@ -275,12 +275,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     in->src[1] = R(n1);
     in->src[2] = R(wr);
     in->nsrc = 3;
-    in = emit_ins(f, OP_ADD, PT_S32);
-    in->dst[0] = i;
-    in->ndst = 1;
-    in->src[0] = R(i);
-    in->src[1] = IMM(step);
-    in->nsrc = 2;
+    ir_bin_to(f, OP_ADD, PT_S32, i, R(i), IMM(step));
     ir_bra(f, head, -1, false);
     ir_label(f, exit);
     /* copies issued for iterations past the end were predicated off; drain anyway so shared

@@ -235,25 +235,10 @@ static Tile reduce_axis_smem(Lower *c, Tile v, Builtin b, int nd, ElemType rt)
         in->ndst = 1;
         in->src[0] = R(ad[s]);
         in->nsrc = 1;
-        in = emit_ins(f, red_op(b), t);
-        in->dst[0] = acc[s];
-        in->ndst = 1;
-        in->src[0] = R(acc[s]);
-        in->src[1] = R(d);
-        in->nsrc = 2;
-        in = emit_ins(f, OP_ADD, PT_U32);
-        in->dst[0] = ad[s];
-        in->ndst = 1;
-        in->src[0] = R(ad[s]);
-        in->src[1] = IMM(step);
-        in->nsrc = 2;
+        ir_bin_to(f, red_op(b), t, acc[s], R(acc[s]), R(d));
+        ir_bin_to(f, OP_ADD, PT_U32, ad[s], R(ad[s]), IMM(step));
     }
-    Ins *in = emit_ins(f, OP_ADD, PT_S32);
-    in->dst[0] = idx;
-    in->ndst = 1;
-    in->src[0] = R(idx);
-    in->src[1] = IMM(1);
-    in->nsrc = 2;
+    ir_bin_to(f, OP_ADD, PT_S32, idx, R(idx), IMM(1));
     int more = ir_setp(f, CMP_LT, PT_S32, R(idx), IMM(len));
     ir_bra(f, head, more, false);
     for (int s = 0; s < n; s++)
