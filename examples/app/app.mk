@@ -15,10 +15,14 @@ APP_GEN_H   := $(APP_KERNELS:%=$(APP_DIR)/%.h)
 APP_OBJ     := $(APP_DIR)/app.o $(APP_GEN_C:.c=.o)
 APP         := $(APP_DIR)/app
 
-# One tilec run writes both files (a multi-target pattern rule).
+# One tilec run writes both files (a multi-target pattern rule). Without ARCH the app embeds an
+# sm_90a cubin (Hopper loads it as is) and sm_80 PTX (JIT-compiled on every other GPU), so both
+# ways of loading run somewhere.
+comma := ,
+APP_ARCHS := $(if $(ARCH),$(ARCH),sm_80$(comma)sm_90a)
 $(APP_DIR)/%.c $(APP_DIR)/%.h: examples/%.tile $(TILEC)
 	@mkdir -p $(@D)
-	$(TILEC) --emit=c $(if $(ARCH),--arch=$(ARCH)) -o $(APP_DIR)/$*.c $<
+	$(TILEC) --emit=c --arch=$(APP_ARCHS) -o $(APP_DIR)/$*.c $<
 
 $(APP_DIR)/app.o: examples/app/app.c $(APP_GEN_H)
 	@mkdir -p $(@D)
