@@ -463,29 +463,15 @@ static Opnd narrow_slot(Lower *c, ElemType to, Opnd x)
         return R(ir_cvt(f, PT_F32, PT_F16, R(h)));
     }
     /* bf16: round to nearest even by cvt, widen by shifting the bits up */
-    int h = ir_cvt(f, PT_BF16, PT_F32, R(xr));
-    int w = ir_cvt(f, PT_U32, PT_U16, R(h));
-    int s = ir_bin(f, OP_SHL, PT_B32, R(w), IMM(16));
-    return R(ir_mov(f, PT_F32, R(s)));
+    return widen_held(c, TY_BF16, ir_cvt(f, PT_BF16, PT_F32, R(xr)));
 }
 
 static Opnd cast_slot(Lower *c, ElemType to, ElemType from, Opnd x)
 {
     Func *f = c->f;
     PType pt = held_ptype(to), pf = held_ptype(from);
-    if (to == TY_TF32) {
-        Ins *in;
-        int xr = opnd_reg(c, x, PT_F32);
-        int d = new_reg(f, RC_R);
-        in = emit_ins(f, OP_CVT, PT_B32);
-        in->ty2 = PT_F32;
-        in->cmp = 2;
-        in->dst[0] = d;
-        in->ndst = 1;
-        in->src[0] = R(xr);
-        in->nsrc = 1;
-        return R(ir_mov(f, PT_F32, R(d)));
-    }
+    if (to == TY_TF32)
+        return R(ir_mov(f, PT_F32, R(ir_round_tf32(f, opnd_reg(c, x, PT_F32)))));
     if (is_imm(x) && pt != PT_PRED && pf != PT_PRED) {
         double v = imm_val(x);
         if (type_is_float(to) && to != TY_F32) {
@@ -972,16 +958,7 @@ static void load_params(Lower *c)
             in->ndst = 1;
             in->src[0] = SYM(pname);
             in->nsrc = 1;
-            Opnd v = R(r);
-            if (t == TY_BOOL)
-                v = R(ir_setp(f, CMP_NE, PT_U32, R(r), IMM(0)));
-            else if (t == TY_F16)
-                v = R(ir_cvt(f, PT_F32, PT_F16, R(r)));
-            else if (t == TY_BF16) {
-                int w = ir_cvt(f, PT_U32, PT_U16, R(r));
-                v = R(ir_mov(f, PT_F32, R(ir_bin(f, OP_SHL, PT_B32, R(w), IMM(16)))));
-            }
-            si->val = scalar_of(c, t, v);
+            si->val = scalar_of(c, t, widen_held(c, t, r));
             continue;
         }
         int raw = new_reg(f, RC_D);

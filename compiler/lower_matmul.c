@@ -111,25 +111,10 @@ static void smem_row(Lower *c, SmemMatrix *m, int base, int64_t off, int n, Opnd
         in->off = off + (int64_t)j * es;
         ir_naive_addr(f);
         for (int q = 0; q < vm; q++) {
-            int v = d[q];
-            if (m->type == TY_F16)
-                v = ir_cvt(f, PT_F32, PT_F16, R(v));
-            else if (m->type == TY_BF16) {
-                int w = ir_cvt(f, PT_U32, PT_U16, R(v));
-                v = ir_mov(f, PT_F32, R(ir_bin(f, OP_SHL, PT_B32, R(w), IMM(16))));
-            }
-            if (m->tf32) {
-                int t = new_reg(f, RC_R);
-                Ins *cv = emit_ins(f, OP_CVT, PT_B32);
-                cv->ty2 = PT_F32;
-                cv->cmp = 2;
-                cv->dst[0] = t;
-                cv->ndst = 1;
-                cv->src[0] = R(v);
-                cv->nsrc = 1;
-                v = ir_mov(f, PT_F32, R(t));
-            }
-            out[j + q] = R(v);
+            Opnd v = widen_held(c, m->type, d[q]);
+            if (m->tf32)
+                v = R(ir_mov(f, PT_F32, R(ir_round_tf32(f, v.reg))));
+            out[j + q] = v;
         }
     }
 }

@@ -132,7 +132,7 @@ static PType mem_ptype(ElemType t)
     }
 }
 
-static Opnd widen(Lower *c, ElemType t, int r)
+Opnd widen_held(Lower *c, ElemType t, int r)
 {
     Func *f = c->f;
     switch (t) {
@@ -185,7 +185,7 @@ static void mem_load(Lower *c, int space, ElemType t, int addr, int64_t off, int
             out[i] = R(dst[i]);
             continue;
         }
-        Opnd w = widen(c, t, dst[i]);
+        Opnd w = widen_held(c, t, dst[i]);
         if (guard >= 0) {
             PType ht = held_ptype(t);
             if (ht == PT_PRED) {

@@ -130,20 +130,6 @@ static int ld_b32(Lower *c, int addr, int64_t off)
     return d;
 }
 
-static int round_tf32(Lower *c, int v)
-{
-    Func *f = c->f;
-    int t = new_reg(f, RC_R);
-    Ins *cv = emit_ins(f, OP_CVT, PT_B32);
-    cv->ty2 = PT_F32;
-    cv->cmp = 2;                 /* cvt.rna.tf32.f32 */
-    cv->dst[0] = t;
-    cv->ndst = 1;
-    cv->src[0] = R(v);
-    cv->nsrc = 1;
-    return t;
-}
-
 static void mma(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, const int *b)
 {
     Ins *in = emit_ins(c->f, OP_MMA, PT_F32);
@@ -192,7 +178,7 @@ static void load_b(Lower *c, int *frag, bool tf, bool ldm_b, int blane, int64_t 
     int64_t col = (int64_t)n * MMA_N * es;
     if (tf) {
         for (int i = 0; i < 2; i++)
-            frag[i] = round_tf32(c, ld_b32(c, blane, (k + 4 * i) * bpitch + col));
+            frag[i] = ir_round_tf32(c->f, ld_b32(c, blane, (k + 4 * i) * bpitch + col));
     } else if (ldm_b) {
         ldmatrix(c, frag, 2 * pair, true, blane, k * bpitch + col);
     } else {
@@ -262,7 +248,7 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
                     afrag[4 * j + i] = ld_b32(c, alane, base + (i & 1) * T0 * apitch + (i >> 1) * 16);
             if (tf)
                 for (int i = 0; i < 4; i++)
-                    afrag[4 * j + i] = round_tf32(c, afrag[4 * j + i]);
+                    afrag[4 * j + i] = ir_round_tf32(c->f, afrag[4 * j + i]);
         }
         int nstep = ldm_b ? 2 : 1;
         /* The first k step loads all its B fragments before the pipelined loop's copies for a

@@ -23,26 +23,6 @@
 
 extern char **environ;
 
-/* Appends n raw bytes (cubins hold NULs, so buf_puts will not do). Buf grows with realloc, as in
- * util.c, and keeps a NUL after the data. */
-static void buf_add_bytes(Buf *b, const void *data, size_t n)
-{
-    size_t need = b->len + n + 1;
-    if (need > b->cap) {
-        size_t ncap = b->cap ? b->cap : 256;
-        while (ncap < need)
-            ncap *= 2;
-        char *p = realloc(b->s, ncap);
-        if (!p)
-            die("out of memory (%zu bytes)", ncap);
-        b->s = p;
-        b->cap = ncap;
-    }
-    memcpy(b->s + b->len, data, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
 /* $TILEC_PTXAS, else the ptxas configure found (TILEC_PTXAS_DEFAULT) or the one of its toolkit
  * (TILEC_CUDA_HOME), else `ptxas` searched on PATH. */
 const char *ptxas_path(void)
@@ -95,7 +75,7 @@ static bool read_file(const char *path, Buf *out)
         }
         if (r == 0)
             break;
-        buf_add_bytes(out, chunk, (size_t)r);
+        buf_add(out, chunk, (size_t)r);
     }
     close(fd);
     return true;
@@ -134,7 +114,7 @@ static int run_capture(char *const argv[], Buf *log, int *errno_out)
             continue;
         if (r <= 0)
             break;
-        buf_add_bytes(log, chunk, (size_t)r);
+        buf_add(log, chunk, (size_t)r);
     }
     close(fds[0]);
     int status;

@@ -36,6 +36,7 @@ void vec_grow_(void **v, int *cap, int need, size_t elem);
 typedef struct { char *s; size_t len, cap; } Buf;
 void buf_printf(Buf *b, const char *fmt, ...);
 void buf_puts(Buf *b, const char *s);
+void buf_add(Buf *b, const void *data, size_t n);   /* raw bytes; the text stays NUL-terminated */
 void buf_free(Buf *b);
 
 /* Source locations. line and col are 1-based; col counts bytes. */
@@ -333,6 +334,8 @@ void meta_write(Buf *out, KernelMeta *k);
  * the object and log with ptxas' stderr; returns false with the log when ptxas failed or is
  * missing (then *missing is set). Writes only temporary files it removes. */
 bool ptxas_run(const char *ptx, const char *arch, Buf *cubin, Buf *log, bool *missing);
+/* The ptxas tilec runs: $TILEC_PTXAS, else the configured toolkit's, else `ptxas` on PATH. */
+const char *ptxas_path(void);
 /* Reads `ptxas -v` output into the kernels' ptxas_* fields (matched by name). */
 void ptxas_parse_report(const char *log, KernelMeta *ks, int nk);
 
@@ -464,6 +467,7 @@ int ir_mov(Func *f, PType t, Opnd a);
 int ir_bin(Func *f, int op, PType t, Opnd a, Opnd b);          /* ADD SUB MUL MIN MAX ... */
 int ir_tern(Func *f, int op, PType t, Opnd a, Opnd b, Opnd c); /* MAD FMA SELP(c = pred) */
 void ir_bin_to(Func *f, int op, PType t, int dst, Opnd a, Opnd b); /* into an existing register */
+int ir_round_tf32(Func *f, int v);             /* cvt.rna.tf32.f32 into a new .b32 register */
 int ir_un(Func *f, int op, PType t, Opnd a);                   /* NEG ABS NOT EX2 ... */
 int ir_setp(Func *f, Cmp c, PType t, Opnd a, Opnd b);
 int ir_cvt(Func *f, PType to, PType from, Opnd a);
@@ -610,6 +614,8 @@ int scratch_base_reg(Lower *c);                       /* u32 address of the scra
 
 /* lower_mem.c */
 Tile load_window(Lower *c, Expr *e, const Layout *want);
+/* A value of type t as loaded from memory (f16/bf16 bits, bool byte) -> its held register form. */
+Opnd widen_held(Lower *c, ElemType t, int r);
 void store_window(Lower *c, Expr *target, Tile v);
 void atomic_window(Lower *c, Expr *target, Tile v, int op);
 Tile load_shared_var(Lower *c, Sym *s, const Layout *want);

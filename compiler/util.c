@@ -163,6 +163,14 @@ void buf_puts(Buf *b, const char *s)
     b->len += n;
 }
 
+void buf_add(Buf *b, const void *data, size_t n)
+{
+    buf_reserve(b, n);
+    memcpy(b->s + b->len, data, n);
+    b->len += n;
+    b->s[b->len] = 0;
+}
+
 void buf_free(Buf *b)
 {
     free(b->s);

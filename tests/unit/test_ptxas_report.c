@@ -1,48 +1,12 @@
-/* test_ptxas_report.c: the compiler's ptxas driver (compiler/ptxas.c) on its own.
- *
- * It includes ptxas.c directly so it needs none of the compiler's other objects: the few util.c
- * functions ptxas.c uses are stubbed below. Checks the `ptxas -v` report parser on captured
- * reports and, when ptxas can be found, assembles a tiny kernel for real (no GPU needed).
- * Prints one `ok NAME` / `FAIL NAME: why` line per check. */
-#include "../../compiler/ptxas.c"
-
+/* test_ptxas_report.c: the compiler's ptxas driver (compiler/ptxas.c), linked from libtilec.
+ * Checks the `ptxas -v` report parser on captured reports and, when ptxas can be found, assembles
+ * a tiny kernel for real (no GPU needed). Prints one `ok NAME` / `FAIL NAME: why` line per check. */
+#define _POSIX_C_SOURCE 200809L   /* setenv */
 #include <stdarg.h>
 #include <stdio.h>
-
-/* ---------------------------------------------------------------- util.c stand-ins */
-
-_Noreturn void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("test_ptxas_report: internal error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    abort();
-}
-
-void buf_printf(Buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char tmp[1024];
-    if (n < 0 || (size_t)n >= sizeof tmp)
-        die("buf_printf stub: message too long");
-    va_start(ap, fmt);
-    vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    buf_add_bytes(b, tmp, (size_t)n);
-}
-
-void buf_free(Buf *b)
-{
-    free(b->s);
-    b->s = NULL;
-    b->len = b->cap = 0;
-}
+#include <stdlib.h>
+#include <string.h>
+#include "tilec.h"
 
 /* ---------------------------------------------------------------- checks */
 
