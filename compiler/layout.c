@@ -8,16 +8,19 @@ bool layout_eq(const Layout *a, const Layout *b)
 {
     for (int d = 0; d < 2; d++)
         if (a->S[d] != b->S[d] || a->T[d] != b->T[d] || a->V[d] != b->V[d] || a->O[d] != b->O[d] ||
-            a->bcast[d] != b->bcast[d])
+            a->bcast[d] != b->bcast[d] || a->Tlo[d] != b->Tlo[d])
             return false;
     return a->reps == b->reps;
 }
 
 Layout layout_scalar(int threads)
 {
-    Layout L = { 0, { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, { false, false }, threads };
+    Layout L = { 0, { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, { false, false }, threads, { 1, 1 } };
     return L;
 }
+
+/* When T1 == Tlo1 the outer grid has one column and the formula is t0 * T1 + t1 whatever Tlo0. */
+bool layout_tid_plain(const Layout *L) { return L->T[1] == L->Tlo[1]; }
 
 static int imin(int a, int b) { return a < b ? a : b; }
 
@@ -40,6 +43,8 @@ Layout layout_rowmajor(Shape s, int threads, int vec)
     L.V[0] = 1;
     L.O[0] = L.S[0] / L.T[0];
     L.reps = threads / (L.T[0] * L.T[1]);
+    L.Tlo[0] = L.T[0];
+    L.Tlo[1] = L.T[1];
     return L;
 }
 
@@ -75,5 +80,7 @@ Layout layout_matmul(Shape s, int threads)
         L.O[d] = per / L.V[d];
     }
     L.reps = 1;
+    L.Tlo[0] = L.T[0];
+    L.Tlo[1] = L.T[1];
     return L;
 }

@@ -63,19 +63,31 @@ static int log2i(int x)
     return n;
 }
 
+/* (t >> sh) & (n - 1) for a power of two n */
+static int tid_field(Func *f, int t, int sh, int n)
+{
+    int s = sh ? ir_bin(f, OP_SHR, PT_U32, R(t), IMM(sh)) : t;
+    return ir_bin(f, OP_BAND, PT_B32, R(s), IMM(n - 1));
+}
+
+/* t_d from the thread id, per the Layout formula in tilec.h: the inner grid's coordinate from the
+ * low bits, the outer grid's (when T[d] > Tlo[d]) from the bits above the inner grid. */
 int thread_coord(Lower *c, const Layout *L, int d)
 {
     Func *f = c->f;
     int t = c->tid;
-    if (d == 1) {
-        if (L->T[1] == 1)
-            return ir_mov(f, PT_U32, IMM(0));
-        return ir_bin(f, OP_BAND, PT_B32, R(t), IMM(L->T[1] - 1));
-    }
-    if (L->T[0] == 1)
+    if (L->T[d] == 1)
         return ir_mov(f, PT_U32, IMM(0));
-    int s = ir_bin(f, OP_SHR, PT_U32, R(t), IMM(log2i(L->T[1])));
-    return ir_bin(f, OP_BAND, PT_B32, R(s), IMM(L->T[0] - 1));
+    int lo0 = L->Tlo[0], lo1 = L->Tlo[1];
+    int inner = d == 1 ? tid_field(f, t, 0, lo1) : lo0 > 1 ? tid_field(f, t, log2i(lo1), lo0) : -1;
+    int outer_n = L->T[d] / L->Tlo[d];
+    if (outer_n == 1)
+        return inner;
+    int sh = log2i(lo0 * lo1) + (d == 0 ? log2i(L->T[1] / lo1) : 0);
+    int outer = tid_field(f, t, sh, outer_n);
+    if (inner < 0)
+        return ir_bin(f, OP_MUL, PT_U32, R(outer), IMM(L->Tlo[d]));
+    return ir_tern(f, OP_MAD, PT_U32, R(outer), IMM(L->Tlo[d]), R(inner));
 }
 
 /* Threads that hold the authoritative copy of each element: stores, atomics and reductions count
@@ -150,7 +162,7 @@ static bool aligned_broadcast(const Layout *src, const Layout *dst)
         return true;     /* one element held by every thread */
     for (int d = 0; d < 2; d++) {
         /* the same thread-index split, so kept coordinates are the same function of %tid */
-        if (src->T[d] != dst->T[d])
+        if (src->T[d] != dst->T[d] || src->Tlo[d] != dst->Tlo[d])
             return false;
         if (src->S[d] == dst->S[d]) {
             if (src->V[d] != dst->V[d] || src->O[d] != dst->O[d] || src->bcast[d] != dst->bcast[d])
@@ -637,8 +649,7 @@ Tile lower_expr(Lower *c, Expr *e, const Layout *want)
     }
     case E_BINARY:
         if (e->op == OP_MATMUL) {
-            bool mma = matmul_uses_mma(c, e->a, e->b, (int)e->shape.dim[0], (int)e->shape.dim[1], (int)e->a->shape.dim[1]);
-            Layout L = mma ? layout_mma(e->shape, c->threads) : layout_matmul(e->shape, c->threads);
+            Layout L = matmul_layout(c, e->a, e->b, e->shape);
             Tile acc = tile_new(c, TY_F32, L);
             lower_matmul(c, &acc, e->a, e->b, false);
             return acc;
@@ -749,8 +760,8 @@ void lower_stmt(Lower *c, Stmt *s)
         f->cur_what = reg_value_name(c->a, s->name, sym->type, sym->shape);
         Layout L;
         Tile init = { TY_NONE, { 0 }, NULL };
-        if (si->mm_layout) {
-            L = si->mm_mma ? layout_mma(sym->shape, c->threads) : layout_matmul(sym->shape, c->threads);
+        if (si->mm) {
+            L = matmul_layout(c, si->mm->a, si->mm->b, sym->shape);
         } else if (s->init && s->init->shape.rank == sym->shape.rank && sym->shape.rank > 0 && !is_matmul(s->init)) {
             init = lower_expr(c, s->init, NULL);
             L = init.L;
@@ -854,13 +865,13 @@ void lower_stmt(Lower *c, Stmt *s)
 }
 
 /* Vars accumulated by `@` get the matmul layout from their declaration on. */
-static void mark_var(Lower *c, Sym *v, Expr *mm)
+static void mark_var(Sym *v, Expr *mm)
 {
     SymInfo *si = v->lower;
     if (!si)
         return;
-    si->mm_layout = true;
-    si->mm_mma = matmul_uses_mma(c, mm->a, mm->b, (int)mm->shape.dim[0], (int)mm->shape.dim[1], (int)mm->a->shape.dim[1]);
+    if (!si->mm)
+        si->mm = mm;
 }
 
 static void mark_matmul_vars(Lower *c, Stmt *s)
@@ -879,11 +890,11 @@ static void mark_matmul_vars(Lower *c, Stmt *s)
         break;
     case S_ASSIGN:
         if (s->lhs->kind == E_NAME && is_matmul(s->rhs))
-            mark_var(c, s->lhs->sym, s->rhs);
+            mark_var(s->lhs->sym, s->rhs);
         break;
     case S_VAR:
         if (is_matmul(s->init))
-            mark_var(c, s->sym, s->init);
+            mark_var(s->sym, s->init);
         break;
     default: break;
     }

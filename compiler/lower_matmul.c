@@ -49,6 +49,16 @@ bool matmul_uses_mma(Lower *c, Expr *a, Expr *b, int M, int N, int K)
     return mma_supported(c, t, ta, M, N, K);
 }
 
+/* The layout of a @ b's M x N result: the tensor cores' accumulator layout or the SIMT one. */
+Layout matmul_layout(Lower *c, Expr *a, Expr *b, Shape s)
+{
+    int M = (int)s.dim[0], N = (int)s.dim[1], K = (int)a->shape.dim[1];
+    if (!matmul_uses_mma(c, a, b, M, N, K))
+        return layout_matmul(s, c->threads);
+    bool tf;
+    return layout_mma(s, c->threads, stored_type(matmul_operand(a, &tf)));
+}
+
 /* Row pitch in elements: a 16-byte pad keeps rows 16-byte aligned and spreads them over banks. */
 int matmul_pitch(Lower *c, ElemType t, int cols, bool mma)
 {
@@ -165,6 +175,28 @@ void lower_matmul(Lower *c, Tile *acc, Expr *a, Expr *b, bool accumulate)
 {
     Func *f = c->f;
     Layout *L = &acc->L;
+    Shape rs = { 2, { L->S[0], L->S[1] } };
+    Layout want = matmul_layout(c, a, b, rs);
+    if (!layout_eq(&want, L)) {
+        /* acc was laid out for another matmul (a var accumulated by @ of other operand types):
+           compute this product in its own layout and move it over */
+        Tile t = tile_new(c, TY_F32, want);
+        lower_matmul(c, &t, a, b, false);
+        t = to_layout(c, t, L);
+        for (int s = 0; s < layout_slots(L); s++) {
+            Opnd x = t.v[s];
+            if (accumulate) {
+                ir_bin_to(f, OP_ADD, PT_F32, acc->v[s].reg, acc->v[s], x);
+            } else {
+                Ins *in = emit_ins(f, OP_MOV, PT_F32);
+                in->dst[0] = acc->v[s].reg;
+                in->ndst = 1;
+                in->src[0] = x;
+                in->nsrc = 1;
+            }
+        }
+        return;
+    }
     const char *saved = f->cur_what;
     int nslots = layout_slots(L);
     if (!accumulate)

@@ -3,14 +3,19 @@
  * f16 and bf16 operands use mma.sync.m16n8k16, tf32 operands (f32 under tf32()) m16n8k8; both
  * accumulate in f32. Operands are row-major matrices in shared memory (A [M][K], B [K][N]).
  *
- * Accumulator layout (layout_mma), one member of the Layout family: warps are stacked along M.
- * Lane l = 4g + q (g = l >> 2, q = l & 3); thread t = 4 * t0 + q with t0 = 8 * warp + g.
- * T1 = 4, V1 = 2, O1 = N / 8: the columns of n-tile o1 that lane q holds are 8 o1 + 2q, 2q + 1
- * (the mma C fragment's c0/c1 and c2/c3 columns). T0 = threads / 4, V0 = 1, O0 = M / T0: thread
- * row o0 is o0 * T0 + 8 * warp + g. Two consecutive o0 make one m16 tile: tile j of a warp is
- * rows r_lo = 2j T0 + 8 warp + g (fragment rows 0-7, c0 c1) and r_hi = (2j+1) T0 + 8 warp + g
- * (fragment rows 8-15, c2 c3). The tile's rows are not contiguous in memory; ldmatrix takes one
- * row address per lane, so that costs nothing.
+ * Accumulator layout (layout_mma), one member of the Layout family: a WM x WN grid of warps, each
+ * owning an (M / WM) x (N / WN) warp tile spread in whole m16 and n8 tiles, the grid chosen so the
+ * warp tile is as square as the block allows (fewest fragment loads per mma). Lane l = 4g + q
+ * (g = l >> 2, q = l & 3), warp w = WN wm + wn. The thread coordinates are t0 = 8 wm + g and
+ * t1 = 4 wn + q: the layout's inner thread grid is the lane (Tlo = 8 x 4), the outer one the warp
+ * grid. T0 = 8 WM, V0 = 1, O0 = M / T0: two consecutive o0 make one m16 tile, so m16 tile j of a
+ * warp is rows r_lo = 2j T0 + 8 wm + g (fragment rows 0-7, c0 c1) and r_hi = (2j+1) T0 + 8 wm + g
+ * (rows 8-15, c2 c3); ldmatrix takes one row address per lane, so these need not be contiguous.
+ * Columns come in groups of G n8 tiles (G = 1, or 4 for tf32 whose B is read 4 tiles at a time,
+ * see below): T1 = 4 WN, V1 = 2G, O1 = N / (8 G WN), and group o1 of warp wn spans the 8G columns
+ * from base = (o1 WN + wn) 8G. Inside a group, n8 tile j (j < G) holds columns base + G c + j
+ * (c < 8), so lane q's accumulators c0/c1 of tile j are columns base + 2Gq + G i + j, i.e. slot
+ * v = G i + j of the thread's V1 = 2G consecutive columns (G = 1: columns 2q, 2q+1 of the tile).
  *
  * Fragments per k step (16 for f16/bf16, 8 for tf32):
  *  - A: ldmatrix.x4 per m16 tile. Lane l gives the address of row (l & 8 ? r_hi : r_lo)(l & 7)
@@ -19,17 +24,20 @@
  *    bytes 4q..4q+3 of its row, element q (and q + 4 in the high half), which is the tf32 A
  *    fragment; each is then rounded with cvt.rna.tf32.f32.
  *  - B (f16/bf16): ldmatrix.x4.trans per pair of n-tiles. Lane l gives the address of row k +
- *    (l & 7) + 8 * ((l >> 3) & 1) at column 8 * (n + (l >> 4)); transposed, lane l receives
- *    B[k + 2q, +1][8n + g] (b0) and B[k + 8 + 2q, +1][8n + g] (b1).
- *  - B (tf32): no 32-bit transposing ldmatrix, so two ld.shared.b32 per n-tile: b0 = B[k + q][8n
- *    + g], b1 = B[k + q + 4][8n + g].
- * tests/unit/test_mma_map.c runs these maps against the PTX fragment tables.
+ *    (l & 7) + 8 * ((l >> 3) & 1) at the first column of the warp's tile n (l < 16) or n + 1;
+ *    transposed, lane l receives B[k + 2q, +1][col + g] (b0) and B[k + 8 + 2q, +1][col + g] (b1).
+ *  - B (tf32): no 32-bit transposing ldmatrix, so lane l reads row k + q (b0) and k + q + 4 (b1)
+ *    at columns base + G g .. + G - 1 with one ld.shared.v{G}.b32: b0 and b1 of all G tiles of
+ *    the group in two loads.
+ * Within a k tile the fragments of step s + 1 are loaded before the mma of step s, so the loads'
+ * latency hides behind the tensor work. tests/unit/test_mma_map.c runs these maps against the
+ * PTX fragment tables.
  *
  * Bank conflicts: ldmatrix reads 8 rows of 16 bytes per matrix; a row pitch that is an odd
  * multiple of 16 bytes puts them in 8 distinct 16-byte bank groups (mma_pitch). The tf32 B loads
- * read rows k + q (q < 4) at 8 consecutive words: a pitch of 8 (mod 32) words spreads the four
- * rows over the 32 banks. mma_pitch cannot tell A from B, so f32 matrices of 64 or more columns
- * (B's N side in practice; A's K side is a short BK) get the B pitch. */
+ * read rows k + q (q < 4) at 8G consecutive words in phases of 32 words: a pitch of 8 (mod 32)
+ * words spreads the four rows over the 32 banks. mma_pitch cannot tell A from B, so f32 matrices
+ * of 64 or more columns (B's N side in practice; A's K side is a short BK) get the B pitch. */
 #include <stdlib.h>
 #include "tilec.h"
 
@@ -43,7 +51,43 @@ static int arch_number(Lower *c)
     return atoi(a + 3);
 }
 
+static int log2_exact(int x)
+{
+    int n = 0;
+    while ((1 << n) < x)
+        n++;
+    return n;
+}
+
 static int k_step(ElemType t) { return t == TY_F32 ? 8 : 16; }
+
+/* n8 tiles per column group: tf32 reads B four tiles at a time where the warp tile is wide enough. */
+static int group_tiles(ElemType t, int warp_cols) { return t == TY_F32 && warp_cols % (4 * MMA_N) == 0 ? 4 : 1; }
+
+/* The warp grid of an M x N accumulator: the squarest warp tile made of whole m16 and n8 tiles
+ * (ties: more rows per warp, which share the B fragments). False if none fits. */
+static bool warp_grid(int M, int N, int threads, int *wm, int *wn)
+{
+    if (threads <= 0 || threads % 32)
+        return false;
+    int warps = threads / 32;
+    int best = -1;
+    for (int m = 1; m <= warps; m *= 2) {
+        int n = warps / m;
+        if (M % (MMA_M * m) || N % (MMA_N * n))
+            continue;
+        int rows = M / m, cols = N / n;
+        int score = rows > cols ? rows / cols : cols / rows;
+        if (rows < cols)
+            score++;        /* prefer the taller tile at equal aspect */
+        if (best < 0 || score < best) {
+            best = score;
+            *wm = m;
+            *wn = n;
+        }
+    }
+    return best >= 0;
+}
 
 bool mma_supported(Lower *c, ElemType t, bool tf32, int M, int N, int K)
 {
@@ -51,31 +95,30 @@ bool mma_supported(Lower *c, ElemType t, bool tf32, int M, int N, int K)
         return false;
     if (!(t == TY_F16 || t == TY_BF16 || (t == TY_F32 && tf32)))
         return false;
-    int threads = c->threads;
-    if (threads <= 0 || threads % 32)
-        return false;
-    int T0 = threads / 4;
-    /* every warp owns whole m16 tiles: M a multiple of 2 T0 */
-    return M % (2 * T0) == 0 && N % MMA_N == 0 && K % k_step(t) == 0;
+    int wm, wn;
+    return warp_grid(M, N, c->threads, &wm, &wn) && K % k_step(t) == 0;
 }
 
-Layout layout_mma(Shape s, int threads)
+Layout layout_mma(Shape s, int threads, ElemType t)
 {
     Layout L;
     L.rank = 2;
     L.S[0] = s.rank == 2 ? (int)s.dim[0] : 1;
     L.S[1] = s.rank >= 1 ? (int)s.dim[s.rank - 1] : 1;
-    int T0 = threads / 4;
-    if (s.rank != 2 || threads % 32 || L.S[0] % (2 * T0) || L.S[1] % MMA_N)
+    int wm, wn;
+    if (s.rank != 2 || !warp_grid(L.S[0], L.S[1], threads, &wm, &wn))
         return layout_matmul(s, threads);   /* mma_supported refused these */
+    int G = group_tiles(t, L.S[1] / wn);
     L.bcast[0] = L.bcast[1] = false;
-    L.T[0] = T0;
+    L.T[0] = 8 * wm;
     L.V[0] = 1;
-    L.O[0] = L.S[0] / T0;
-    L.T[1] = 4;
-    L.V[1] = 2;
-    L.O[1] = L.S[1] / MMA_N;
+    L.O[0] = L.S[0] / L.T[0];
+    L.T[1] = 4 * wn;
+    L.V[1] = 2 * G;
+    L.O[1] = L.S[1] / (MMA_N * G * wn);
     L.reps = 1;
+    L.Tlo[0] = wn > 1 ? 8 : L.T[0];    /* one warp column: plain t0 * T1 + t1 */
+    L.Tlo[1] = 4;
     return L;
 }
 
@@ -114,19 +157,29 @@ static void ldmatrix(Lower *c, int *dst, int n, bool trans, int addr, int64_t of
     in->off = off;
 }
 
-static int ld_b32(Lower *c, int addr, int64_t off)
+/* n consecutive 32-bit words from shared memory (one vector load when aligned, else n loads) */
+static void ld_words(Lower *c, int *dst, int n, bool vec, int addr, int64_t off)
 {
     Func *f = c->f;
-    int d = new_reg(f, RC_R);
-    Ins *in = emit_ins(f, OP_LD, PT_B32);
-    in->space = SP_SHARED;
-    in->vec = 1;
-    in->dst[0] = d;
-    in->ndst = 1;
-    in->src[0] = R(addr);
-    in->nsrc = 1;
-    in->off = off;
-    ir_naive_addr(f);            /* lowering writes addresses in full; addr_split folds them */
+    int per = vec ? n : 1;
+    for (int w = 0; w < n; w += per) {
+        Ins *in = emit_ins(f, OP_LD, PT_B32);
+        in->space = SP_SHARED;
+        in->vec = (uint8_t)per;
+        for (int i = 0; i < per; i++)
+            in->dst[i] = dst[w + i] = new_reg(f, RC_R);
+        in->ndst = per;
+        in->src[0] = R(addr);
+        in->nsrc = 1;
+        in->off = off + 4 * w;
+        ir_naive_addr(f);        /* lowering writes addresses in full; addr_split folds them */
+    }
+}
+
+static int ld_b32(Lower *c, int addr, int64_t off)
+{
+    int d;
+    ld_words(c, &d, 1, false, addr, off);
     return d;
 }
 
@@ -170,20 +223,54 @@ static int pair_b16(Lower *c, int addr, int64_t off_lo, int64_t off_hi)
     return ir_bin(f, OP_BOR, PT_B32, R(h[0]), R(hi));
 }
 
-/* The B fragments of n-tile n (and n + 1 when ldmatrix.x4 takes a pair) at k step k into
- * frag[0..1] (frag[2..3]). */
-static void load_b(Lower *c, int *frag, bool tf, bool ldm_b, int blane, int64_t bpitch, int es, int k, int n, int ntiles)
+/* Where the fragments of one k step come from and go. */
+typedef struct {
+    bool tf, ldm_a, ldm_b, vec_b;
+    int es, G, T0, WN, mtiles, groups;
+    int alane, blane;
+    int64_t apitch, bpitch;
+} Frags;
+
+/* The A fragments of k step k: 4 per m16 tile. */
+static void load_a(Lower *c, const Frags *F, int k, int *a)
 {
-    int pair = ldm_b && ntiles - n >= 2 ? 2 : 1;
-    int64_t col = (int64_t)n * MMA_N * es;
-    if (tf) {
-        for (int i = 0; i < 2; i++)
-            frag[i] = ir_round_tf32(c->f, ld_b32(c, blane, (k + 4 * i) * bpitch + col));
-    } else if (ldm_b) {
-        ldmatrix(c, frag, 2 * pair, true, blane, k * bpitch + col);
+    for (int j = 0; j < F->mtiles; j++) {
+        int64_t base = 2 * j * F->T0 * F->apitch + (int64_t)k * F->es;
+        if (F->ldm_a)
+            ldmatrix(c, &a[4 * j], 4, false, F->alane, base);
+        else   /* a_i: rows +T0 for odd i, 16 bytes further along k for i >= 2 */
+            for (int i = 0; i < 4; i++)
+                a[4 * j + i] = ld_b32(c, F->alane, base + (i & 1) * F->T0 * F->apitch + (i >> 1) * 16);
+        if (F->tf)
+            for (int i = 0; i < 4; i++)
+                a[4 * j + i] = ir_round_tf32(c->f, a[4 * j + i]);
+    }
+}
+
+/* Column groups are loaded in units: two for ldmatrix.x4.trans (one per pair of n8 tiles), else one. */
+static int unit_groups(const Frags *F) { return F->ldm_b ? 2 : 1; }
+
+/* The B fragments of k step k for the unit of column groups starting at o1: 2 per n8 tile, tile j
+ * of group o1 at b[2 (o1 G + j) + i]. */
+static void load_b_unit(Lower *c, const Frags *F, int k, int o1, int *b)
+{
+    int G = F->G;
+    int *bg = &b[2 * o1 * G];
+    int64_t col = o1 * (int64_t)F->WN * MMA_N * G * F->es;   /* the warp's group o1 */
+    if (F->tf) {
+        for (int i = 0; i < 2; i++) {
+            int w[4];
+            ld_words(c, w, G, F->vec_b, F->blane, (k + 4 * i) * F->bpitch + col);
+            for (int j = 0; j < G; j++)
+                bg[2 * j + i] = ir_round_tf32(c->f, w[j]);
+        }
+    } else if (F->ldm_b) {
+        /* groups o1 and o1 + 1 (lanes 16-31 address the second), or o1 alone at the end */
+        int n = F->groups - o1 >= 2 ? 4 : 2;
+        ldmatrix(c, bg, n, true, F->blane, k * F->bpitch + col);
     } else {
         for (int i = 0; i < 2; i++)
-            frag[i] = pair_b16(c, blane, (k + 8 * i) * bpitch + col, (k + 8 * i + 1) * bpitch + col);
+            bg[i] = pair_b16(c, F->blane, (k + 8 * i) * F->bpitch + col, (k + 8 * i + 1) * F->bpitch + col);
     }
 }
 
@@ -194,88 +281,97 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
 {
     Func *f = c->f;
     Layout *L = &acc->L;
-    bool tf = a.type == TY_F32;
-    PType ab = tf ? PT_B32 : a.type == TY_BF16 ? PT_BF16 : PT_F16;
-    int es = type_size(a.type);
+    Frags F;
+    F.tf = a.type == TY_F32;
+    PType ab = F.tf ? PT_B32 : a.type == TY_BF16 ? PT_BF16 : PT_F16;
+    F.es = type_size(a.type);
     int K = a.cols, ks = k_step(a.type);
-    int T0 = L->T[0], mtiles = L->O[0] / 2, ntiles = L->O[1];
-    int64_t apitch = (int64_t)a.pitch * es, bpitch = (int64_t)b.pitch * es;
-    bool ldm_a = apitch % 16 == 0, ldm_b = !tf && bpitch % 16 == 0;
-    if (L->T[1] != 4 || L->V[1] != 2 || L->V[0] != 1 || L->O[0] % 2 || T0 * 4 != c->threads)
+    F.T0 = L->T[0];
+    F.WN = L->T[1] / 4;
+    int WM = F.T0 / 8;
+    F.G = L->V[1] / 2;
+    F.mtiles = L->O[0] / 2;
+    F.groups = L->O[1];
+    F.apitch = (int64_t)a.pitch * F.es;
+    F.bpitch = (int64_t)b.pitch * F.es;
+    F.ldm_a = F.apitch % 16 == 0;
+    F.ldm_b = !F.tf && F.bpitch % 16 == 0;
+    F.vec_b = F.tf && F.bpitch % 16 == 0;
+    if (L->V[0] != 1 || L->O[0] % 2 || F.T0 % 8 || L->T[1] % 4 || WM * F.WN * 32 != c->threads ||
+        (F.G != 1 && !(F.tf && F.G == 4)) || (F.WN > 1 && (L->Tlo[0] != 8 || L->Tlo[1] != 4)))
         die("lower_mma: accumulator is not in the mma layout");
-    if (apitch % 4 || bpitch % 2)
+    if (F.apitch % 4 || F.bpitch % 2)
         die("lower_mma: operand rows not 4-byte aligned");
     f->cur_what = "mma fragment address";
-    int warp8 = ir_bin(f, OP_BAND, PT_B32, R(ir_bin(f, OP_SHR, PT_U32, R(c->tid), IMM(2))), IMM(~7));
-    int alane;
-    if (ldm_a) {
-        /* A: row (l & 8 ? T0 : 0) + 8 warp + (l & 7), 16 bytes further for l >= 16 */
-        int row = ir_bin(f, OP_ADD, PT_U32, R(warp8), R(tid_bits(c, 0, 7)));
-        row = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(T0), R(row));
-        int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(16), R(a.base));
-        alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(apitch), R(aoff));
-    } else {
-        /* A by ld.shared.b32: row 8 warp + g, byte 4q (elements 2q, 2q+1, or tf32 element q) */
-        int row = ir_bin(f, OP_ADD, PT_U32, R(warp8), R(tid_bits(c, 2, 7)));
-        int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(4), R(a.base));
-        alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(apitch), R(aoff));
+    /* the warp's grid position (wm = w / WN, wn = w % WN) as bit fields of the thread id:
+       8 wm and the byte offset of the warp's first column */
+    int lwn = log2_exact(F.WN), colb = log2_exact(MMA_N * F.G * F.es);
+    int wm8 = WM > 1 ? tid_bits(c, 2 + lwn, (WM - 1) << 3) : ir_mov(f, PT_U32, IMM(0));
+    int bcol = b.base;
+    if (F.WN > 1) {
+        int wcol = colb <= 5 ? tid_bits(c, 5 - colb, (F.WN - 1) << colb)
+                             : ir_bin(f, OP_SHL, PT_B32, R(tid_bits(c, 0, (F.WN - 1) << 5)), IMM(colb - 5));
+        bcol = ir_bin(f, OP_ADD, PT_U32, R(wcol), R(b.base));
     }
-    int blane;
-    if (ldm_b) {
-        /* B: row (l & 7) + 8 ((l >> 3) & 1) = l & 15, next n-tile (16 bytes) for l >= 16 */
-        int boff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(16), R(b.base));
-        blane = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 15)), IMM(bpitch), R(boff));
+    if (F.ldm_a) {
+        /* A: row (l & 8 ? T0 : 0) + 8 wm + (l & 7), 16 bytes further for l >= 16 */
+        int row = ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 0, 7)));
+        row = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(F.T0), R(row));
+        int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(16), R(a.base));
+        F.alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(F.apitch), R(aoff));
     } else {
-        /* B: row q (tf32) or 2q (16-bit pairs), column g */
-        int boff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 2, 7)), IMM(es), R(b.base));
-        blane = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(tf ? bpitch : 2 * bpitch), R(boff));
+        /* A by ld.shared.b32: row 8 wm + g, byte 4q (elements 2q, 2q+1, or tf32 element q) */
+        int row = ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 2, 7)));
+        int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(4), R(a.base));
+        F.alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(F.apitch), R(aoff));
+    }
+    if (F.ldm_b) {
+        /* B: row (l & 7) + 8 ((l >> 3) & 1) = l & 15; the warp's next n-tile for l >= 16 */
+        int boff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(F.WN * MMA_N * F.es), R(bcol));
+        F.blane = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 15)), IMM(F.bpitch), R(boff));
+    } else {
+        /* B: row q (tf32) or 2q (16-bit pairs), column G g */
+        int boff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 2, 7)), IMM(F.G * F.es), R(bcol));
+        F.blane = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(F.tf ? F.bpitch : 2 * F.bpitch), R(boff));
     }
     f->cur_what = "mma fragment";
-    int *afrag = malloc(sizeof(int) * (size_t)(4 * mtiles));
-    int *bfrag = malloc(sizeof(int) * (size_t)(2 * ntiles + 2));
-    /* Where the pipelined loop's pending copies go (see the first k step below): after all of
-     * the first step's B fragments when the block is large enough (8+ warps) that occupancy is one
-     * block per SM whatever the registers, which the hoisted fragments raise by about 30; after
-     * the first B load otherwise, where the register cap keeps several blocks per SM. */
-    int pf = c->threads >= 256 ? 2 : 1;
-    for (int k = 0; k < K; k += ks) {
-        for (int j = 0; j < mtiles; j++) {
-            int64_t base = 2 * j * T0 * apitch + (int64_t)k * es;
-            if (ldm_a)
-                ldmatrix(c, &afrag[4 * j], 4, false, alane, base);
-            else   /* a_i: rows +T0 for odd i, 16 bytes further along k for i >= 2 */
-                for (int i = 0; i < 4; i++)
-                    afrag[4 * j + i] = ld_b32(c, alane, base + (i & 1) * T0 * apitch + (i >> 1) * 16);
-            if (tf)
-                for (int i = 0; i < 4; i++)
-                    afrag[4 * j + i] = ir_round_tf32(c->f, afrag[4 * j + i]);
-        }
-        int nstep = ldm_b ? 2 : 1;
-        /* The first k step loads all its B fragments before the pipelined loop's copies for a
-           later stage (which ptxas keeps behind these shared loads) go out: their address
-           arithmetic then overlaps this step's mma. */
-        bool hoist = k == 0 && pf == 2 && c->pipe_pending;
-        if (hoist) {
-            for (int n = 0; n < ntiles; n += nstep)
-                load_b(c, &bfrag[2 * n], tf, ldm_b, blane, bpitch, es, k, n, ntiles);
+    int ntiles = F.groups * F.G;
+    int *afrag[2], *bfrag[2];
+    for (int i = 0; i < 2; i++) {
+        afrag[i] = malloc(sizeof(int) * (size_t)(4 * F.mtiles));
+        bfrag[i] = malloc(sizeof(int) * (size_t)(2 * ntiles));
+    }
+    /* Step s + 1's fragments are loaded while step s's mma run: its A fragments first, then
+     * each unit of B fragments once step s's mma no longer read that unit's registers, so the
+     * loads' latency hides behind the tensor work and only one step's B fragments are live. The
+     * pipelined loop's pending copies for a later stage go out after the first loads: ptxas
+     * keeps them in program order with the shared loads, so copies first would hold the first
+     * mma back. */
+    int ug = unit_groups(&F);
+    load_a(c, &F, 0, afrag[0]);
+    for (int o1 = 0; o1 < F.groups; o1 += ug)
+        load_b_unit(c, &F, 0, o1, bfrag[0]);
+    for (int k = 0, cur = 0; k < K; k += ks, cur ^= 1) {
+        bool next = k + ks < K;
+        if (next)
+            load_a(c, &F, k + ks, afrag[cur ^ 1]);
+        if (k == 0)
             pipe_issue_pending(c);
-        }
-        for (int n = 0; n < ntiles; n += nstep) {
-            int pair = ldm_b && ntiles - n >= 2 ? 2 : 1;
-            if (!hoist) {
-                load_b(c, &bfrag[2 * n], tf, ldm_b, blane, bpitch, es, k, n, ntiles);
-                if (k == 0 && n == 0 && pf == 1)
-                    pipe_issue_pending(c);
-            }
-            for (int p = 0; p < pair; p++)
-                for (int j = 0; j < mtiles; j++) {
-                    int cs[4] = { slot_of(L, 2 * j, n + p, 0), slot_of(L, 2 * j, n + p, 1),
-                                  slot_of(L, 2 * j + 1, n + p, 0), slot_of(L, 2 * j + 1, n + p, 1) };
-                    mma(c, ab, acc, cs, &afrag[4 * j], &bfrag[2 * (n + p)]);
-                }
+        for (int o1 = 0; o1 < F.groups; o1 += ug) {
+            for (int g = o1; g < o1 + ug && g < F.groups; g++)
+                for (int jj = 0; jj < F.G; jj++)
+                    for (int j = 0; j < F.mtiles; j++) {
+                        int cs[4] = { slot_of(L, 2 * j, g, jj), slot_of(L, 2 * j, g, F.G + jj),
+                                      slot_of(L, 2 * j + 1, g, jj), slot_of(L, 2 * j + 1, g, F.G + jj) };
+                        mma(c, ab, acc, cs, &afrag[cur][4 * j], &bfrag[cur][2 * (g * F.G + jj)]);
+                    }
+            if (next)
+                load_b_unit(c, &F, k + ks, o1, bfrag[cur ^ 1]);
         }
     }
-    free(bfrag);
-    free(afrag);
+    for (int i = 0; i < 2; i++) {
+        free(bfrag[i]);
+        free(afrag[i]);
+    }
     pipe_issue_pending(c);
 }

@@ -132,6 +132,8 @@ static bool warp_local(const Layout *L, int nd)
 {
     if (L->bcast[nd])
         return true;
+    if (!layout_tid_plain(L))
+        return false;          /* the coordinate takes warp bits: through shared memory */
     if (nd == 1)
         return L->T[1] <= 32;
     return L->T[0] * L->T[1] <= 32;

@@ -528,16 +528,24 @@ void emit_ptx_kernel(Buf *out, Func *f, KernelMeta *meta);
  * width W is [1, W]; a scalar is [1, 1]). Along dimension d, thread coordinate t_d < T[d] owns
  * elements (o * T[d] + t_d) * V[d] + i for o < O[d], i < V[d] -- unless bcast[d], where every t_d
  * holds the same elements o * V[d] + i (a value broadcast along that thread dimension).
- * Threads: t = rep * T[0]*T[1] + t0 * T[1] + t1; rep > 0 are replicas of rep == 0. */
+ * Threads: the coordinates split into an inner grid Tlo[0] x Tlo[1] (low thread-id bits, row-major)
+ * and an outer grid of such groups (T[d] / Tlo[d] along d, also row-major):
+ *   t = rep * T0 T1 + ((t0 / Tlo0) * (T1 / Tlo1) + t1 / Tlo1) * Tlo0 Tlo1 + (t0 % Tlo0) * Tlo1 + t1 % Tlo1
+ * rep > 0 are replicas of rep == 0. With Tlo = T (every layout but the tensor cores' 2-D warp grid)
+ * this is t = rep * T0 T1 + t0 * T1 + t1. */
 typedef struct {
     int rank;              /* rank of the value (0, 1, 2) */
     int S[2], T[2], V[2], O[2];
     bool bcast[2];
     int reps;              /* threads / (T[0] * T[1]) */
+    int Tlo[2];            /* inner thread grid; divides T */
 } Layout;
 
 int layout_slots(const Layout *L);
 bool layout_eq(const Layout *a, const Layout *b);
+/* t_d is t1 + ... of contiguous low thread-id bits, as shuffles within a warp need it: the layout
+ * is not split into an inner and an outer grid along d's bits. */
+bool layout_tid_plain(const Layout *L);
 Layout layout_scalar(int threads);
 /* Rows spread over threads, columns in vectors of vec elements (coalesced row-major access). */
 Layout layout_rowmajor(Shape s, int threads, int vec);
@@ -560,8 +568,7 @@ typedef struct {
     Opnd dim[MAX_TENSOR_RANK], stride[MAX_TENSOR_RANK];   /* tensor: extents (s32 imm or reg) */
     int stride64[MAX_TENSOR_RANK];                        /* tensor: strides widened to s64 regs */
     bool vec_ok;           /* tensor: all its window accesses may use vector memory ops */
-    bool mm_layout;        /* var accumulated by `@`: uses layout_matmul, or layout_mma if mm_mma */
-    bool mm_mma;
+    Expr *mm;              /* var accumulated by `@`: the first such product, whose layout it takes */
     Stmt *loop;            /* loop variable: its for statement (divisibility, bounds facts) */
     Expr *def;             /* let: its defining expression */
 } SymInfo;
@@ -630,8 +637,11 @@ Expr *matmul_operand(Expr *e, bool *tf32);
 bool matmul_uses_mma(Lower *c, Expr *a, Expr *b, int M, int N, int K);
 int matmul_pitch(Lower *c, ElemType t, int cols, bool mma);
 void lower_matmul(Lower *c, Tile *acc, Expr *a, Expr *b, bool accumulate);
-/* lower_mma.c: tensor cores (mma.sync, sm_80+). layout_mma is the accumulator layout. */
-Layout layout_mma(Shape s, int threads);
+/* lower_mma.c: tensor cores (mma.sync, sm_80+). layout_mma is the accumulator layout for
+ * operands of type t (f32 meaning tf32). */
+Layout layout_mma(Shape s, int threads, ElemType t);
+/* The layout of a @ b's result of shape s (lower_matmul.c). */
+Layout matmul_layout(Lower *c, Expr *a, Expr *b, Shape s);
 bool mma_supported(Lower *c, ElemType t, bool tf32, int M, int N, int K);
 int mma_pitch(ElemType t, int cols);
 void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/addr/count.sh FILE.ptx: prints `MEM ADDR INS` for a PTX file:
-#   MEM   memory accesses: ld/st/red/atom/cp.async on global, shared or local memory
+#   MEM   memory accesses: ld/st/red/atom/cp.async on global, shared or local memory, ldmatrix
 #   ADDR  address arithmetic: integer add/sub/mul/mad/shl/cvt of address width -- 64-bit
 #         (.s64 .u64 .b64, mul.wide) for global addresses, .u32 for shared ones (tilec computes
 #         shared addresses in .u32 and element indices in .s32) -- plus `mov` of the shared symbol
@@ -15,7 +15,7 @@ awk '
 	sub(/^@!?%p[0-9]+[ \t]+/, "", line)
 	split(line, w, /[ \t]+/)
 	op = w[1]
-	if (op ~ /^(ld|st|red|atom)\.(global|shared|local)/ || op ~ /^cp\.async\.(ca|cg)/) { mem++; next }
+	if (op ~ /^(ld|st|red|atom)\.(global|shared|local)/ || op ~ /^cp\.async\.(ca|cg)/ || op ~ /^ldmatrix\./) { mem++; next }
 	if (op ~ /^(add|sub|mul|mad|shl|cvt)\./ && (op ~ /\.(s64|u64|b64)$/ || op ~ /\.u32$/ || op ~ /^mul\.wide/) && op !~ /^cvt\..*\.(s32|u32)\.(s64|u64)$/) { addr++; next }
 	if (op ~ /^mov\./ && line ~ /tilec_smem/) { addr++; next }
 }

@@ -147,14 +147,19 @@ static void run(Func *f, Block *b)
             continue;
         }
         if (in->op == OP_LD && in->ty == PT_B32 && in->space == SP_SHARED && check_banks) {
-            for (int w = 0; w < b->threads / 32; w++) {
-                int banks = 0;
-                for (int l = 0; l < 32; l++) {
-                    int bank = (int)((val(b, 32 * w + l, in->src[0]) + (uint32_t)in->off) / 4 % 32);
-                    if (banks & 1 << bank) conflicts++;
-                    banks |= 1 << bank;
+            /* a warp's vec-word loads go in phases of 32 / vec lanes, each of which must touch
+               32 distinct banks */
+            int per = 32 / in->vec;
+            for (int w = 0; w < b->threads / 32; w++)
+                for (int ph = 0; ph < 32; ph += per) {
+                    uint32_t banks = 0;
+                    for (int l = ph; l < ph + per; l++)
+                        for (int v = 0; v < in->vec; v++) {
+                            int bank = (int)((val(b, 32 * w + l, in->src[0]) + (uint32_t)in->off) / 4 + (uint32_t)v) % 32;
+                            if (banks & 1u << bank) conflicts++;
+                            banks |= 1u << bank;
+                        }
                 }
-            }
         }
         for (int t = 0; t < b->threads; t++) {
             uint32_t *r = b->reg[t], s0 = in->nsrc > 0 ? val(b, t, in->src[0]) : 0;
@@ -170,6 +175,8 @@ static void run(Func *f, Block *b)
             case OP_BAND: d = s0 & s1; break;
             case OP_BOR: d = s0 | s1; break;
             case OP_LD:
+                for (int v = 1; v < in->vec; v++)
+                    r[in->dst[v]] = rd32(s0 + (uint32_t)in->off + 4u * (uint32_t)v);
                 d = rd32(s0 + (uint32_t)in->off);
                 if (in->ty == PT_B16)
                     d &= 0xffff;
@@ -218,7 +225,7 @@ static void case_mma_pitch(ElemType t, int threads, int M, int N, int K, int pad
     ma.base = ir_mov(c.f, PT_U32, IMM(0));
     mb.base = ir_mov(c.f, PT_U32, IMM(boff));
     Shape s = { 2, { M, N } };
-    Tile acc = { TY_F32, layout_mma(s, threads), NULL };
+    Tile acc = { TY_F32, layout_mma(s, threads, t), NULL };
     Layout *L = &acc.L;
     int nslots = layout_slots(L);
     acc.v = calloc((size_t)nslots, sizeof(Opnd));
@@ -251,6 +258,7 @@ static void case_mma_pitch(ElemType t, int threads, int M, int N, int K, int pad
             for (int k = 0; k < K; k++)
                 ref[m * N + n] += ((m * 7 + k * 3) % 9 - 4) * ((k * 5 + n * 11) % 7 - 3);
     lower_mma(&c, &acc, ma, mb);
+    int coord[2] = { thread_coord(&c, L, 0), thread_coord(&c, L, 1) };
     Block b = { threads, malloc(sizeof(uint32_t *) * (size_t)threads) };
     for (int i = 0; i < threads; i++)
         b.reg[i] = calloc((size_t)c.f->regs.n, sizeof(uint32_t));
@@ -261,7 +269,15 @@ static void case_mma_pitch(ElemType t, int threads, int M, int N, int K, int pad
     int bad = 0, first_t = -1, first_s = -1;
     double got1 = 0, want1 = 0;
     for (int th = 0; th < threads; th++) {
-        int t1 = th % L->T[1], t0 = th / L->T[1] % L->T[0];
+        /* the Layout formula inverted: the inner grid from the low bits, the outer from the rest */
+        int lo0 = L->Tlo[0], lo1 = L->Tlo[1], outer1 = L->T[1] / lo1;
+        int inner = th % (lo0 * lo1), outer = th / (lo0 * lo1);
+        int t1 = outer % outer1 * lo1 + inner % lo1, t0 = outer / outer1 % (L->T[0] / lo0) * lo0 + inner / lo1;
+        if ((int)b.reg[th][coord[0]] != t0 || (int)b.reg[th][coord[1]] != t1) {
+            if (!bad++)
+                first_t = th, first_s = -1;
+            continue;
+        }
         for (int o0 = 0; o0 < L->O[0]; o0++)
             for (int i0 = 0; i0 < L->V[0]; i0++)
                 for (int o1 = 0; o1 < L->O[1]; o1++)
@@ -304,7 +320,9 @@ static void case_refusals(void)
     Options o80 = { .arch = "sm_80" }, o75 = { .arch = "sm_75" }, o90a = { .arch = "sm_90a" };
     Lower c = { .opt = &o80, .threads = 128 };
     unit_check(!mma_supported(&c, TY_F32, false, 128, 128, 32), "mma refuses IEEE f32", "accepted");
-    unit_check(!mma_supported(&c, TY_F16, false, 32, 128, 32), "mma refuses M < 2 T0", "accepted");
+    unit_check(!mma_supported(&c, TY_F16, false, 8, 128, 32), "mma refuses M < 16", "accepted");
+    unit_check(!mma_supported(&c, TY_F16, false, 128, 4, 32), "mma refuses N < 8", "accepted");
+    unit_check(mma_supported(&c, TY_F16, false, 32, 128, 32), "mma takes 4 warps over N", "refused");
     unit_check(!mma_supported(&c, TY_F16, false, 128, 128, 8), "mma refuses f16 K % 16", "accepted");
     unit_check(mma_supported(&c, TY_F32, true, 128, 128, 8), "mma takes tf32 K 8", "refused");
     c.opt = &o75;
@@ -330,10 +348,20 @@ int main(void)
     case_mma(TY_F16, 64, 32, 8, 16);      /* one n-tile: ldmatrix .x2 */
     case_mma(TY_F32, 64, 32, 8, 8);
     case_mma(TY_BF16, 32, 64, 16, 64);
+    /* 2-D warp grids: 2 x 4 warps of 64 x 64, 4 x 2 warps, one row of warps */
+    case_mma(TY_F16, 256, 128, 256, 32);
+    case_mma(TY_BF16, 256, 256, 128, 32);
+    case_mma(TY_F16, 128, 16, 128, 16);
+    /* tf32 with B read four n-tiles at a time (v4 loads), and with v2-wide warps */
+    case_mma(TY_F32, 256, 128, 256, 16);
+    case_mma(TY_F32, 128, 64, 64, 8);
+    case_mma(TY_F32, 128, 32, 256, 8);
     /* a shared var's pitch (cols + 4): no ldmatrix, plain loads */
     case_mma_pitch(TY_F16, 128, 128, 128, 32, 4, 4);
     case_mma_pitch(TY_BF16, 128, 128, 64, 32, 4, 0);
     case_mma_pitch(TY_F16, 128, 128, 64, 32, 0, 4);
     case_mma_pitch(TY_F32, 128, 128, 128, 16, 1, 1);
+    case_mma_pitch(TY_F16, 256, 128, 256, 32, 4, 4);
+    case_mma_pitch(TY_F32, 256, 128, 256, 16, 0, 2);
     return unit_exit();
 }
