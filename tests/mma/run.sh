@@ -8,7 +8,8 @@
 #   count      the k loop issues BM*BN*BK / (16*8*k) / warps mma per thread (every product once)
 #   tf32       matmul_tf32 rounds its operands with cvt.rna.tf32.f32
 # and the other way round: matmul_f32 (IEEE f32) has no mma and no ldmatrix; shapes the scheme
-# cannot do (-D BM=32 with 128 threads, -D BK=8 for f16) fall back to FFMA and still compile.
+# cannot do (-D BM=8, -D BK=8 for f16) fall back to FFMA and still compile; one accumulator fed
+# by f16, tf32 and IEEE f32 products (tests/mma/mixed_acc.tile) compiles to all three, unspilled.
 # Last line: `N passed, M failed`.
 
 cd "$(dirname "$0")/../.." || exit 2
@@ -95,9 +96,21 @@ fallback() {   # label example defines...
 		bad "fallback $label compile" "$(head -n 3 "$tmp/err")"
 	fi
 }
-fallback "f16 BM=32" matmul_f16 -D BM=32
+fallback "f16 BM=8" matmul_f16 -D BM=8
 fallback "f16 BK=8" matmul_f16 -D BK=8
 fallback "tf32 BK=4" matmul_tf32 -D BK=4
+
+# One accumulator, three kinds of product: each lowered its own way, moved into acc's layout.
+if "$tilec" --arch=sm_90 --report -o "$tmp/mixed.ptx" tests/mma/mixed_acc.tile >"$tmp/rep" 2>&1; then
+	grep -q 'mma\.sync\.aligned\.m16n8k16' "$tmp/mixed.ptx" && ok || bad "mixed acc f16" "no m16n8k16"
+	grep -q 'mma\.sync\.aligned\.m16n8k8' "$tmp/mixed.ptx" && ok || bad "mixed acc tf32" "no m16n8k8"
+	grep -q 'fma\.rn\.f32' "$tmp/mixed.ptx" && ok || bad "mixed acc f32" "no fma.rn.f32"
+	if grep -q 'ptxas ' "$tmp/rep" && ! grep -q ' 0 bytes spill stores, 0 bytes spill loads, 0 bytes stack' "$tmp/rep"; then
+		bad "mixed acc spills" "$(grep 'ptxas ' "$tmp/rep")"
+	else ok; fi
+else
+	bad "mixed acc compile" "$(head -n 3 "$tmp/rep")"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
