@@ -157,21 +157,22 @@ static void ldmatrix(Lower *c, int *dst, int n, bool trans, int addr, int64_t of
     in->off = off;
 }
 
-/* n consecutive 32-bit words from shared memory (one vector load when aligned, else n loads) */
-static void ld_words(Lower *c, int *dst, int n, bool vec, int addr, int64_t off)
+/* n consecutive elements of type t (16 or 32 bits) from shared memory: one vector load when
+ * aligned, else n loads */
+static void ld_shared(Lower *c, PType t, int *dst, int n, bool vec, int addr, int64_t off)
 {
     Func *f = c->f;
-    int per = vec ? n : 1;
+    int per = vec ? n : 1, es = t == PT_B16 ? 2 : 4;
     for (int w = 0; w < n; w += per) {
-        Ins *in = emit_ins(f, OP_LD, PT_B32);
+        Ins *in = emit_ins(f, OP_LD, t);
         in->space = SP_SHARED;
         in->vec = (uint8_t)per;
         for (int i = 0; i < per; i++)
-            in->dst[i] = dst[w + i] = new_reg(f, RC_R);
+            in->dst[i] = dst[w + i] = new_reg(f, ptype_class(t));
         in->ndst = per;
         in->src[0] = R(addr);
         in->nsrc = 1;
-        in->off = off + 4 * w;
+        in->off = off + (int64_t)es * w;
         ir_naive_addr(f);        /* lowering writes addresses in full; addr_split folds them */
     }
 }
@@ -179,7 +180,7 @@ static void ld_words(Lower *c, int *dst, int n, bool vec, int addr, int64_t off)
 static int ld_b32(Lower *c, int addr, int64_t off)
 {
     int d;
-    ld_words(c, &d, 1, false, addr, off);
+    ld_shared(c, PT_B32, &d, 1, false, addr, off);
     return d;
 }
 
@@ -207,16 +208,8 @@ static int pair_b16(Lower *c, int addr, int64_t off_lo, int64_t off_hi)
     int h[2];
     int64_t offs[2] = { off_lo, off_hi };
     for (int e = 0; e < 2; e++) {
-        int d = new_reg(f, ptype_class(PT_B16));
-        Ins *in = emit_ins(f, OP_LD, PT_B16);
-        in->space = SP_SHARED;
-        in->vec = 1;
-        in->dst[0] = d;
-        in->ndst = 1;
-        in->src[0] = R(addr);
-        in->nsrc = 1;
-        in->off = offs[e];
-        ir_naive_addr(f);
+        int d;
+        ld_shared(c, PT_B16, &d, 1, false, addr, offs[e]);
         h[e] = ir_cvt(f, PT_U32, PT_U16, R(d));
     }
     int hi = ir_bin(f, OP_SHL, PT_B32, R(h[1]), IMM(16));
@@ -260,7 +253,7 @@ static void load_b_unit(Lower *c, const Frags *F, int k, int o1, int *b)
     if (F->tf) {
         for (int i = 0; i < 2; i++) {
             int w[4];
-            ld_words(c, w, G, F->vec_b, F->blane, (k + 4 * i) * F->bpitch + col);
+            ld_shared(c, PT_B32, w, G, F->vec_b, F->blane, (k + 4 * i) * F->bpitch + col);
             for (int j = 0; j < G; j++)
                 bg[2 * j + i] = ir_round_tf32(c->f, w[j]);
         }
