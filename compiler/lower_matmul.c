@@ -74,7 +74,7 @@ static SmemMatrix stage_operand(Lower *c, Expr *e, bool mma)
 {
     bool tf32;
     Expr *x = matmul_operand(e, &tf32);
-    SmemMatrix m = { -1, 0, stored_type(x), tf32, (int)x->shape.dim[0], (int)x->shape.dim[1] };
+    SmemMatrix m = { -1, 0, stored_type(x), tf32, (int)x->shape.dim[0], (int)x->shape.dim[1], SWZ_NONE };
     if (x->kind == E_NAME && x->sym->kind == SYM_VAR && x->sym->is_shared) {
         SymInfo *si = x->sym->lower;
         m.base = pipe_buffer(c, NULL, x->sym);
@@ -87,6 +87,7 @@ static SmemMatrix stage_operand(Lower *c, Expr *e, bool mma)
     for (int i = 0; i < c->npipe; i++)
         if (c->pipe[i].operand == x && !c->pipe[i].var) {
             m.pitch = c->pipe[i].pitch;
+            m.swz = c->pipe[i].swz;
             m.type = c->pipe[i].type;
             m.base = pipe_buffer(c, x, NULL);
             return m;

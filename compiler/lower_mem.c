@@ -671,7 +671,14 @@ void store_tile_smem(Lower *c, Tile v, int base, int pitch, ElemType t)
                 }
 }
 
-typedef struct { int sbase; int pitch; int es; const Layout *L; int guard; } AsyncCtx;
+typedef struct {
+    int sbase, pitch, es;
+    const Layout *L;
+    int guard;
+    int swz;           /* swizzled tile (SWZ_*, swizzle.c): tbase, r0, c0 place the pieces */
+    int tbase;         /* swizzled: the tile base; r0, c0: the thread's first row, column */
+    int r0, c0;
+} AsyncCtx;
 
 static void async_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int mask, int slot)
 {
@@ -681,12 +688,23 @@ static void async_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int 
     /* slot -> (o0, i0, o1, i1) */
     int i1 = slot % L->V[1], o1 = slot / L->V[1] % L->O[1];
     int i0 = slot / (L->V[1] * L->O[1]) % L->V[0], o0 = slot / (L->V[1] * L->O[1] * L->V[0]);
-    int64_t soff = ((int64_t)row_delta(L, o0, i0) * ac->pitch + col_delta(L, o1, i1)) * ac->es;
+    int rd = row_delta(L, o0, i0), cd = col_delta(L, o1, i1);
+    int64_t soff = ((int64_t)rd * ac->pitch + cd) * ac->es;
     int bytes = vm * ac->es;
+    int sbase = ac->sbase;
+    int period = ac->swz == SWZ_QUAD ? 4 : 8;    /* rows after which the swizzle repeats */
+    if (ac->swz && !(rd % period == 0 && (int64_t)cd * ac->es % 128 == 0)) {
+        /* not a whole number of swizzle periods from the thread's first piece: place it anew */
+        int row = ir_bin(f, OP_ADD, PT_U32, R(ac->r0), IMM(rd));
+        int col = ir_tern(f, OP_MAD, PT_U32, R(ac->c0), IMM(ac->es), IMM((int64_t)cd * ac->es));
+        int off = swz_offset_ir(c, ac->swz, row, col, bytes == 16, ac->pitch * ac->es);
+        sbase = ir_bin(f, OP_ADD, PT_U32, R(ac->tbase), R(off));
+        soff = 0;
+    }
     /* masked chunks copy nothing and zero-fill: edge tiles hold zeros, not stale data */
     Opnd size = mask < 0 ? IMM(bytes) : R(ir_tern(f, OP_SELP, PT_U32, IMM(bytes), IMM(0), R(mask)));
     int gaddr = off ? ir_bin(f, OP_ADD, PT_S64, R(addr), IMM(off)) : addr;
-    int saddr = soff ? ir_bin(f, OP_ADD, PT_U32, R(ac->sbase), IMM(soff)) : ac->sbase;
+    int saddr = soff ? ir_bin(f, OP_ADD, PT_U32, R(sbase), IMM(soff)) : sbase;
     Ins *in = emit_ins(f, OP_CPASYNC, PT_B32);
     in->src[0] = R(saddr);
     in->src[1] = R(gaddr);
@@ -696,9 +714,9 @@ static void async_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int 
     in->guard = ac->guard;
 }
 
-/* Copies window win into shared memory at base (row-major, pitch elements) with cp.async, in the
- * widest chunks alignment allows; guard (or -1) predicates the whole copy. */
-void copy_window_async(Lower *c, Expr *win, int base, int pitch, int guard)
+/* Copies window win into shared memory at base (row-major, pitch elements, swizzled when swz)
+ * with cp.async, in the widest chunks alignment allows; guard (or -1) predicates the whole copy. */
+void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int guard)
 {
     Func *f = c->f;
     Access a;
@@ -712,8 +730,14 @@ void copy_window_async(Lower *c, Expr *win, int base, int pitch, int guard)
     int t0 = thread_coord(c, &L, 0), t1 = thread_coord(c, &L, 1);
     int r0 = ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(L.V[0]));
     int c0 = ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(L.V[1]));
-    int lin = ir_tern(f, OP_MAD, PT_U32, R(r0), IMM(pitch), R(c0));
-    AsyncCtx ac = { ir_tern(f, OP_MAD, PT_U32, R(lin), IMM(a.es), R(base)), pitch, a.es, &L, -1 };
+    AsyncCtx ac = { -1, pitch, a.es, &L, -1, swz, base, r0, c0 };
+    if (swz) {
+        int col = ir_bin(f, OP_MUL, PT_U32, R(c0), IMM(a.es));
+        ac.sbase = ir_bin(f, OP_ADD, PT_U32, R(base), R(swz_offset_ir(c, swz, r0, col, vm * a.es == 16, pitch * a.es)));
+    } else {
+        int lin = ir_tern(f, OP_MAD, PT_U32, R(r0), IMM(pitch), R(c0));
+        ac.sbase = ir_tern(f, OP_MAD, PT_U32, R(lin), IMM(a.es), R(base));
+    }
     int prim = primary_pred(c, &L);
     ac.guard = guard < 0 ? prim : prim < 0 ? guard : ir_bin(f, OP_BAND, PT_PRED, R(guard), R(prim));
     for_each_chunk(c, &a, &L, vm, -1, async_chunk, &ac);

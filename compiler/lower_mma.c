@@ -122,6 +122,21 @@ Layout layout_mma(Shape s, int threads, ElemType t)
     return L;
 }
 
+/* What ldmatrix reads arrives in SWZ_LDMATRIX: A of every type, B of 16-bit types. tf32 B read
+ * four n8 tiles per ld.shared.v4 (a quarter warp: rows k .. k + 3, two adjacent 16-byte chunks)
+ * arrives in SWZ_QUAD; tf32 B read one n8 tile at a time keeps mma_pitch's padding. */
+int mma_swizzle_kind(Lower *c, ElemType t, int side, int M, int N, int K)
+{
+    int es = type_size(t), wm, wn;
+    if (side == 0 || es == 2) {
+        int cols = side == 0 ? K : N;
+        return swz_applies(SWZ_LDMATRIX, cols * es) ? SWZ_LDMATRIX : SWZ_NONE;
+    }
+    if (!warp_grid(M, N, c->threads, &wm, &wn) || group_tiles(t, N / wn) != 4)
+        return SWZ_NONE;
+    return swz_applies(SWZ_QUAD, N * es) ? SWZ_QUAD : SWZ_NONE;
+}
+
 int mma_pitch(ElemType t, int cols)
 {
     int es = type_size(t);
@@ -219,17 +234,24 @@ static int pair_b16(Lower *c, int addr, int64_t off_lo, int64_t off_hi)
 /* Where the fragments of one k step come from and go. */
 typedef struct {
     bool tf, ldm_a, ldm_b, vec_b;
+    bool swz_a, swz_b;          /* swizzled tiles (swizzle.c): lane addresses step by swz_step */
     int es, G, T0, WN, mtiles, groups;
     int alane, blane;
+    int ax[8], bx[8];           /* swizzled: lane addresses xor'ed per chunk delta (mod 8) */
     int64_t apitch, bpitch;
 } Frags;
 
 /* The A fragments of k step k: 4 per m16 tile. */
-static void load_a(Lower *c, const Frags *F, int k, int *a)
+static void load_a(Lower *c, Frags *F, int k, int *a)
 {
     for (int j = 0; j < F->mtiles; j++) {
         int64_t base = 2 * j * F->T0 * F->apitch + (int64_t)k * F->es;
-        if (F->ldm_a)
+        if (F->swz_a) {
+            /* tiles 2 T0 rows apart (a multiple of 8): a constant; k steps: whole chunks */
+            int64_t imm;
+            int addr = swz_step(c, F->alane, (int64_t)k * F->es / 16, F->ax, &imm);
+            ldmatrix(c, &a[4 * j], 4, false, addr, 2 * j * F->T0 * F->apitch + imm);
+        } else if (F->ldm_a)
             ldmatrix(c, &a[4 * j], 4, false, F->alane, base);
         else   /* a_i: rows +T0 for odd i, 16 bytes further along k for i >= 2 */
             for (int i = 0; i < 4; i++)
@@ -245,7 +267,7 @@ static int unit_groups(const Frags *F) { return F->ldm_b ? 2 : 1; }
 
 /* The B fragments of k step k for the unit of column groups starting at o1: 2 per n8 tile, tile j
  * of group o1 at b[2 (o1 G + j) + i]. */
-static void load_b_unit(Lower *c, const Frags *F, int k, int o1, int *b)
+static void load_b_unit(Lower *c, Frags *F, int k, int o1, int *b)
 {
     int G = F->G;
     int *bg = &b[2 * o1 * G];
@@ -260,7 +282,15 @@ static void load_b_unit(Lower *c, const Frags *F, int k, int o1, int *b)
     } else if (F->ldm_b) {
         /* groups o1 and o1 + 1 (lanes 16-31 address the second), or o1 alone at the end */
         int n = F->groups - o1 >= 2 ? 4 : 2;
-        ldmatrix(c, bg, n, true, F->blane, k * F->bpitch + col);
+        if (F->swz_b) {
+            /* rows k (a multiple of 16): a constant; the pair's columns o1 WN n8 tiles (16-byte
+               units) on, above the lane's own unit bits (< 2 WN) since o1 is even */
+            int64_t imm;
+            int addr = swz_step(c, F->blane, (int64_t)o1 * F->WN, F->bx, &imm);
+            ldmatrix(c, bg, n, true, addr, k * F->bpitch + imm);
+        } else {
+            ldmatrix(c, bg, n, true, F->blane, k * F->bpitch + col);
+        }
     } else {
         for (int i = 0; i < 2; i++)
             bg[i] = pair_b16(c, F->blane, (k + 8 * i) * F->bpitch + col, (k + 8 * i + 1) * F->bpitch + col);
@@ -290,6 +320,15 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     F.ldm_a = F.apitch % 16 == 0;
     F.ldm_b = !F.tf && F.bpitch % 16 == 0;
     F.vec_b = F.tf && F.bpitch % 16 == 0;
+    F.swz_a = a.swz != SWZ_NONE;
+    F.swz_b = b.swz != SWZ_NONE;
+    for (int i = 0; i < 8; i++)
+        F.ax[i] = F.bx[i] = -1;
+    if ((F.swz_a && (a.swz != SWZ_LDMATRIX || !F.ldm_a || a.pitch != a.cols)) ||
+        (F.swz_b && b.pitch != b.cols) ||
+        (F.swz_b && !F.tf && (b.swz != SWZ_LDMATRIX || !F.ldm_b || F.G != 1)) ||
+        (F.swz_b && F.tf && (b.swz != SWZ_QUAD || !F.vec_b || F.G != 4)))
+        die("lower_mma: a swizzled operand the fragment loads cannot read");
     if (L->V[0] != 1 || L->O[0] % 2 || F.T0 % 8 || L->T[1] % 4 || WM * F.WN * 32 != c->threads ||
         (F.G != 1 && !(F.tf && F.G == 4)) || (F.WN > 1 && (L->Tlo[0] != 8 || L->Tlo[1] != 4)))
         die("lower_mma: accumulator is not in the mma layout");
@@ -310,15 +349,31 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
         /* A: row (l & 8 ? T0 : 0) + 8 wm + (l & 7), 16 bytes further for l >= 16 */
         int row = ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 0, 7)));
         row = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(F.T0), R(row));
-        int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(16), R(a.base));
-        F.alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(F.apitch), R(aoff));
+        if (F.swz_a) {
+            int col = ir_bin(f, OP_SHL, PT_B32, R(tid_bits(c, 4, 1)), IMM(4));
+            F.alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(swz_offset_ir(c, SWZ_LDMATRIX, row, col, true, (int)F.apitch)));
+        } else {
+            int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(16), R(a.base));
+            F.alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(F.apitch), R(aoff));
+        }
     } else {
         /* A by ld.shared.b32: row 8 wm + g, byte 4q (elements 2q, 2q+1, or tf32 element q) */
         int row = ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 2, 7)));
         int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(4), R(a.base));
         F.alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(F.apitch), R(aoff));
     }
-    if (F.ldm_b) {
+    if (F.swz_b && F.tf) {
+        /* tf32 B: row q, unit g of the warp's first group of 4 n8 tiles (128 bytes at wn 128) */
+        int col = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 2, 7)), IMM(16),
+                          R(F.WN > 1 ? ir_bin(f, OP_SHL, PT_B32, R(tid_bits(c, 5, F.WN - 1)), IMM(7)) : ir_mov(f, PT_U32, IMM(0))));
+        F.blane = ir_bin(f, OP_ADD, PT_U32, R(b.base), R(swz_offset_ir(c, SWZ_QUAD, tid_bits(c, 0, 3), col, true, (int)F.bpitch)));
+    } else if (F.swz_b) {
+        /* B: row l & 15, unit (l >= 16 ? WN : 0) + wn: the warp's n-tile, or its next one */
+        int unit = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(F.WN),
+                           R(F.WN > 1 ? tid_bits(c, 5, F.WN - 1) : ir_mov(f, PT_U32, IMM(0))));
+        int col = ir_bin(f, OP_SHL, PT_B32, R(unit), IMM(4));
+        F.blane = ir_bin(f, OP_ADD, PT_U32, R(b.base), R(swz_offset_ir(c, SWZ_LDMATRIX, tid_bits(c, 0, 15), col, true, (int)F.bpitch)));
+    } else if (F.ldm_b) {
         /* B: row (l & 7) + 8 ((l >> 3) & 1) = l & 15; the warp's next n-tile for l >= 16 */
         int boff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(F.WN * MMA_N * F.es), R(bcol));
         F.blane = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 15)), IMM(F.bpitch), R(boff));

@@ -79,7 +79,7 @@ static void issue_copies(Lower *c, Stmt *loop, PipeOperand *ops, int nops, int v
         in->src[0] = idx;
         in->nsrc = 1;
         in->label = ops[i].array;
-        copy_window_async(c, ops[i].operand, base, ops[i].pitch, valid);
+        copy_window_async(c, ops[i].operand, base, ops[i].pitch, ops[i].swz, valid);
     }
     emit_ins(f, OP_CPCOMMIT, PT_B32);
 }
@@ -147,6 +147,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             p->var = st->lhs->sym;
             p->type = st->rhs->type;
             p->pitch = vi->smem_ld;
+            p->swz = SWZ_NONE;       /* the var's own layout: its other readers use it */
             p->bytes = ((int)st->rhs->shape.dim[0] * p->pitch * type_size(p->type) + 127) & ~127;
             continue;
         }
@@ -166,7 +167,8 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             p->operand = x;
             p->var = NULL;
             p->type = x->type;
-            p->pitch = matmul_pitch(c, x->type, (int)x->shape.dim[1], mma);
+            p->swz = mma ? mma_swizzle_kind(c, x->type, j, M, N, K) : SWZ_NONE;
+            p->pitch = p->swz ? (int)x->shape.dim[1] : matmul_pitch(c, x->type, (int)x->shape.dim[1], mma);
             p->bytes = ((int)x->shape.dim[0] * p->pitch * type_size(x->type) + 127) & ~127;
         }
     }

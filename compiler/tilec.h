@@ -574,7 +574,7 @@ typedef struct {
 } SymInfo;
 
 /* A matmul operand of a pipelined loop: its stage buffers' addresses are a register tensor. */
-typedef struct { Expr *operand; Sym *var; int array; int pitch; ElemType type; int bytes; } PipeOperand;
+typedef struct { Expr *operand; Sym *var; int array; int pitch; ElemType type; int bytes; int swz; } PipeOperand;
 /* The stage buffer of a pipelined operand or shared var for the current stage (-1: not pipelined). */
 
 typedef struct Lower {
@@ -631,7 +631,7 @@ void store_shared_var(Lower *c, Sym *s, Tile v);
 Tile reduce_tile(Lower *c, Tile v, Builtin b, int axis);
 /* lower_matmul.c: `@` operands live in shared memory as row-major matrices of their own element
  * type (f32, f16, bf16); base is a register holding the shared address of element (0, 0). */
-typedef struct { int base; int pitch; ElemType type; bool tf32; int rows, cols; } SmemMatrix;
+typedef struct { int base; int pitch; ElemType type; bool tf32; int rows, cols; int swz; } SmemMatrix;
 /* The operand as stored: strips a tf32() cast (setting *tf32) and reports the element type. */
 Expr *matmul_operand(Expr *e, bool *tf32);
 bool matmul_uses_mma(Lower *c, Expr *a, Expr *b, int M, int N, int K);
@@ -645,9 +645,23 @@ Layout matmul_layout(Lower *c, Expr *a, Expr *b, Shape s);
 bool mma_supported(Lower *c, ElemType t, bool tf32, int M, int N, int K);
 int mma_pitch(ElemType t, int cols);
 void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
+/* The swizzle (SWZ_*) the tensor-core path reads operand `side` (0: A, 1: B) of type t of an
+ * M x N x K matmul in when it arrives by cp.async; SWZ_NONE: the padded mma_pitch. */
+int mma_swizzle_kind(Lower *c, ElemType t, int side, int M, int N, int K);
+/* swizzle.c: unpadded operand tiles whose 16-byte units are XOR-permuted within 128-byte lines
+ * (SmemMatrix.swz; the pitch is then the row's own width). SWZ_LDMATRIX spreads any 8 rows of
+ * one 16-byte column (ldmatrix); SWZ_QUAD spreads 4 rows of two adjacent columns (tf32 B). */
+enum { SWZ_NONE, SWZ_LDMATRIX, SWZ_QUAD };
+bool swz_applies(int kind, int row_bytes);
+int64_t swz_offset(int kind, int row_bytes, int64_t row, int64_t byte_col);
+int swz_offset_ir(Lower *c, int kind, int row, int byte_col, bool col_aligned16, int row_bytes);
+/* The address unit_delta 16-byte units along the row from the unit at addr: returns the register
+ * (addr or addr ^ constant, made once per delta mod 8 in xored[], initially all -1), *imm the
+ * constant to add. Valid when unit_delta's bits lie above the addressed chunk's own bits. */
+int swz_step(Lower *c, int addr, int64_t unit_delta, int xored[8], int64_t *imm);
 /* lower_mem.c: staging into shared memory */
 void store_tile_smem(Lower *c, Tile v, int base, int pitch, ElemType t);
-void copy_window_async(Lower *c, Expr *win, int base, int pitch, int guard);
+void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int guard);
 /* lower_pipeline.c */
 bool lower_pipelined_loop(Lower *c, Stmt *loop);
 int pipe_buffer(Lower *c, Expr *operand, Sym *var);

@@ -174,6 +174,7 @@ static void run(Func *f, Block *b)
             case OP_SHL: d = s0 << s1; break;
             case OP_BAND: d = s0 & s1; break;
             case OP_BOR: d = s0 | s1; break;
+            case OP_BXOR: d = s0 ^ s1; break;
             case OP_LD:
                 for (int v = 1; v < in->vec; v++)
                     r[in->dst[v]] = rd32(s0 + (uint32_t)in->off + 4u * (uint32_t)v);
@@ -201,13 +202,22 @@ static void run(Func *f, Block *b)
     }
 }
 
+/* Byte offset of element (r, col) of an operand tile as the pipeline stores it. */
+static uint32_t elem_at(const SmemMatrix *m, int es, int r, int col)
+{
+    if (m->swz)
+        return (uint32_t)swz_offset(m->swz, m->pitch * es, r, (int64_t)col * es);
+    return (uint32_t)((r * m->pitch + col) * es);
+}
+
 /* One matmul acc = A @ B of M x N x K on `threads` threads; A at 0, B after it. */
-/* pad_a, pad_b: row pitches other than mma_pitch's (0: mma_pitch), as a shared var may have */
-static void case_mma_pitch(ElemType t, int threads, int M, int N, int K, int pad_a, int pad_b)
+/* pad_a, pad_b: row pitches other than mma_pitch's (0: mma_pitch), as a shared var may have;
+ * swz: the operands as a pipelined loop's cp.async stores them (swizzled where mma_swizzles) */
+static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pad_a, int pad_b, bool swz)
 {
     char name[96];
     snprintf(name, sizeof name, "mma %s %dx%dx%d threads=%d%s", type_name(t), M, N, K, threads,
-             pad_a || pad_b ? " unaligned pitch" : "");
+             pad_a || pad_b ? " unaligned pitch" : swz ? " swizzled" : "");
     Arena *a = arena_new();
     Options opt = { .arch = "sm_80" };
     Lower c = { .a = a, .opt = &opt, .threads = threads };
@@ -218,8 +228,12 @@ static void case_mma_pitch(ElemType t, int threads, int M, int N, int K, int pad
         return;
     c.tid = ir_mov(c.f, PT_U32, SYM("%tid.x"));
     int es = type_size(t);
-    SmemMatrix ma = { 0, pad_a ? K + pad_a : mma_pitch(t, K), t, t == TY_F32, M, K };
-    SmemMatrix mb = { 0, pad_b ? N + pad_b : mma_pitch(t, N), t, t == TY_F32, K, N };
+    SmemMatrix ma = { 0, pad_a ? K + pad_a : mma_pitch(t, K), t, t == TY_F32, M, K, SWZ_NONE };
+    SmemMatrix mb = { 0, pad_b ? N + pad_b : mma_pitch(t, N), t, t == TY_F32, K, N, SWZ_NONE };
+    if (swz && (ma.swz = mma_swizzle_kind(&c, t, 0, M, N, K)) != SWZ_NONE)
+        ma.pitch = K;
+    if (swz && (mb.swz = mma_swizzle_kind(&c, t, 1, M, N, K)) != SWZ_NONE)
+        mb.pitch = N;
     check_banks = !pad_a && !pad_b;
     int boff = (M * ma.pitch * es + 127) & ~127;
     ma.base = ir_mov(c.f, PT_U32, IMM(0));
@@ -242,14 +256,14 @@ static void case_mma_pitch(ElemType t, int threads, int M, int N, int K, int pad
     for (int m = 0; m < M; m++)
         for (int k = 0; k < K; k++) {
             float v = (float)((m * 7 + k * 3) % 9 - 4);
-            uint32_t at = (uint32_t)((m * ma.pitch + k) * es);
+            uint32_t at = elem_at(&ma, es, m, k);
             if (t == TY_F32) { uint32_t u = f2u(v); memcpy(&smem[at], &u, 4); }
             else { uint16_t h = t == TY_F16 ? f2h(v) : f2bf(v); memcpy(&smem[at], &h, 2); }
         }
     for (int k = 0; k < K; k++)
         for (int n = 0; n < N; n++) {
             float v = (float)((k * 5 + n * 11) % 7 - 3);
-            uint32_t at = (uint32_t)(boff + (k * mb.pitch + n) * es);
+            uint32_t at = (uint32_t)boff + elem_at(&mb, es, k, n);
             if (t == TY_F32) { uint32_t u = f2u(v); memcpy(&smem[at], &u, 4); }
             else { uint16_t h = t == TY_F16 ? f2h(v) : f2bf(v); memcpy(&smem[at], &h, 2); }
         }
@@ -313,7 +327,84 @@ static void case_mma_pitch(ElemType t, int threads, int M, int N, int K, int pad
     arena_free(a);
 }
 
-static void case_mma(ElemType t, int threads, int M, int N, int K) { case_mma_pitch(t, threads, M, N, K, 0, 0); }
+static void case_mma_pitch(ElemType t, int threads, int M, int N, int K, int pad_a, int pad_b)
+{
+    case_mma_layout(t, threads, M, N, K, pad_a, pad_b, false);
+}
+
+/* Both layouts a tensor-core operand has: padded (staged from registers) and swizzled (cp.async). */
+static void case_mma(ElemType t, int threads, int M, int N, int K)
+{
+    case_mma_layout(t, threads, M, N, K, 0, 0, false);
+    case_mma_layout(t, threads, M, N, K, 0, 0, true);
+}
+
+/* swizzle.c's layouts for every row width: a permutation of the tile; the fragment reads (SWZ_
+ * LDMATRIX: 8 rows of one chunk; SWZ_QUAD: 4 rows of two adjacent chunks) and a quarter warp's 8
+ * consecutive 16-byte copies each in 8 distinct bank groups; a period further (8 rows, 4 for
+ * SWZ_QUAD) a constant; a chunk step above the chunk's own bits an xor (what swz_step relies on). */
+static void case_swizzle(void)
+{
+    for (int kind = SWZ_LDMATRIX; kind <= SWZ_QUAD; kind++)
+        for (int rb = 16; rb <= 1024; rb *= 2) {
+            if (!swz_applies(kind, rb))
+                continue;
+            enum { ROWS = 64 };
+            int units = ROWS * rb / 16, period = kind == SWZ_QUAD ? 4 : 8;
+            int bad_perm = 0, bad_read = 0, bad_copy = 0, bad_row = 0, bad_step = 0;
+            char *hit = calloc((size_t)units, 1);
+            for (int r = 0; r < ROWS; r++)
+                for (int b = 0; b < rb; b += 16) {
+                    int64_t o = swz_offset(kind, rb, r, b);
+                    if (o < 0 || o >= (int64_t)units * 16 || o % 16 || hit[o / 16]++)
+                        bad_perm++;
+                    if (r + period < ROWS && swz_offset(kind, rb, r + period, b) != o + period * rb)
+                        bad_row++;
+                    /* a step of d units from chunk c with c below d's lowest bit (the fragment loads) */
+                    for (int d = 1; b / 16 + d < rb / 16; d++) {
+                        int c = b / 16, low = d & -d;
+                        if (c % 8 >= low)
+                            continue;
+                        int64_t want = (o ^ (16 * (d % 8))) + 128 * (d / 8);
+                        if (swz_offset(kind, rb, r, b + 16 * d) != want)
+                            bad_step++;
+                    }
+                }
+            /* the fragment reads: 8 rows x 1 chunk, or 4 rows x 2 adjacent chunks */
+            int rows = kind == SWZ_QUAD ? 4 : 8, chunks = 8 / rows;
+            for (int r0 = 0; r0 < ROWS; r0 += rows)
+                for (int b = 0; b < rb; b += 16 * chunks) {
+                    int groups = 0;
+                    for (int r = r0; r < r0 + rows; r++)
+                        for (int j = 0; j < chunks; j++) {
+                            int g = (int)(swz_offset(kind, rb, r, b + 16 * j) / 16 % 8);
+                            bad_read += (groups >> g) & 1;
+                            groups |= 1 << g;
+                        }
+                }
+            for (int u0 = 0; u0 < units; u0 += 8) {
+                int groups = 0;
+                for (int u = u0; u < u0 + 8; u++) {
+                    int g = (int)(swz_offset(kind, rb, u / (rb / 16), (int64_t)u % (rb / 16) * 16) / 16 % 8);
+                    bad_copy += (groups >> g) & 1;
+                    groups |= 1 << g;
+                }
+            }
+            free(hit);
+            const char *kn = kind == SWZ_QUAD ? "quad" : "ldmatrix";
+            char name[96];
+            snprintf(name, sizeof name, "swizzle %s %d-byte rows: a permutation of the tile's units", kn, rb);
+            unit_check(!bad_perm, name, "%d bad", bad_perm);
+            snprintf(name, sizeof name, "swizzle %s %d-byte rows: fragment reads conflict-free", kn, rb);
+            unit_check(!bad_read, name, "%d conflicts", bad_read);
+            snprintf(name, sizeof name, "swizzle %s %d-byte rows: cp.async quarter warps conflict-free", kn, rb);
+            unit_check(!bad_copy, name, "%d conflicts", bad_copy);
+            snprintf(name, sizeof name, "swizzle %s %d-byte rows: %d rows further is a constant", kn, rb, period);
+            unit_check(!bad_row, name, "%d bad", bad_row);
+            snprintf(name, sizeof name, "swizzle %s %d-byte rows: chunk steps are xors", kn, rb);
+            unit_check(!bad_step, name, "%d bad", bad_step);
+        }
+}
 
 static void case_refusals(void)
 {
@@ -341,6 +432,15 @@ static void case_refusals(void)
 int main(void)
 {
     case_refusals();
+    case_swizzle();
+    /* row widths of 16 to 1024 bytes through the swizzled fragment loads */
+    case_mma(TY_F16, 128, 128, 128, 64);
+    case_mma(TY_F16, 256, 128, 256, 64);
+    case_mma(TY_F16, 128, 64, 32, 32);
+    case_mma(TY_BF16, 256, 32, 512, 16);
+    case_mma(TY_F16, 512, 128, 128, 32);
+    case_mma(TY_F32, 128, 128, 128, 32);
+    case_mma(TY_F32, 64, 16, 64, 4 * 8);
     case_mma(TY_F16, 128, 128, 128, 32);
     case_mma(TY_BF16, 128, 128, 128, 32);
     case_mma(TY_F32, 128, 128, 128, 16);
