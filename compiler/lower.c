@@ -115,6 +115,23 @@ int smem_alloc(Lower *c, int bytes)
     return off;
 }
 
+/* Shared memory a block may opt into: 227 KB on sm_90, 163 KB on sm_80, 99 KB on sm_86 and sm_89.
+ * PTX for one architecture also runs on later ones, so only what no GPU offers is an error; more
+ * than the named architecture offers is a warning (the launch fails there). */
+static void check_smem_size(Lower *c, Kernel *k)
+{
+    enum { MOST = 232448 };
+    const char *arch = c->opt && c->opt->arch ? c->opt->arch : "sm_80";
+    int limit = !strcmp(arch, "sm_86") || !strcmp(arch, "sm_89") ? 101376 : !strncmp(arch, "sm_90", 5) ? MOST : 166912;
+    if (c->smem_top > MOST) {
+        c->failed = true;
+        error_at(k->loc, "kernel '%s' needs %d bytes of shared memory per block; no GPU offers more than %d: "
+                 "use smaller tiles or fewer pipeline stages", k->name, c->smem_top, MOST);
+    } else if (c->smem_top > limit)
+        warning_at(k->loc, "kernel '%s' needs %d bytes of shared memory per block, more than %s offers (%d): "
+                   "it launches only on later GPUs", k->name, c->smem_top, arch, limit);
+}
+
 /* The scratch area is shared by every reduction and layout change. Before writing it, wait until
  * earlier readers are done; after writing, wait until the writes are visible. */
 void scratch_begin_write(Lower *c, int bytes)
@@ -1113,6 +1130,7 @@ Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *me
     int scratch = c->scratch_size ? smem_alloc(c, c->scratch_size) : c->smem_top;
     c->f->smem_bytes = c->smem_top;
     meta->smem_bytes = c->smem_top;
+    check_smem_size(c, k);
     /* resolve the scratch symbol to its offset: MOVSYM of tilec_scratch becomes smem + off */
     for (int i = 0; i < c->f->code.n; i++) {
         Ins *in = &c->f->code.v[i];
