@@ -157,6 +157,12 @@ static int tid_bits(Lower *c, int sh, int mask)
     return ir_bin(c->f, OP_BAND, PT_B32, R(r), IMM(mask));
 }
 
+/* wn, the warp's column in a grid of WN warp columns (w = WN wm + wn, w = tid >> 5) */
+static int warp_column(Lower *c, int WN)
+{
+    return WN > 1 ? tid_bits(c, 5, WN - 1) : ir_mov(c->f, PT_U32, IMM(0));
+}
+
 static void ldmatrix(Lower *c, int *dst, int n, bool trans, int addr, int64_t off)
 {
     Func *f = c->f;
@@ -365,12 +371,12 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     if (F.swz_b && F.tf) {
         /* tf32 B: row q, unit g of the warp's first group of 4 n8 tiles (128 bytes at wn 128) */
         int col = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 2, 7)), IMM(16),
-                          R(F.WN > 1 ? ir_bin(f, OP_SHL, PT_B32, R(tid_bits(c, 5, F.WN - 1)), IMM(7)) : ir_mov(f, PT_U32, IMM(0))));
+                          R(ir_bin(f, OP_SHL, PT_B32, R(warp_column(c, F.WN)), IMM(7))));
         F.blane = ir_bin(f, OP_ADD, PT_U32, R(b.base), R(swz_offset_ir(c, SWZ_QUAD, tid_bits(c, 0, 3), col, true, (int)F.bpitch)));
     } else if (F.swz_b) {
         /* B: row l & 15, unit (l >= 16 ? WN : 0) + wn: the warp's n-tile, or its next one */
         int unit = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(F.WN),
-                           R(F.WN > 1 ? tid_bits(c, 5, F.WN - 1) : ir_mov(f, PT_U32, IMM(0))));
+                           R(warp_column(c, F.WN)));
         int col = ir_bin(f, OP_SHL, PT_B32, R(unit), IMM(4));
         F.blane = ir_bin(f, OP_ADD, PT_U32, R(b.base), R(swz_offset_ir(c, SWZ_LDMATRIX, tid_bits(c, 0, 15), col, true, (int)F.bpitch)));
     } else if (F.ldm_b) {
