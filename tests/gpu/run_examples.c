@@ -77,8 +77,8 @@ static void free_case(void)
         gpu_free(bufs[--nbufs]);
 }
 
-/* Downloads out (n floats and its guard) and checks it against ref. */
-static void check_output(const char *desc, CUdeviceptr out, size_t n, const double *ref)
+/* Downloads out (n floats and its guard) and checks it against ref within tolerance tol. */
+static void check_output_tol(const char *desc, CUdeviceptr out, size_t n, const double *ref, double tol)
 {
     float *h = malloc((n + GUARD) * sizeof *h);
     if (!h || !gpu_download(h, out, (n + GUARD) * 4)) {
@@ -94,11 +94,16 @@ static void check_output(const char *desc, CUdeviceptr out, size_t n, const doub
                first);
     else if (oob)
         result(false, desc, "%zu words written past the end of the output", oob);
-    else if (!(err < TOL))
-        result(false, desc, "relative error %.3g over %.0e", err, TOL);
+    else if (!(err < tol))
+        result(false, desc, "relative error %.3g over %.0e", err, tol);
     else
         result(true, desc, "rel err %.2g", err);
     free(h);
+}
+
+static void check_output(const char *desc, CUdeviceptr out, size_t n, const double *ref)
+{
+    check_output_tol(desc, out, n, ref, TOL);
 }
 
 /* ---------------------------------------------------------------- kernels */
@@ -473,23 +478,7 @@ static void case_mma(tilert_context *ctx, const char *name, MmaType t, bool bias
     if (!launch(desc, k, a, na))
         goto done;
     if (t == T_TF32) {
-        /* check_output's tolerance is the f32 one: compare here with tf32's */
-        float *h = malloc((sc + GUARD) * 4);
-        if (!h || !gpu_download(h, dc, (sc + GUARD) * 4)) {
-            result(false, desc, "cannot read the output back");
-        } else {
-            size_t first = 0, nan = count_nan(h, sc, &first), oob = count_changed(h + sc, GUARD, GPU_POISON);
-            double err = rel_error(h, ref, sc);
-            if (nan)
-                result(false, desc, "%zu of %zu outputs NaN or never written (first at %zu)", nan, sc, first);
-            else if (oob)
-                result(false, desc, "%zu words written past the end of the output", oob);
-            else if (!(err < TOL_TF32))
-                result(false, desc, "relative error %.3g over %.0e", err, TOL_TF32);
-            else
-                result(true, desc, "rel err %.2g", err);
-        }
-        free(h);
+        check_output_tol(desc, dc, sc, ref, TOL_TF32);
     } else {
         check_halves(desc, t, dc, sc, ref, t == T_F16 ? TOL_F16 : TOL_BF16);
     }
