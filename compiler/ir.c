@@ -216,6 +216,26 @@ int ir_uses(const Ins *in, int *out)
     return n;
 }
 
+void rename_regs(Func *f, int from, const int *old, const int *new_, int n)
+{
+    int *to = malloc(sizeof(int) * (size_t)(f->regs.n + 1));
+    for (int r = 0; r < f->regs.n; r++)
+        to[r] = r;
+    for (int i = 0; i < n; i++)
+        to[old[i]] = new_[i];
+    for (int i = from; i < f->code.n; i++) {
+        Ins *in = &f->code.v[i];
+        for (int d = 0; d < in->ndst; d++)
+            in->dst[d] = to[in->dst[d]];
+        for (int s = 0; s < in->nsrc; s++)
+            if (in->src[s].kind == O_REG)
+                in->src[s].reg = to[in->src[s].reg];
+        if (in->guard >= 0)
+            in->guard = to[in->guard];
+    }
+    free(to);
+}
+
 int ir_dce(Func *f)
 {
     int removed = 0;

@@ -74,7 +74,7 @@ static SmemMatrix stage_operand(Lower *c, Expr *e, bool mma)
 {
     bool tf32;
     Expr *x = matmul_operand(e, &tf32);
-    SmemMatrix m = { -1, 0, stored_type(x), tf32, (int)x->shape.dim[0], (int)x->shape.dim[1], SWZ_NONE };
+    SmemMatrix m = { -1, 0, stored_type(x), tf32, (int)x->shape.dim[0], (int)x->shape.dim[1], SWZ_NONE, 0 };
     if (x->kind == E_NAME && x->sym->kind == SYM_VAR && x->sym->is_shared) {
         SymInfo *si = x->sym->lower;
         m.base = pipe_buffer(c, NULL, x->sym);
@@ -89,6 +89,7 @@ static SmemMatrix stage_operand(Lower *c, Expr *e, bool mma)
             m.pitch = c->pipe[i].pitch;
             m.swz = c->pipe[i].swz;
             m.type = c->pipe[i].type;
+            m.stage_bytes = c->pipe[i].bytes;
             m.base = pipe_buffer(c, x, NULL);
             return m;
         }

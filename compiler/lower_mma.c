@@ -30,7 +30,10 @@
  *    at columns base + G g .. + G - 1 with one ld.shared.v{G}.b32: b0 and b1 of all G tiles of
  *    the group in two loads.
  * Within a k tile the fragments of step s + 1 are loaded before the mma of step s, so the loads'
- * latency hides behind the tensor work. tests/unit/test_mma_map.c runs these maps against the
+ * latency hides behind the tensor work. Across k tiles too: when a pipelined loop's body is this
+ * matmul alone, the loop's barrier comes before the last k step (lower_pipeline.c, "Moving the
+ * barrier"), the next stage's step-0 fragments load behind it into the registers step 0 reads,
+ * and the next iteration begins with mma; its first iteration loads them in a block of its own. tests/unit/test_mma_map.c runs these maps against the
  * PTX fragment tables.
  *
  * Bank conflicts: ldmatrix reads 8 rows of 16 bytes per matrix; a row pitch that is an odd
@@ -39,6 +42,7 @@
  * words spreads the four rows over the 32 banks. mma_pitch cannot tell A from B, so f32 matrices
  * of 64 or more columns (B's N side in practice; A's K side is a short BK) get the B pitch. */
 #include <stdlib.h>
+#include <string.h>
 #include "tilec.h"
 
 enum { MMA_M = 16, MMA_N = 8 };
@@ -311,6 +315,15 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     Func *f = c->f;
     Layout *L = &acc->L;
     Frags F;
+    /* The loop's barrier, when a pipelined loop left it here: before the last k step (rotated),
+       where the next stage's step-0 fragments can load behind the last mma, or else first. Step
+       0 must be done with its fragments before they are reloaded: two k steps at least. */
+    bool rotate = false;
+    if (pipe_take_barrier(c)) {
+        rotate = a.stage_bytes && b.stage_bytes && a.cols / k_step(a.type) >= 2;
+        if (!rotate)
+            pipe_barrier(c);
+    }
     F.tf = a.type == TY_F32;
     PType ab = F.tf ? PT_B32 : a.type == TY_BF16 ? PT_BF16 : PT_F16;
     F.es = type_size(a.type);
@@ -402,13 +415,43 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
      * keeps them in program order with the shared loads, so copies first would hold the first
      * mma back. */
     int ug = unit_groups(&F);
+    int na = 4 * F.mtiles, nb = 2 * ntiles;
+    int *carried = malloc(sizeof(int) * (size_t)(na + nb)), *next0 = malloc(sizeof(int) * (size_t)(na + nb));
+    int skip = -1;
+    if (rotate) {
+        /* step 0's fragments come from the previous iteration but in the first */
+        skip = new_label(f);
+        ir_bra(f, skip, pipe_first_iteration(c), true);
+        pipe_barrier(c);
+    }
     load_a(c, &F, 0, afrag[0]);
     for (int o1 = 0; o1 < F.groups; o1 += ug)
         load_b_unit(c, &F, 0, o1, bfrag[0]);
+    if (rotate) {
+        ir_label(f, skip);
+        /* the lane addresses xor'ed inside the first iteration's block exist only there */
+        for (int i = 0; i < 8; i++)
+            F.ax[i] = F.bx[i] = -1;
+    }
+    memcpy(carried, afrag[0], sizeof(int) * (size_t)na);
+    memcpy(carried + na, bfrag[0], sizeof(int) * (size_t)nb);
+    Frags N = F;            /* rotated: the next stage, whose step 0 the last step loads */
+    int wrapped_from = -1;  /* the first instruction of those loads */
     for (int k = 0, cur = 0; k < K; k += ks, cur ^= 1) {
-        bool next = k + ks < K;
+        bool next = k + ks < K, wrap = rotate && !next;
+        /* rotated, the carried registers live through the whole loop: the even steps reuse them */
+        int reuse_from = rotate && next && cur == 1 ? f->code.n : -1;
         if (next)
             load_a(c, &F, k + ks, afrag[cur ^ 1]);
+        if (wrap) {
+            pipe_barrier(c);
+            wrapped_from = f->code.n;
+            N.alane = ir_bin(f, OP_ADD, PT_U32, R(F.alane), R(pipe_next_stage_delta(c, a.stage_bytes)));
+            N.blane = ir_bin(f, OP_ADD, PT_U32, R(F.blane), R(pipe_next_stage_delta(c, b.stage_bytes)));
+            for (int i = 0; i < 8; i++)
+                N.ax[i] = N.bx[i] = -1;
+            load_a(c, &N, 0, next0);
+        }
         if (k == 0)
             pipe_issue_pending(c);
         for (int o1 = 0; o1 < F.groups; o1 += ug) {
@@ -421,8 +464,22 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
                     }
             if (next)
                 load_b_unit(c, &F, k + ks, o1, bfrag[cur ^ 1]);
+            if (wrap)
+                load_b_unit(c, &N, 0, o1, next0 + na);
+        }
+        if (reuse_from >= 0) {
+            memcpy(next0, afrag[0], sizeof(int) * (size_t)na);
+            memcpy(next0 + na, bfrag[0], sizeof(int) * (size_t)nb);
+            rename_regs(f, reuse_from, next0, carried, na + nb);
+            memcpy(afrag[0], carried, sizeof(int) * (size_t)na);
+            memcpy(bfrag[0], carried + na, sizeof(int) * (size_t)nb);
         }
     }
+    /* the next stage's step 0 lands in the registers this iteration's step 0 read */
+    if (wrapped_from >= 0)
+        rename_regs(f, wrapped_from, next0, carried, na + nb);
+    free(carried);
+    free(next0);
     for (int i = 0; i < 2; i++) {
         free(bfrag[i]);
         free(afrag[i]);

@@ -6,7 +6,8 @@
  * Completion is tracked with cp.async groups, one per iteration, not mbarriers: every thread waits
  * for its own copies (cp.async.wait_group S-2) and one block barrier then makes all copies
  * visible and, in the same step, tells every thread that the stage about to be overwritten is no
- * longer read. One barrier per iteration, and no barrier array to keep.
+ * longer read. One barrier per iteration, and no barrier array to keep. It sits at the top of the
+ * body, or before the last k step of a body that is one tensor-core matmul (pipe_take_barrier).
  *
  * The stage buffers' addresses are a register tensor indexed by the run-time stage counter;
  * const_reg_elim turns each read into base + stage * stride. */
@@ -103,6 +104,36 @@ int pipe_buffer(Lower *c, Expr *operand, Sym *var)
 }
 
 static void cp_wait(Func *f, int n) { emit_ins(f, OP_CPWAIT, PT_B32)->label = n; }
+
+/* Moving the barrier. At the top of the body the barrier makes the first fragment loads of every
+ * iteration wait for it, and the first mma for them. A body that is one tensor-core matmul takes
+ * the barrier instead (lower_mma.c) and puts it before its last k step: the last step's fragments
+ * are in registers by then, so every thread is done reading the stage, and the next stage's first
+ * fragments load behind it while the last step's mma run. The next iteration starts with mma.
+ * Waiting there for iteration j + 1's copies counts the same groups as waiting at the top of
+ * iteration j + 1: this iteration's copies were committed before it. */
+bool pipe_take_barrier(Lower *c)
+{
+    bool pending = c->pipe_bar_pending;
+    c->pipe_bar_pending = false;
+    return pending;
+}
+
+void pipe_barrier(Lower *c)
+{
+    if (c->pipe_S >= 2)
+        cp_wait(c->f, c->pipe_S - 2);
+    ir_bar(c->f);
+}
+
+int pipe_first_iteration(Lower *c) { return ir_setp(c->f, CMP_EQ, PT_S32, R(c->pipe_iter), c->pipe_lo); }
+
+int pipe_next_stage_delta(Lower *c, int stage_bytes)
+{
+    Func *f = c->f;
+    int last = ir_setp(f, CMP_EQ, PT_U32, R(c->pipe_stage), IMM(c->pipe_S - 1));
+    return ir_tern(f, OP_SELP, PT_S32, IMM(-(int64_t)(c->pipe_S - 1) * stage_bytes), IMM(stage_bytes), R(last));
+}
 
 /* The next stage's copies of a loop iteration, waiting for a place in the body. */
 typedef struct {
@@ -225,9 +256,13 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     ir_label(f, head);
     int p = ir_setp(f, CMP_GE, PT_S32, R(i), R(hreg));
     ir_bra(f, exit, p, false);
-    if (S >= 2)
-        cp_wait(f, S - 2);
-    ir_bar(f);
+    /* a body of one tensor-core matmul places the barrier itself (pipe_take_barrier) */
+    bool bar_to_mma = S >= 2 && defer && body->nbody == 1;
+    if (!bar_to_mma) {
+        if (S >= 2)
+            cp_wait(f, S - 2);
+        ir_bar(f);
+    }
     /* iteration j + S - 1 goes into stage (stage + S - 1) mod S */
     int ahead = ir_bin(f, OP_ADD, PT_S32, R(i), IMM((S - 1) * step));
     int w = stage;
@@ -255,15 +290,25 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     }
     set_loop_value(c, s, i);
     PipeOperand *saved = c->pipe;
-    int nsaved = c->npipe, ssaved = c->pipe_stage;
+    int nsaved = c->npipe, ssaved = c->pipe_stage, Ssaved = c->pipe_S, isaved = c->pipe_iter;
+    Opnd losaved = c->pipe_lo;
     c->pipe = ops;
     c->npipe = nops;
     c->pipe_stage = stage;
+    c->pipe_S = S;
+    c->pipe_iter = i;
+    c->pipe_lo = lo.v[0];
+    c->pipe_bar_pending = bar_to_mma;
     for (int b = 0; b < body->nbody; b++)
         lower_stmt(c, body->body[b]);
+    if (c->pipe_bar_pending)
+        die("pipeline: the loop's barrier was left to a matmul that did not place it");
     c->pipe = saved;
     c->npipe = nsaved;
     c->pipe_stage = ssaved;
+    c->pipe_S = Ssaved;
+    c->pipe_iter = isaved;
+    c->pipe_lo = losaved;
     pipe_issue_pending(c);
     c->pipe_pending = psaved;
     f->cur_line = s->loc.line;

@@ -473,6 +473,9 @@ int ir_setp(Func *f, Cmp c, PType t, Opnd a, Opnd b);
 int ir_cvt(Func *f, PType to, PType from, Opnd a);
 bool ir_pure(int op);                          /* no side effects: may be moved, copied, deleted */
 int ir_uses(const Ins *in, int *out);          /* registers read (guarded defs read their dsts) */
+/* From instruction `from` on, register old[i] becomes new_[i] (a value given a register it must
+ * land in, such as a loop-carried one). */
+void rename_regs(Func *f, int from, const int *old, const int *new_, int n);
 int ir_dce(Func *f);                           /* removes pure instructions whose results nobody reads */
 void ir_naive_addr(Func *f);                   /* offset of the last LD/ST -> explicit add */
 void ir_label(Func *f, int label);
@@ -599,8 +602,19 @@ typedef struct Lower {
      * that the copies' address arithmetic overlaps the first mma instead of delaying them; the
      * loop issues them after the body otherwise. */
     void *pipe_pending;
+    /* inside a pipelined loop whose body is one tensor-core matmul: the loop leaves its barrier
+     * (cp.async.wait_group S-2 + bar.sync) to lower_mma, which moves it before the last k step
+     * and loads the next stage's first fragments behind it (pipe_take_barrier and below) */
+    bool pipe_bar_pending;
+    int pipe_S, pipe_iter;     /* stages; the loop variable's register */
+    Opnd pipe_lo;              /* the loop's first value */
 } Lower;
 void pipe_issue_pending(Lower *c);
+/* lower_pipeline.c, for the matmul that takes the loop's barrier: */
+bool pipe_take_barrier(Lower *c);       /* true once, if the loop left its barrier to the caller */
+void pipe_barrier(Lower *c);            /* the loop's wait for the current stage + bar.sync */
+int pipe_first_iteration(Lower *c);     /* predicate: the loop's first iteration */
+int pipe_next_stage_delta(Lower *c, int stage_bytes);   /* next stage buffer - current, bytes */
 
 PType held_ptype(ElemType t);              /* register type a value of t is held in */
 RegClass held_class(ElemType t);
@@ -631,7 +645,8 @@ void store_shared_var(Lower *c, Sym *s, Tile v);
 Tile reduce_tile(Lower *c, Tile v, Builtin b, int axis);
 /* lower_matmul.c: `@` operands live in shared memory as row-major matrices of their own element
  * type (f32, f16, bf16); base is a register holding the shared address of element (0, 0). */
-typedef struct { int base; int pitch; ElemType type; bool tf32; int rows, cols; int swz; } SmemMatrix;
+/* stage_bytes: the distance between a pipelined loop's stage buffers of this operand (0: not one) */
+typedef struct { int base; int pitch; ElemType type; bool tf32; int rows, cols; int swz; int stage_bytes; } SmemMatrix;
 /* The operand as stored: strips a tf32() cast (setting *tf32) and reports the element type. */
 Expr *matmul_operand(Expr *e, bool *tf32);
 bool matmul_uses_mma(Lower *c, Expr *a, Expr *b, int M, int N, int K);

@@ -6,6 +6,8 @@
 #   ldmatrix   operands come through ldmatrix (B transposed for f16/bf16)
 #   no-ffma    the k loop (the loop holding the mma) has no fma.rn.f32: nothing on the SIMT path
 #   count      the k loop issues BM*BN*BK / (16*8*k) / warps mma per thread (every product once)
+#   rotated    the loop's barrier comes before its last k step (lower_mma.c takes it from the
+#              pipeline to load the next tile's first fragments behind it): one step's mma after it
 #   tf32       matmul_tf32 rounds its operands with cvt.rna.tf32.f32
 # and the other way round: matmul_f32 (IEEE f32) has no mma and no ldmatrix; shapes the scheme
 # cannot do (-D BM=8, -D BK=8 for f16) fall back to FFMA and still compile; one accumulator fed
@@ -28,23 +30,27 @@ fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tilec-mma.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-# The k loop: from the last label before the first mma.sync to the branch back to that label.
+# The k loop: from the label that the first mma.sync's loop branches back to (the nearest label
+# before the mma with a bra.uni to it after the mma) to that branch.
 kloop() {
 	awk '
 	{ line[NR] = $0 }
-	/^\$L[0-9]+:/ && !seen { head = substr($1, 1, length($1) - 1); start = NR }
-	/mma\.sync/ && !seen { seen = 1; h = head; s = start }
+	/^\$L[0-9]+:/ { at[substr($1, 1, length($1) - 1)] = NR }
+	/mma\.sync/ && !m { m = NR }
+	/bra\.uni/ { t = $NF; sub(/;$/, "", t); back[NR] = t }
 	END {
-		if (!seen) exit
-		for (i = s; i <= NR; i++) {
+		if (!m) exit
+		s = 0
+		for (i = m + 1; i <= NR; i++)
+			if ((i in back) && (back[i] in at) && at[back[i]] < m && at[back[i]] > s) { s = at[back[i]]; e = i }
+		if (!s) exit
+		for (i = s; i <= e; i++)
 			print line[i]
-			if (i > s && index(line[i], "bra.uni " h ";")) break
-		}
 	}' "$1"
 }
 
-check_example() {   # name arch shape types mmas_per_kloop
-	name=$1 arch=$2 shape=$3 types=$4 want=$5
+check_example() {   # name arch shape types mmas_per_kloop k_steps
+	name=$1 arch=$2 shape=$3 types=$4 want=$5 steps=$6
 	t="$name $arch"
 	ptx=$tmp/$name.$arch.ptx
 	if ! "$tilec" --arch="$arch" -o "$ptx" "examples/$name.tile" 2>"$tmp/err"; then
@@ -66,14 +72,18 @@ check_example() {   # name arch shape types mmas_per_kloop
 		bad "$t no-ffma" "the k loop has fma.rn.f32 (or was not found)"; fi
 	n=$(grep -c 'mma\.sync' "$tmp/loop")
 	if [ "$n" -eq "$want" ]; then ok; else bad "$t count" "$n mma.sync in the k loop, want $want"; fi
+	# the loop's barrier sits before the last of its k steps, with the next tile's first loads
+	after=$(awk '/bar\.sync/ { n = 0 } /mma\.sync/ { n++ } END { print n + 0 }' "$tmp/loop")
+	if [ "$after" -eq $((want / steps)) ]; then ok; else
+		bad "$t rotated" "$after mma.sync after the k loop's last barrier, want one k step's $((want / steps))"; fi
 }
 
 for arch in sm_80 sm_90 sm_90a; do
 	# 128x128 tile, 4 warps: 2 m16 tiles x 16 n8 tiles per warp, BK/k steps
-	check_example matmul_f16 $arch m16n8k16 f16 64
-	check_example matmul_bf16 $arch m16n8k16 bf16 64
-	check_example gemm_bias_relu $arch m16n8k16 f16 64
-	check_example matmul_tf32 $arch m16n8k8 tf32 128
+	check_example matmul_f16 $arch m16n8k16 f16 64 2
+	check_example matmul_bf16 $arch m16n8k16 bf16 64 2
+	check_example gemm_bias_relu $arch m16n8k16 f16 64 2
+	check_example matmul_tf32 $arch m16n8k8 tf32 128 4
 done
 
 # IEEE f32 stays on FFMA.

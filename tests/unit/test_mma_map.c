@@ -228,8 +228,8 @@ static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pa
         return;
     c.tid = ir_mov(c.f, PT_U32, SYM("%tid.x"));
     int es = type_size(t);
-    SmemMatrix ma = { 0, pad_a ? K + pad_a : mma_pitch(t, K), t, t == TY_F32, M, K, SWZ_NONE };
-    SmemMatrix mb = { 0, pad_b ? N + pad_b : mma_pitch(t, N), t, t == TY_F32, K, N, SWZ_NONE };
+    SmemMatrix ma = { 0, pad_a ? K + pad_a : mma_pitch(t, K), t, t == TY_F32, M, K, SWZ_NONE, 0 };
+    SmemMatrix mb = { 0, pad_b ? N + pad_b : mma_pitch(t, N), t, t == TY_F32, K, N, SWZ_NONE, 0 };
     if (swz && (ma.swz = mma_swizzle_kind(&c, t, 0, M, N, K)) != SWZ_NONE)
         ma.pitch = K;
     if (swz && (mb.swz = mma_swizzle_kind(&c, t, 1, M, N, K)) != SWZ_NONE)
