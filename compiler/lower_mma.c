@@ -22,7 +22,7 @@
  *    at k + 16 bytes * (l >> 4): matrices 0..3 are rows 0-7/8-15 x the low/high 16 bytes of the
  *    k step, i.e. a0..a3. For tf32 the same load reads 32-bit elements as b16 pairs: lane l gets
  *    bytes 4q..4q+3 of its row, element q (and q + 4 in the high half), which is the tf32 A
- *    fragment; each is then rounded with cvt.rna.tf32.f32.
+ *    fragment; each is then rounded to tf32 (round_tf32_operand).
  *  - B (f16/bf16): ldmatrix.x4.trans per pair of n-tiles. Lane l gives the address of row k +
  *    (l & 7) + 8 * ((l >> 3) & 1) at the first column of the warp's tile n (l < 16) or n + 1;
  *    transposed, lane l receives B[k + 2q, +1][col + g] (b0) and B[k + 8 + 2q, +1][col + g] (b1).
@@ -226,6 +226,16 @@ static void mma(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, cons
     in->nsrc = 10;
 }
 
+/* An f32 operand rounded for mma's tf32 input: to nearest, ties away from zero, the rounding of
+ * cvt.rna.tf32.f32. The tensor core reads the top 19 bits of a .tf32 operand and drops the low 13,
+ * so adding half a tf32 unit (bit 12) to the bits first turns that truncation into the rounding:
+ * one integer add, where cvt.rna.tf32.f32 measured a quarter slower (matmul_tf32, H200). A carry
+ * out of the mantissa steps the exponent as rounding should (the largest finite values round to
+ * infinity, as cvt's do); infinities and the NaNs arithmetic makes (payload bit 22) stay what they
+ * are. Only a NaN with a payload in the low 13 bits alone would read as infinity. (.s32: any integer
+ * add of the bits would do; .u32 is what shared-address arithmetic uses.) */
+static int round_tf32_operand(Lower *c, int v) { return ir_bin(c->f, OP_ADD, PT_S32, R(v), IMM(0x1000)); }
+
 /* A 32-bit fragment register from two 16-bit elements (low, high) when no ldmatrix can read them. */
 static int pair_b16(Lower *c, int addr, int64_t off_lo, int64_t off_hi)
 {
@@ -268,7 +278,7 @@ static void load_a(Lower *c, Frags *F, int k, int *a)
                 a[4 * j + i] = ld_b32(c, F->alane, base + (i & 1) * F->T0 * F->apitch + (i >> 1) * 16);
         if (F->tf)
             for (int i = 0; i < 4; i++)
-                a[4 * j + i] = ir_round_tf32(c->f, a[4 * j + i]);
+                a[4 * j + i] = round_tf32_operand(c, a[4 * j + i]);
     }
 }
 
@@ -287,7 +297,7 @@ static void load_b_unit(Lower *c, Frags *F, int k, int o1, int *b)
             int w[4];
             ld_shared(c, PT_B32, w, G, F->vec_b, F->blane, (k + 4 * i) * F->bpitch + col);
             for (int j = 0; j < G; j++)
-                bg[2 * j + i] = ir_round_tf32(c->f, w[j]);
+                bg[2 * j + i] = round_tf32_operand(c, w[j]);
         }
     } else if (F->ldm_b) {
         /* groups o1 and o1 + 1 (lanes 16-31 address the second), or o1 alone at the end */

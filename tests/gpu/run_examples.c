@@ -487,6 +487,58 @@ done:
     free(ha), free(hb), free(hbias), free(ref);
 }
 
+/* tf32() rounds each operand to nearest, ties away from zero (docs/language.md), bit for bit: A
+ * holds f32 values whose low 13 bits sit below, at and above half a tf32 unit, with mantissas that
+ * carry into the exponent, B is the identity, so C must be exactly A rounded. K spans k tiles, so
+ * the fragments loaded across the pipelined loop's iterations are checked too. */
+static void case_tf32_rounding(tilert_context *ctx)
+{
+    static const uint32_t low[] = {0, 1, 0x0fff, 0x1000, 0x1001, 0x1fff};
+    static const uint32_t high[] = {0, 0x155, 0x3ff};
+    enum { M = 40, K = 96, N = 96 };
+    const char *desc = "matmul_tf32 rounding of the operands (to nearest, ties away)";
+    tilert_kernel *k = kernel(ctx, "matmul_tf32");
+    if (!k)
+        return;
+    static float ha[M * K], hb[K * N];
+    static uint32_t want[M * N], got[M * N];
+    for (int i = 0; i < M * K; i++) {
+        uint32_t sign = (uint32_t)(rng_next() & 1) << 31, e = 124 + (uint32_t)(i % 7);
+        uint32_t bits = sign | e << 23 | high[i / 6 % 3] << 13 | low[i % 6];
+        memcpy(&ha[i], &bits, 4);
+    }
+    for (int i = 0; i < K * N; i++)
+        hb[i] = i / N == i % N ? 1.0f : 0.0f;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            uint32_t bits;
+            memcpy(&bits, &ha[m * K + n], 4);
+            want[m * N + n] = (bits + 0x1000) & ~0x1fffu;
+        }
+    CUdeviceptr da = dev_input(ha, M * K), db = dev_input(hb, K * N), dc = dev_floats(M * N);
+    if (!da || !db || !dc) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    tilert_arg a[] = {tilert_ptr(da), tilert_ptr(db), tilert_ptr(dc), tilert_i32(M), tilert_i32(K), tilert_i32(N)};
+    if (!launch(desc, k, a, 6))
+        goto done;
+    if (!gpu_download(got, dc, sizeof got)) {
+        result(false, desc, "cannot read the output back");
+        goto done;
+    }
+    for (int i = 0; i < M * N; i++)
+        if (got[i] != want[i]) {
+            uint32_t in;
+            memcpy(&in, &ha[i / N * K + i % N], 4);
+            result(false, desc, "C[%d][%d] = 0x%08x, want 0x%08x (A = 0x%08x)", i / N, i % N, got[i], want[i], in);
+            goto done;
+        }
+    result(true, desc, "%d outputs exact", M * N);
+done:
+    free_case();
+}
+
 static void cases_mma(tilert_context *ctx)
 {
     /* M anything; N and K multiples of 8 (f16, bf16: the kernels assume it) or 4 (tf32) */
@@ -607,6 +659,7 @@ int main(int argc, char **argv)
     case_matmul(ctx, 129, 7, 128, true);
     if (tilert_device_arch(ctx) >= 80) {   /* mma.sync, ldmatrix and cp.async need sm_80 */
         cases_mma(ctx);
+        case_tf32_rounding(ctx);
         cases_mma_shapes(ctx);
     } else
         printf("skipped: tensor-core examples need sm_80 or later\n");

@@ -8,7 +8,9 @@
 #   count      the k loop issues BM*BN*BK / (16*8*k) / warps mma per thread (every product once)
 #   rotated    the loop's barrier comes before its last k step (lower_mma.c takes it from the
 #              pipeline to load the next tile's first fragments behind it): one step's mma after it
-#   tf32       matmul_tf32 rounds its operands with cvt.rna.tf32.f32
+#   tf32       matmul_tf32 rounds each fragment register it loads, adding half a tf32 unit (4096)
+#              to the bits before the tensor core truncates them (lower_mma.c), and has no cvt.rna
+#              left in the k loop
 # and the other way round: matmul_f32 (IEEE f32) has no mma and no ldmatrix; shapes the scheme
 # cannot do (-D BM=8, -D BK=8 for f16) fall back to FFMA and still compile; one accumulator fed
 # by f16, tf32 and IEEE f32 products (tests/mma/mixed_acc.tile) compiles to all three, unspilled.
@@ -61,7 +63,12 @@ check_example() {   # name arch shape types mmas_per_kloop k_steps
 		bad "$t mma" "no mma.sync.aligned.$shape.row.col.f32.$types.$types.f32"; fi
 	if [ "$types" = tf32 ]; then
 		if grep -q 'ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16' "$ptx"; then ok; else bad "$t ldmatrix" "no ldmatrix for A"; fi
-		if grep -q 'cvt\.rna\.tf32\.f32' "$ptx"; then ok; else bad "$t tf32" "operands not rounded to tf32"; fi
+		kloop "$ptx" >"$tmp/tfloop"
+		words=$(awk '/ldmatrix\.sync\.aligned\.m8n8\.x4|ld\.shared\.v4/ { n += 4 } /ld\.shared\.v2/ { n += 2 }
+		             /ld\.shared\.b32/ { n++ } END { print n + 0 }' "$tmp/tfloop")
+		rounded=$(grep -cE 'add\.s32[[:space:]]+%r[0-9]+, %r[0-9]+, 4096;' "$tmp/tfloop")
+		if [ "$words" -gt 0 ] && [ "$rounded" -eq "$words" ] && ! grep -q 'cvt\.rna' "$tmp/tfloop"; then ok; else
+			bad "$t tf32" "$rounded of $words fragment words rounded (add 4096) in the k loop"; fi
 	else
 		if grep -q 'ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16' "$ptx" &&
 		   grep -q 'ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.shared\.b16' "$ptx"; then ok; else

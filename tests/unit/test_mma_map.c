@@ -107,8 +107,8 @@ static void run_mma(Block *b, Ins *in, int w)
         int t = 32 * w + l, g = l / 4, q = l % 4;
         for (int i = 0; i < 4; i++) {
             uint32_t r = val(b, t, in->src[i]);
-            if (tf)
-                A[g + 8 * (i & 1)][q + 4 * (i >> 1)] = u2f(r);
+            if (tf)     /* the tensor core reads a tf32 operand's top 19 bits */
+                A[g + 8 * (i & 1)][q + 4 * (i >> 1)] = u2f(r & ~0x1fffu);
             else
                 for (int e = 0; e < 2; e++)
                     A[g + 8 * (i & 1)][2 * q + e + 8 * (i >> 1)] = elem16(r, e, bf);
@@ -116,7 +116,7 @@ static void run_mma(Block *b, Ins *in, int w)
         for (int i = 0; i < 2; i++) {
             uint32_t r = val(b, t, in->src[4 + i]);
             if (tf)
-                B[q + 4 * i][g] = u2f(r);
+                B[q + 4 * i][g] = u2f(r & ~0x1fffu);
             else
                 for (int e = 0; e < 2; e++)
                     B[2 * q + e + 8 * i][g] = elem16(r, e, bf);
