@@ -3,7 +3,8 @@
 # swizzle's slow path, warp grids of 1 to 8 columns), all within sm_80's 163 KB of shared
 # memory. NAME:BM:BN:BK:STAGES:THREADS.
 MMA_SHAPES := narrow:64:32:32:2:128 wide:128:256:32:3:256 longb:32:512:16:2:256 \
-              tall:256:128:32:3:256 small:64:64:16:4:64 deepk:64:64:128:2:128
+              tall:256:128:32:3:256 small:64:64:16:4:64 deepk:64:64:128:2:128 \
+              square:128:128:32:4:128
 MMA_SHAPE_KERNELS := matmul_f16 matmul_bf16 matmul_tf32
 mma_shape_field = $(word $(2),$(subst :, ,$(1)))
 mma_shape_flags = -D BM=$(call mma_shape_field,$(1),2) -D BN=$(call mma_shape_field,$(1),3) \

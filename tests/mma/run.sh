@@ -86,10 +86,11 @@ check_example() {   # name arch shape types mmas_per_kloop k_steps
 }
 
 for arch in sm_80 sm_90 sm_90a; do
-	# 128x128 tile, 4 warps: 2 m16 tiles x 16 n8 tiles per warp, BK/k steps
-	check_example matmul_f16 $arch m16n8k16 f16 64 2
-	check_example matmul_bf16 $arch m16n8k16 bf16 64 2
-	check_example gemm_bias_relu $arch m16n8k16 f16 64 2
+	# 64 x 64 warp tiles (128 x 256 or 256 x 128, 8 warps): 4 m16 x 8 n8 tiles per k step;
+	# BK = 64 is 4 steps of k16 (f16, bf16), BK = 32 4 steps of k8 (tf32)
+	check_example matmul_f16 $arch m16n8k16 f16 128 4
+	check_example matmul_bf16 $arch m16n8k16 bf16 128 4
+	check_example gemm_bias_relu $arch m16n8k16 f16 128 4
 	check_example matmul_tf32 $arch m16n8k8 tf32 128 4
 done
 
