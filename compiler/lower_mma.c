@@ -465,13 +465,21 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
         if (k == 0)
             pipe_issue_pending(c);
         for (int o1 = 0; o1 < F.groups; o1 += ug) {
-            for (int g = o1; g < o1 + ug && g < F.groups; g++)
-                for (int jj = 0; jj < F.G; jj++)
-                    for (int j = 0; j < F.mtiles; j++) {
-                        int cs[4] = { slot_of(L, 2 * j, g, jj), slot_of(L, 2 * j, g, F.G + jj),
-                                      slot_of(L, 2 * j + 1, g, jj), slot_of(L, 2 * j + 1, g, F.G + jj) };
-                        mma(c, ab, acc, cs, &afrag[cur][4 * j], &bfrag[cur][2 * (g * F.G + jj)]);
-                    }
+            /* A pair of n8 tiles (16-bit B) goes m16 tile by m16 tile, forwards then backwards,
+               so every mma shares its A or its B fragment with the one before, which operand
+               reuse need not read from the register file again: 1-2% faster than each n8 tile
+               down all m16 tiles (f16, bf16 on an H200). tf32's four-tile units keep that order,
+               which measured 2% faster for them. */
+            int ufirst = o1 * F.G, ulast = (o1 + ug < F.groups ? o1 + ug : F.groups) * F.G - 1;
+            int un = ulast - ufirst + 1;
+            bool serpentine = un == 2;
+            for (int t = 0; t < F.mtiles * un; t++) {
+                int j = serpentine ? t / un : t % F.mtiles, u = serpentine ? t % un : t / F.mtiles;
+                int n = serpentine && j % 2 ? ulast - u : ufirst + u, g = n / F.G, jj = n % F.G;
+                int cs[4] = { slot_of(L, 2 * j, g, jj), slot_of(L, 2 * j, g, F.G + jj),
+                              slot_of(L, 2 * j + 1, g, jj), slot_of(L, 2 * j + 1, g, F.G + jj) };
+                mma(c, ab, acc, cs, &afrag[cur][4 * j], &bfrag[cur][2 * n]);
+            }
             if (next)
                 load_b_unit(c, &F, k + ks, o1, bfrag[cur ^ 1]);
             if (wrap)
