@@ -278,7 +278,8 @@ typedef struct {
     int vm;                    /* elements per memory access */
 } Access;
 
-static void access_init(Lower *c, Expr *e, Access *a)
+/* What access_init knows of window e without emitting code: all but the start registers. */
+static void access_shape(Lower *c, Expr *e, Access *a)
 {
     memset(a, 0, sizeof *a);
     a->t = e->sym;
@@ -287,8 +288,6 @@ static void access_init(Lower *c, Expr *e, Access *a)
     a->wd[0] = a->wd[1] = -1;
     int wins[2], nw = 0;
     for (int d = 0; d < e->nidx; d++) {
-        Tile s = lower_expr(c, e->idx[d].start, NULL);
-        a->start[d] = s.v[0];
         a->width[d] = e->idx[d].width_expr ? e->idx[d].width : 0;
         if (a->width[d])
             wins[nw++] = d;
@@ -301,6 +300,13 @@ static void access_init(Lower *c, Expr *e, Access *a)
     } else if (nw == 1) {
         a->wd[1] = wins[0];
     }
+}
+
+static void access_init(Lower *c, Expr *e, Access *a)
+{
+    access_shape(c, e, a);
+    for (int d = 0; d < e->nidx; d++)
+        a->start[d] = lower_expr(c, e->idx[d].start, NULL).v[0];
 }
 
 /* May the innermost tile dimension move in vectors of vm elements? */
@@ -716,14 +722,31 @@ static void async_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int 
 
 /* Copies window win into shared memory at base (row-major, pitch elements, swizzled when swz)
  * with cp.async, in the widest chunks alignment allows; guard (or -1) predicates the whole copy. */
+/* The widest piece the alignment facts allow cp.async to move win in, into rows `pitch` elements
+ * apart: vm elements. */
+static int async_piece(Lower *c, Expr *win, Access *a, int pitch)
+{
+    int vm = vector_width_bytes(c, win, a, 16);
+    while (vm > 1 && pitch % vm)
+        vm /= 2;
+    return vm;
+}
+
+int async_piece_bytes(Lower *c, Expr *win, int pitch)
+{
+    Access a;
+    access_shape(c, win, &a);
+    return async_piece(c, win, &a, pitch) * a.es;
+}
+
 void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int guard)
 {
     Func *f = c->f;
     Access a;
     access_init(c, win, &a);
-    int vm = vector_width_bytes(c, win, &a, 16);
-    while (vm > 1 && pitch % vm)
-        vm /= 2;
+    int vm = async_piece(c, win, &a, pitch);
+    if (vm * a.es < 4)
+        die("copy_window_async: %d-byte pieces, which cp.async cannot move", vm * a.es);
     if (vm > 1)
         a.ti->vec_ok = true;
     Layout L = layout_rowmajor(win->shape, c->threads, vm);

@@ -154,6 +154,20 @@ void pipe_issue_pending(Lower *c)
     ((SymInfo *)p->loop->sym->lower)->val = saved;
 }
 
+/* cp.async moves 4, 8 or 16 bytes. A 16-bit window whose rows are not known to start 4-byte
+ * aligned (an odd row length, say) would need 2-byte pieces: it is left out of the pipeline, and
+ * its consumer loads it in each iteration. */
+static bool async_copyable(Lower *c, PipeOperand *p, int S)
+{
+    int piece = async_piece_bytes(c, p->operand, p->pitch);
+    if (piece >= 4)
+        return true;
+    warning_at(p->operand->loc, "pipeline(%d): '%s' cannot move by cp.async, its rows not known to start "
+               "4-byte aligned; it is loaded in each iteration instead (assume its row length a multiple of %d)",
+               S, p->operand->sym->name, 4 / type_size(p->type));
+    return false;
+}
+
 bool lower_pipelined_loop(Lower *c, Stmt *s)
 {
     Func *f = c->f;
@@ -161,6 +175,10 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     Sym *inner[256];
     int ninner = 0;
     declared_in(s->then, inner, &ninner, 256);
+    /* the loop variable's facts (its step) for the alignment questions below */
+    if (!s->sym->lower)
+        s->sym->lower = arena_alloc(c->a, sizeof(SymInfo));
+    ((SymInfo *)s->sym->lower)->loop = s;
     /* the body's matmul operands that are windows of the loop variable */
     PipeOperand ops[16];
     int nops = 0;
@@ -180,6 +198,8 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             p->pitch = vi->smem_ld;
             p->swz = SWZ_NONE;       /* the var's own layout: its other readers use it */
             p->bytes = ((int)st->rhs->shape.dim[0] * p->pitch * type_size(p->type) + 127) & ~127;
+            if (!async_copyable(c, p, S))
+                nops--;
             continue;
         }
         Expr *mm = st->kind == S_ASSIGN || st->kind == S_LET || st->kind == S_VAR ? (st->kind == S_ASSIGN ? st->rhs : st->init) : NULL;
@@ -201,6 +221,8 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             p->swz = mma ? mma_swizzle_kind(c, x->type, j, M, N, K) : SWZ_NONE;
             p->pitch = p->swz ? (int)x->shape.dim[1] : matmul_pitch(c, x->type, (int)x->shape.dim[1], mma);
             p->bytes = ((int)x->shape.dim[0] * p->pitch * type_size(x->type) + 127) & ~127;
+            if (!async_copyable(c, p, S))
+                nops--;
         }
     }
     if (!nops) {
@@ -236,10 +258,6 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     in->ndst = 1;
     in->src[0] = lo.v[0];
     in->nsrc = 1;
-    if (!s->sym->lower)
-        s->sym->lower = arena_alloc(c->a, sizeof(SymInfo));
-    SymInfo *si = s->sym->lower;
-    si->loop = s;
     /* prologue: iterations 0 .. S-2 */
     for (int st = 0; st + 1 < S; st++) {
         int v = st ? ir_bin(f, OP_ADD, PT_S32, R(i), IMM(st * step)) : ir_mov(f, PT_S32, R(i));

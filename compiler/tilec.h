@@ -677,6 +677,8 @@ int swz_step(Lower *c, int addr, int64_t unit_delta, int xored[8], int64_t *imm)
 /* lower_mem.c: staging into shared memory */
 void store_tile_smem(Lower *c, Tile v, int base, int pitch, ElemType t);
 void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int guard);
+/* The bytes per cp.async piece copy_window_async would move win in: below 4, it cannot. */
+int async_piece_bytes(Lower *c, Expr *win, int pitch);
 /* lower_pipeline.c */
 bool lower_pipelined_loop(Lower *c, Stmt *loop);
 int pipe_buffer(Lower *c, Expr *operand, Sym *var);
