@@ -333,7 +333,15 @@ static bool compile_for_arch(Arena *a, Program *p, Cli *cli, const char *arch, A
     for (int round = 0; capped && opt.reg_cap && !cli->no_ptxas && round < CAP_ROUNDS; round++) {
         Buf cub = { 0 }, log = { 0 };
         bool missing = false, changed = false;
-        if (ptxas_run(out->ptx.s, arch, &cub, &log, &missing)) {
+        bool assembled = ptxas_run(out->ptx.s, arch, &cub, &log, &missing);
+        if (!assembled && !missing) {
+            /* PTX ptxas rejects is never written out, whatever the output asked for */
+            sys_error("ptxas failed for %s:\n%s", arch, log.s ? log.s : "");
+            buf_free(&cub);
+            buf_free(&log);
+            return false;
+        }
+        if (assembled) {
             ptxas_parse_report(log.s ? log.s : "", out->metas, out->nk);
             for (int i = 0; i < p->nkernels; i++) {
                 Func *f = out->funcs[i];

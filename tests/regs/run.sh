@@ -7,6 +7,7 @@
 #              the peak named with their tile shapes, largest first, and a suggestion
 #   stability  stable_plain.tile and stable_im2col.tile (one k-loop, two ways to find the first
 #              row) get register counts within 8 of each other, predicted and per ptxas
+#   rejected   PTX that ptxas refuses during the cap check fails the compile, nothing written
 # Needs ptxas for accuracy and stability (they skip without it). Ends with `N passed, M failed`.
 cd "$(dirname "$0")/../.." || exit 2
 B=${1:-build}
@@ -82,6 +83,19 @@ elif ! echo "$err" | grep 'note: ' | head -n 1 | grep -q "note: acc: f32\[128,12
 elif ! echo "$err" | grep -q "note: use smaller tiles, or fewer threads per block (threads(128) allows 255 registers)"; then
 	bad "$t: no suggestion"
 else ok; fi
+
+# rejected: PTX that ptxas refuses while tilec checks the register cap is an error, and no output
+# file is written (a stand-in ptxas that refuses everything)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tilec-regs.XXXXXX") || exit 2
+printf '#!/bin/sh\necho "ptxas stand-in: error: refused" >&2\nexit 255\n' >"$tmp/ptxas"
+chmod +x "$tmp/ptxas"
+err=$(TILEC_PTXAS=$tmp/ptxas "$TILEC" --arch=sm_90a examples/matmul_f16.tile -o "$tmp/out.ptx" 2>&1); rc=$?
+if [ $rc -ne 1 ]; then bad "rejected: exit status $rc, expected 1"
+elif ! echo "$err" | grep -q "ptxas failed for sm_90a" || ! echo "$err" | grep -q "ptxas stand-in: error: refused"; then
+	bad "rejected: no ptxas error:"; echo "$err" | sed -n '1,3s/^/    /p'
+elif [ -e "$tmp/out.ptx" ]; then bad "rejected: the PTX was written anyway"
+else ok; fi
+rm -rf "$tmp"
 
 if [ $skip -gt 0 ]; then echo "$pass passed, $fail failed, $skip skipped"; else echo "$pass passed, $fail failed"; fi
 [ $fail -eq 0 ]
