@@ -33,8 +33,8 @@
  * latency hides behind the tensor work. Across k tiles too: when a pipelined loop's body is this
  * matmul alone, the loop's barrier comes before the last k step (lower_pipeline.c, "Moving the
  * barrier"), the next stage's step-0 fragments load behind it into the registers step 0 reads,
- * and the next iteration begins with mma; its first iteration loads them in a block of its own. tests/unit/test_mma_map.c runs these maps against the
- * PTX fragment tables.
+ * and the next iteration begins with mma; its first iteration loads them in a block of its own.
+ * tests/unit/test_mma_map.c runs these maps against the PTX fragment tables.
  *
  * Bank conflicts: ldmatrix reads 8 rows of 16 bytes per matrix; a row pitch that is an odd
  * multiple of 16 bytes puts them in 8 distinct 16-byte bank groups (mma_pitch). The tf32 B loads
