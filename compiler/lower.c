@@ -836,13 +836,8 @@ void lower_stmt(Lower *c, Stmt *s)
             Tile st = lower_expr(c, s->step, NULL);
             step = st.v[0].i;
         }
-        int i = new_reg(f, RC_R);
+        int i = ir_mov(f, PT_S32, lo.v[0]);
         f->regs.v[i].what = s->name;
-        Ins *in = emit_ins(f, OP_MOV, PT_S32);
-        in->dst[0] = i;
-        in->ndst = 1;
-        in->src[0] = lo.v[0];
-        in->nsrc = 1;
         int hreg = opnd_reg(c, hi.v[0], PT_S32);
         si->val = scalar_of(c, TY_I32, R(i));
         int head = new_label(f), exit = new_label(f);

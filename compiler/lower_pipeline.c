@@ -251,25 +251,15 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     Tile lo = lower_expr(c, s->lo, NULL), hi = lower_expr(c, s->hi, NULL);
     int64_t step = s->step ? s->step->ival : 1;
     int hreg = opnd_reg(c, hi.v[0], PT_S32);
-    int i = new_reg(f, RC_R);
+    int i = ir_mov(f, PT_S32, lo.v[0]);
     f->regs.v[i].what = s->name;
-    Ins *in = emit_ins(f, OP_MOV, PT_S32);
-    in->dst[0] = i;
-    in->ndst = 1;
-    in->src[0] = lo.v[0];
-    in->nsrc = 1;
     /* prologue: iterations 0 .. S-2 */
     for (int st = 0; st + 1 < S; st++) {
         int v = st ? ir_bin(f, OP_ADD, PT_S32, R(i), IMM(st * step)) : ir_mov(f, PT_S32, R(i));
         issue_copies(c, s, ops, nops, v, hreg, IMM(st));
     }
-    int stage = new_reg(f, RC_R);
+    int stage = ir_mov(f, PT_U32, IMM(0));
     f->regs.v[stage].what = "stage";
-    in = emit_ins(f, OP_MOV, PT_U32);
-    in->dst[0] = stage;
-    in->ndst = 1;
-    in->src[0] = IMM(0);
-    in->nsrc = 1;
     int head = new_label(f), exit = new_label(f);
     ir_label(f, head);
     int p = ir_setp(f, CMP_GE, PT_S32, R(i), R(hreg));
@@ -333,7 +323,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     /* next stage, wrapping */
     int n1 = ir_bin(f, OP_ADD, PT_U32, R(stage), IMM(1));
     int wr = ir_setp(f, CMP_GE, PT_U32, R(n1), IMM(S));
-    in = emit_ins(f, OP_SELP, PT_U32);
+    Ins *in = emit_ins(f, OP_SELP, PT_U32);
     in->dst[0] = stage;
     in->ndst = 1;
     in->src[0] = IMM(0);
