@@ -108,12 +108,14 @@ int primary_pred(Lower *c, const Layout *L)
 
 /* ---- shared memory */
 
-int smem_alloc(Lower *c, int bytes)
+int smem_alloc_aligned(Lower *c, int bytes, int align)
 {
-    int off = (c->smem_top + 127) & ~127;
+    int off = (c->smem_top + align - 1) & ~(align - 1);
     c->smem_top = off + bytes;
     return off;
 }
+
+int smem_alloc(Lower *c, int bytes) { return smem_alloc_aligned(c, bytes, 128); }
 
 /* Shared memory a block may opt into: 227 KB on sm_90, 163 KB on sm_80, 99 KB on sm_86 and sm_89.
  * PTX for one architecture also runs on later ones, so only what no GPU offers is an error; more

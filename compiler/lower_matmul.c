@@ -56,7 +56,8 @@ Layout matmul_layout(Lower *c, Expr *a, Expr *b, Shape s)
     if (!matmul_uses_mma(c, a, b, M, N, K))
         return layout_matmul(s, c->threads);
     bool tf;
-    return layout_mma(s, c->threads, stored_type(matmul_operand(a, &tf)));
+    ElemType t = stored_type(matmul_operand(a, &tf));
+    return layout_mma(s, c->threads, t, wgmma_shape(c, t, tf, M, N, K));
 }
 
 /* Row pitch in elements: a 16-byte pad keeps rows 16-byte aligned and spreads them over banks. */

@@ -698,12 +698,12 @@ static void async_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int 
     int64_t soff = ((int64_t)rd * ac->pitch + cd) * ac->es;
     int bytes = vm * ac->es;
     int sbase = ac->sbase;
-    int period = ac->swz == SWZ_QUAD ? 4 : 8;    /* rows after which the swizzle repeats */
-    if (ac->swz && !(rd % period == 0 && (int64_t)cd * ac->es % 128 == 0)) {
-        /* not a whole number of swizzle periods from the thread's first piece: place it anew */
+    /* a whole number of swizzle periods from the thread's first piece: a constant; else placed anew */
+    if (ac->swz && !swz_delta(ac->swz, ac->pitch * ac->es, L->S[0], c->threads / 32, (int64_t)L->T[0] * L->V[0], rd,
+                              (int64_t)cd * ac->es, &soff)) {
         int row = ir_bin(f, OP_ADD, PT_U32, R(ac->r0), IMM(rd));
         int col = ir_tern(f, OP_MAD, PT_U32, R(ac->c0), IMM(ac->es), IMM((int64_t)cd * ac->es));
-        int off = swz_offset_ir(c, ac->swz, row, col, bytes == 16, ac->pitch * ac->es);
+        int off = swz_offset_ir(c, ac->swz, row, col, bytes == 16, ac->pitch * ac->es, L->S[0]);
         sbase = ir_bin(f, OP_ADD, PT_U32, R(ac->tbase), R(off));
         soff = 0;
     }
@@ -756,7 +756,7 @@ void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int gu
     AsyncCtx ac = { -1, pitch, a.es, &L, -1, swz, base, r0, c0 };
     if (swz) {
         int col = ir_bin(f, OP_MUL, PT_U32, R(c0), IMM(a.es));
-        ac.sbase = ir_bin(f, OP_ADD, PT_U32, R(base), R(swz_offset_ir(c, swz, r0, col, vm * a.es == 16, pitch * a.es)));
+        ac.sbase = ir_bin(f, OP_ADD, PT_U32, R(base), R(swz_offset_ir(c, swz, r0, col, vm * a.es == 16, pitch * a.es, L.S[0])));
     } else {
         int lin = ir_tern(f, OP_MAD, PT_U32, R(r0), IMM(pitch), R(c0));
         ac.sbase = ir_tern(f, OP_MAD, PT_U32, R(lin), IMM(a.es), R(base));

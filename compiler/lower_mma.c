@@ -103,7 +103,7 @@ bool mma_supported(Lower *c, ElemType t, bool tf32, int M, int N, int K)
     return warp_grid(M, N, c->threads, &wm, &wn) && K % k_step(t) == 0;
 }
 
-Layout layout_mma(Shape s, int threads, ElemType t)
+Layout layout_mma(Shape s, int threads, ElemType t, bool wgmma)
 {
     Layout L;
     L.rank = 2;
@@ -112,7 +112,12 @@ Layout layout_mma(Shape s, int threads, ElemType t)
     int wm, wn;
     if (s.rank != 2 || !warp_grid(L.S[0], L.S[1], threads, &wm, &wn))
         return layout_matmul(s, threads);   /* mma_supported refused these */
-    int G = group_tiles(t, L.S[1] / wn);
+    if (wgmma) {
+        /* wgmma's: one warp column, each warp two rows of 8 in every 16 W (lower_wgmma.c) */
+        wm = threads / 32;
+        wn = 1;
+    }
+    int G = wgmma ? 1 : group_tiles(t, L.S[1] / wn);
     L.bcast[0] = L.bcast[1] = false;
     L.T[0] = 8 * wm;
     L.V[0] = 1;
@@ -130,6 +135,13 @@ Layout layout_mma(Shape s, int threads, ElemType t)
  * four n8 tiles per ld.shared.v4 (a quarter warp: rows k .. k + 3, two adjacent 16-byte chunks)
  * arrives in SWZ_QUAD; tf32 B read one n8 tile at a time keeps mma_pitch's padding. */
 int mma_swizzle_kind(Lower *c, ElemType t, int side, int M, int N, int K)
+{
+    if (wgmma_shape(c, t, false, M, N, K))
+        return side == 0 ? SWZ_SLAB_WG : SWZ_SLAB;
+    return mma_swizzle_kind_alone(c, t, side, M, N, K);
+}
+
+int mma_swizzle_kind_alone(Lower *c, ElemType t, int side, int M, int N, int K)
 {
     int es = type_size(t), wm, wn;
     if (side == 0 || es == 2) {
@@ -322,6 +334,10 @@ static void load_b_unit(Lower *c, Frags *F, int k, int o1, int *b)
  * loaded by plain ld.shared, 32 bits where the pair is contiguous, 16 + 16 bits where not. */
 void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
 {
+    if (a.swz == SWZ_SLAB_WG && b.swz == SWZ_SLAB) {
+        lower_wgmma(c, acc, a, b);
+        return;
+    }
     Func *f = c->f;
     Layout *L = &acc->L;
     Frags F;
@@ -380,7 +396,7 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
         row = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(F.T0), R(row));
         if (F.swz_a) {
             int col = ir_bin(f, OP_SHL, PT_B32, R(tid_bits(c, 4, 1)), IMM(4));
-            F.alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(swz_offset_ir(c, SWZ_LDMATRIX, row, col, true, (int)F.apitch)));
+            F.alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(swz_offset_ir(c, SWZ_LDMATRIX, row, col, true, (int)F.apitch, a.rows)));
         } else {
             int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(16), R(a.base));
             F.alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(F.apitch), R(aoff));
@@ -395,13 +411,13 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
         /* tf32 B: row q, unit g of the warp's first group of 4 n8 tiles (128 bytes at wn 128) */
         int col = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 2, 7)), IMM(16),
                           R(ir_bin(f, OP_SHL, PT_B32, R(warp_column(c, F.WN)), IMM(7))));
-        F.blane = ir_bin(f, OP_ADD, PT_U32, R(b.base), R(swz_offset_ir(c, SWZ_QUAD, tid_bits(c, 0, 3), col, true, (int)F.bpitch)));
+        F.blane = ir_bin(f, OP_ADD, PT_U32, R(b.base), R(swz_offset_ir(c, SWZ_QUAD, tid_bits(c, 0, 3), col, true, (int)F.bpitch, b.rows)));
     } else if (F.swz_b) {
         /* B: row l & 15, unit (l >= 16 ? WN : 0) + wn: the warp's n-tile, or its next one */
         int unit = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(F.WN),
                            R(warp_column(c, F.WN)));
         int col = ir_bin(f, OP_SHL, PT_B32, R(unit), IMM(4));
-        F.blane = ir_bin(f, OP_ADD, PT_U32, R(b.base), R(swz_offset_ir(c, SWZ_LDMATRIX, tid_bits(c, 0, 15), col, true, (int)F.bpitch)));
+        F.blane = ir_bin(f, OP_ADD, PT_U32, R(b.base), R(swz_offset_ir(c, SWZ_LDMATRIX, tid_bits(c, 0, 15), col, true, (int)F.bpitch, b.rows)));
     } else if (F.ldm_b) {
         /* B: row (l & 7) + 8 ((l >> 3) & 1) = l & 15; the warp's next n-tile for l >= 16 */
         int boff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(F.WN * MMA_N * F.es), R(bcol));

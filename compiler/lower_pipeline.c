@@ -119,11 +119,23 @@ bool pipe_take_barrier(Lower *c)
     return pending;
 }
 
+/* The stage's copies done (n groups may stay in flight) and published to the block: the
+ * tensor cores' reads of wgmma go through the async proxy, which sees the copies' writes only
+ * after a proxy fence. */
+static void publish_stage(Lower *c, int n)
+{
+    cp_wait(c->f, n);
+    if (c->pipe_async_proxy)
+        emit_ins(c->f, OP_FENCEPROXY, PT_B32);
+    ir_bar(c->f);
+}
+
 void pipe_barrier(Lower *c)
 {
     if (c->pipe_S >= 2)
-        cp_wait(c->f, c->pipe_S - 2);
-    ir_bar(c->f);
+        publish_stage(c, c->pipe_S - 2);
+    else
+        ir_bar(c->f);
 }
 
 int pipe_first_iteration(Lower *c) { return ir_setp(c->f, CMP_EQ, PT_S32, R(c->pipe_iter), c->pipe_lo); }
@@ -168,6 +180,18 @@ static bool async_copyable(Lower *c, PipeOperand *p, int S)
     return false;
 }
 
+static bool slab(int swz) { return swz == SWZ_SLAB || swz == SWZ_SLAB_WG; }
+
+/* A matmul operand's stage buffer: swizzled tiles are unpadded; wgmma's slabs start 1024-byte
+ * aligned (the swizzle is of address bits), so their stages are whole multiples of 1024 bytes. */
+static void set_stage_layout(Lower *c, PipeOperand *p, int swz, bool mma)
+{
+    int rows = (int)p->operand->shape.dim[0], cols = (int)p->operand->shape.dim[1], align = slab(swz) ? 1024 : 128;
+    p->swz = swz;
+    p->pitch = swz ? cols : matmul_pitch(c, p->type, cols, mma);
+    p->bytes = (rows * p->pitch * type_size(p->type) + align - 1) & ~(align - 1);
+}
+
 bool lower_pipelined_loop(Lower *c, Stmt *s)
 {
     Func *f = c->f;
@@ -209,21 +233,29 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         bool mma = matmul_uses_mma(c, mm->a, mm->b, M, N, K);
         defer |= mma;
         Expr *side[2] = { mm->a, mm->b };
+        PipeOperand cand[2];
+        bool have[2] = { false, false };
         for (int j = 0; j < 2; j++) {
             bool tf32;
             Expr *x = matmul_operand(side[j], &tf32);
             if (!pipelinable_window(x, inner, ninner))
                 continue;
-            PipeOperand *p = &ops[nops++];
+            PipeOperand *p = &cand[j];
             p->operand = x;
             p->var = NULL;
             p->type = x->type;
-            p->swz = mma ? mma_swizzle_kind(c, x->type, j, M, N, K) : SWZ_NONE;
-            p->pitch = p->swz ? (int)x->shape.dim[1] : matmul_pitch(c, x->type, (int)x->shape.dim[1], mma);
-            p->bytes = ((int)x->shape.dim[0] * p->pitch * type_size(x->type) + 127) & ~127;
-            if (!async_copyable(c, p, S))
-                nops--;
+            set_stage_layout(c, p, mma ? mma_swizzle_kind(c, x->type, j, M, N, K) : SWZ_NONE, mma);
+            have[j] = async_copyable(c, p, S);
         }
+        /* wgmma reads both operands in its layouts or neither: alone, one takes mma.sync's */
+        for (int j = 0; j < 2; j++)
+            if (have[j] && !have[1 - j] && slab(cand[j].swz)) {
+                set_stage_layout(c, &cand[j], mma_swizzle_kind_alone(c, cand[j].type, j, M, N, K), mma);
+                have[j] = async_copyable(c, &cand[j], S);
+            }
+        for (int j = 0; j < 2; j++)
+            if (have[j])
+                ops[nops++] = cand[j];
     }
     if (!nops) {
         warning_at(s->loc, "pipeline(%d): the loop moves no tensor window into shared memory or a matmul; nothing to pipeline", S);
@@ -231,8 +263,10 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     }
     f->cur_line = s->loc.line;
     /* stage buffers, contiguous, and their addresses as register tensors */
+    bool async_proxy = false;
     for (int i = 0; i < nops; i++) {
-        int off = smem_alloc(c, S * ops[i].bytes);
+        async_proxy |= slab(ops[i].swz);
+        int off = smem_alloc_aligned(c, S * ops[i].bytes, slab(ops[i].swz) ? 1024 : 128);
         const char *nm = ops[i].var ? ops[i].var->name : ops[i].operand->sym->name;
         RegArray arr = { arena_printf(c->a, "%s_stages", nm), S, RC_R, s->loc.line, false, false };
         vec_push(&f->arrays, arr);
@@ -266,11 +300,12 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     ir_bra(f, exit, p, false);
     /* a body of one tensor-core matmul places the barrier itself (pipe_take_barrier) */
     bool bar_to_mma = S >= 2 && defer && body->nbody == 1;
-    if (!bar_to_mma) {
-        if (S >= 2)
-            cp_wait(f, S - 2);
+    bool proxy_saved = c->pipe_async_proxy;
+    c->pipe_async_proxy = async_proxy;
+    if (!bar_to_mma && S >= 2)
+        publish_stage(c, S - 2);
+    else if (!bar_to_mma)
         ir_bar(f);
-    }
     /* iteration j + S - 1 goes into stage (stage + S - 1) mod S */
     int ahead = ir_bin(f, OP_ADD, PT_S32, R(i), IMM((S - 1) * step));
     int w = stage;
@@ -289,10 +324,8 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     c->pipe_pending = NULL;
     if (S == 1 || !defer) {
         issue_copies(c, s, ops, nops, ahead, hreg, R(w));
-        if (S == 1) {
-        cp_wait(f, 0);
-        ir_bar(f);
-        }
+        if (S == 1)
+            publish_stage(c, 0);
     } else {
         c->pipe_pending = &pending;
     }
@@ -318,6 +351,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     c->pipe_iter = isaved;
     c->pipe_lo = losaved;
     pipe_issue_pending(c);
+    c->pipe_async_proxy = proxy_saved;
     c->pipe_pending = psaved;
     f->cur_line = s->loc.line;
     /* next stage, wrapping */

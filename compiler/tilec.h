@@ -370,7 +370,8 @@ typedef struct { OpndKind kind; int reg; int64_t i; double f; const char *sym; }
     X(LD) X(ST) X(RED) X(ATOM) X(SHFL) X(BAR) X(LDPARAM) X(CVTA) X(MOVSYM) \
     X(CPASYNC) X(CPCOMMIT) X(CPWAIT) X(ARRSET) X(ARRGET) \
     X(LABEL) X(BRA) X(RET) X(COMMENT) \
-    X(LDMATRIX) X(MMA)
+    X(LDMATRIX) X(MMA) \
+    X(WGFENCE) X(WGMMA) X(WGACC) X(WGCOMMIT) X(WGWAIT) X(FENCEPROXY)
 typedef enum {
 #define X(n) OP_##n,
     IR_OPS(X)
@@ -405,7 +406,13 @@ typedef struct {
      * (u32) + off, vec = matrices (1, 2, 4), cmp = 1 for .trans.
      * MMA (mma.sync.aligned, row.col, f32 accumulators): ty2 = operand type: PT_F16 or PT_BF16
      * (m16n8k16), PT_B32 for tf32 (m16n8k8); dst[0..3] = d, src[0..3] = a, src[4..5] = b,
-     * src[6..9] = c (the accumulators are read too: lowering passes d as c). */
+     * src[6..9] = c (the accumulators are read too: lowering passes d as c).
+     * WGMMA (wgmma.mma_async.sync.aligned.m64nNk16, f32 accumulators, sm_90a): ty2 = PT_F16 or
+     * PT_BF16, src[0], src[1] = the A and B matrix descriptors (b64), label = N, cmp = 1 when B is
+     * N-major (imm-trans-b). Its N / 2 accumulators follow as N / 8 WGACC instructions, each
+     * dst[0..3] = src[0..3] = four of them (read and written): the passes see ordinary registers,
+     * emit prints the group as one instruction. WGWAIT: label = groups allowed in flight.
+     * WGFENCE, WGCOMMIT, FENCEPROXY (fence.proxy.async.shared::cta): no operands. */
     int line;              /* source line that produced it (report) */
     const char *text;      /* COMMENT */
 } Ins;
@@ -606,6 +613,9 @@ typedef struct Lower {
      * (cp.async.wait_group S-2 + bar.sync) to lower_mma, which moves it before the last k step
      * and loads the next stage's first fragments behind it (pipe_take_barrier and below) */
     bool pipe_bar_pending;
+    /* inside a pipelined loop with operands wgmma reads (SWZ_SLAB*): the tensor cores read them
+     * through the async proxy, so the barrier that publishes a stage has fence.proxy.async first */
+    bool pipe_async_proxy;
     int pipe_S, pipe_iter;     /* stages; the loop variable's register */
     Opnd pipe_lo;              /* the loop's first value */
 } Lower;
@@ -654,7 +664,7 @@ int matmul_pitch(Lower *c, ElemType t, int cols, bool mma);
 void lower_matmul(Lower *c, Tile *acc, Expr *a, Expr *b, bool accumulate);
 /* lower_mma.c: tensor cores (mma.sync, sm_80+). layout_mma is the accumulator layout for
  * operands of type t (f32 meaning tf32). */
-Layout layout_mma(Shape s, int threads, ElemType t);
+Layout layout_mma(Shape s, int threads, ElemType t, bool wgmma);
 /* The layout of a @ b's result of shape s (lower_matmul.c). */
 Layout matmul_layout(Lower *c, Expr *a, Expr *b, Shape s);
 bool mma_supported(Lower *c, ElemType t, bool tf32, int M, int N, int K);
@@ -663,13 +673,27 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
 /* The swizzle (SWZ_*) the tensor-core path reads operand `side` (0: A, 1: B) of type t of an
  * M x N x K matmul in when it arrives by cp.async; SWZ_NONE: the padded mma_pitch. */
 int mma_swizzle_kind(Lower *c, ElemType t, int side, int M, int N, int K);
+/* The same for an operand whose partner does not arrive the same way: never wgmma's. */
+int mma_swizzle_kind_alone(Lower *c, ElemType t, int side, int M, int N, int K);
+/* lower_wgmma.c: wgmma (sm_90a) for f16/bf16 matmuls whose operands a pipelined loop brings in
+ * the SWZ_SLAB layouts. wgmma_shape: may an M x N x K product of type t take that path (its
+ * accumulator then has layout_mma(..., true): one warp column, warpgroups stacked along M). */
+bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K);
+void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
 /* swizzle.c: unpadded operand tiles whose 16-byte units are XOR-permuted within 128-byte lines
  * (SmemMatrix.swz; the pitch is then the row's own width). SWZ_LDMATRIX spreads any 8 rows of
  * one 16-byte column (ldmatrix); SWZ_QUAD spreads 4 rows of two adjacent columns (tf32 B). */
-enum { SWZ_NONE, SWZ_LDMATRIX, SWZ_QUAD };
+/* SWZ_SLAB and SWZ_SLAB_WG are the 128-byte swizzle of wgmma's matrix descriptors, in column slabs
+ * of 128 bytes (SWZ_SLAB_WG with rows in warpgroup order, wg_row). rows: the tile's rows; warps:
+ * the block's. */
+enum { SWZ_NONE, SWZ_LDMATRIX, SWZ_QUAD, SWZ_SLAB, SWZ_SLAB_WG };
 bool swz_applies(int kind, int row_bytes);
-int64_t swz_offset(int kind, int row_bytes, int64_t row, int64_t byte_col);
-int swz_offset_ir(Lower *c, int kind, int row, int byte_col, bool col_aligned16, int row_bytes);
+int64_t swz_offset(int kind, int row_bytes, int rows, int warps, int64_t row, int64_t byte_col);
+int swz_offset_ir(Lower *c, int kind, int row, int byte_col, bool col_aligned16, int row_bytes, int rows);
+int64_t wg_row(int warps, int64_t r);
+/* The constant byte offset from the piece at (row, byte col) to the one rd rows and cdb bytes
+ * further, for any row below row_bound (a power of two): false when there is none. */
+bool swz_delta(int kind, int row_bytes, int rows, int warps, int64_t row_bound, int64_t rd, int64_t cdb, int64_t *delta);
 /* The address unit_delta 16-byte units along the row from the unit at addr: returns the register
  * (addr or addr ^ constant, made once per delta mod 8 in xored[], initially all -1), *imm the
  * constant to add. Valid when unit_delta's bits lie above the addressed chunk's own bits. */
@@ -684,6 +708,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *loop);
 int pipe_buffer(Lower *c, Expr *operand, Sym *var);
 void lower_stmt(Lower *c, Stmt *s);
 int smem_base_reg(Lower *c, int off);
+int smem_alloc_aligned(Lower *c, int bytes, int align);   /* align: a power of two >= 128 */
 
 /* ---------------------------------------------------------------- remat.c, schedule.c */
 

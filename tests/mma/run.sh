@@ -11,6 +11,10 @@
 #   tf32       matmul_tf32 rounds each fragment register it loads, adding half a tf32 unit (4096)
 #              to the bits before the tensor core truncates them (lower_mma.c), and has no cvt.rna
 #              left in the k loop
+# On sm_90a the 16-bit examples take wgmma (lower_wgmma.c) instead:
+#   wgmma      wgmma.mma_async m64n256k16 of the right types, and no mma.sync or ldmatrix
+#   count      the k loop (the loop holding the wgmma) issues BK / 16 wgmma, commits them and waits
+#   proxy      the loop's barrier has fence.proxy.async before it (cp.async writes, wgmma reads)
 # and the other way round: matmul_f32 (IEEE f32) has no mma and no ldmatrix; shapes the scheme
 # cannot do (-D BM=8, -D BK=8 for f16) fall back to FFMA and still compile; one accumulator fed
 # by f16, tf32 and IEEE f32 products (tests/mma/mixed_acc.tile) compiles to all three, unspilled.
@@ -34,11 +38,11 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 # The k loop: from the label that the first mma.sync's loop branches back to (the nearest label
 # before the mma with a bra.uni to it after the mma) to that branch.
-kloop() {
-	awk '
+kloop() {   # file [pattern of the loop's tensor-core instruction]
+	awk -v pat="${2:-mma\\.sync}" '
 	{ line[NR] = $0 }
 	/^\$L[0-9]+:/ { at[substr($1, 1, length($1) - 1)] = NR }
-	/mma\.sync/ && !m { m = NR }
+	$0 ~ pat && !m { m = NR }
 	/bra\.uni/ { t = $NF; sub(/;$/, "", t); back[NR] = t }
 	END {
 		if (!m) exit
@@ -49,6 +53,26 @@ kloop() {
 		for (i = s; i <= e; i++)
 			print line[i]
 	}' "$1"
+}
+
+check_wgmma_example() {   # name types wgmma_per_kloop
+	name=$1 types=$2 want=$3
+	t="$name sm_90a"
+	ptx=$tmp/$name.wg.ptx
+	if ! "$tilec" --arch=sm_90a -o "$ptx" "examples/$name.tile" 2>"$tmp/err"; then
+		bad "$t compile" "$(head -n 3 "$tmp/err")"
+		return
+	fi
+	if grep -q "wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.$types\.$types " "$ptx" &&
+	   ! grep -q 'mma\.sync\|ldmatrix' "$ptx"; then ok; else
+		bad "$t wgmma" "no wgmma.mma_async m64n256k16 $types, or mma.sync/ldmatrix left"; fi
+	kloop "$ptx" 'wgmma\\.mma_async' >"$tmp/loop"
+	n=$(grep -c 'wgmma\.mma_async' "$tmp/loop")
+	if [ "$n" -eq "$want" ] && grep -q 'wgmma\.commit_group' "$tmp/loop" && grep -q 'wgmma\.wait_group' "$tmp/loop" &&
+	   ! grep -q 'fma\.rn\.f32' "$tmp/loop"; then ok; else
+		bad "$t count" "$n wgmma in the k loop (want $want), with commit and wait and no fma"; fi
+	if awk '/fence\.proxy\.async\.shared::cta/ { f = NR } /bar\.sync/ { b = NR; ok = f == NR - 1 } END { exit !(b && ok) }' "$tmp/loop"
+	then ok; else bad "$t proxy" "the k loop's barrier has no fence.proxy.async just before it"; fi
 }
 
 check_example() {   # name arch shape types mmas_per_kloop k_steps
@@ -88,11 +112,16 @@ check_example() {   # name arch shape types mmas_per_kloop k_steps
 for arch in sm_80 sm_90 sm_90a; do
 	# 64 x 64 warp tiles (128 x 256 or 256 x 128, 8 warps): 4 m16 x 8 n8 tiles per k step;
 	# BK = 64 is 4 steps of k16 (f16, bf16), BK = 32 4 steps of k8 (tf32)
+	check_example matmul_tf32 $arch m16n8k8 tf32 128 4
+	[ $arch = sm_90a ] && continue
 	check_example matmul_f16 $arch m16n8k16 f16 128 4
 	check_example matmul_bf16 $arch m16n8k16 bf16 128 4
 	check_example gemm_bias_relu $arch m16n8k16 f16 128 4
-	check_example matmul_tf32 $arch m16n8k8 tf32 128 4
 done
+# 128 x 256 x 64 on two warpgroups: one m64n256k16 per k step of 16
+check_wgmma_example matmul_f16 f16 4
+check_wgmma_example matmul_bf16 bf16 4
+check_wgmma_example gemm_bias_relu f16 4
 
 # IEEE f32 stays on FFMA.
 if "$tilec" --arch=sm_90 -o "$tmp/f32.ptx" examples/matmul_f32.tile 2>"$tmp/err"; then

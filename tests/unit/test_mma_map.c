@@ -25,6 +25,8 @@ enum { SMEM = 1 << 18 };
 static uint8_t smem[SMEM];
 static int conflicts;
 static bool check_banks;   /* the tf32 B loads: only with mma_pitch's pitches */
+static const char *case_arch = "sm_80";   /* sm_90a: f16/bf16 tiles wgmma_shape takes go to wgmma */
+static int threads_of_case = 128;
 
 static uint16_t f2h(float x)   /* small integers only: exact */
 {
@@ -62,13 +64,13 @@ static uint32_t rd32(uint32_t a)
     return v;
 }
 
-typedef struct { int threads; uint32_t **reg; } Block;
+typedef struct { int threads; uint64_t **reg; } Block;
 
-static uint32_t val(Block *b, int t, Opnd o)
+static uint64_t val(Block *b, int t, Opnd o)
 {
     if (o.kind == O_REG) return b->reg[t][o.reg];
-    if (o.kind == O_IMM) return (uint32_t)o.i;
-    if (o.kind == O_SYM && !strcmp(o.sym, "%tid.x")) return (uint32_t)t;
+    if (o.kind == O_IMM) return (uint64_t)o.i;
+    if (o.kind == O_SYM && !strcmp(o.sym, "%tid.x")) return (uint64_t)t;
     printf("FAIL interpreter: operand kind %d\n", o.kind);
     exit(1);
 }
@@ -77,7 +79,7 @@ static void run_ldmatrix(Block *b, Ins *in, int w)
 {
     uint32_t addr[32], out[32][4];
     for (int l = 0; l < 32; l++)
-        addr[l] = val(b, 32 * w + l, in->src[0]) + (uint32_t)in->off;
+        addr[l] = (uint32_t)val(b, 32 * w + l, in->src[0]) + (uint32_t)in->off;
     for (int i = 0; i < in->vec; i++) {
         int groups = 0;
         for (int r = 0; r < 8; r++) {
@@ -106,7 +108,7 @@ static void run_mma(Block *b, Ins *in, int w)
     for (int l = 0; l < 32; l++) {
         int t = 32 * w + l, g = l / 4, q = l % 4;
         for (int i = 0; i < 4; i++) {
-            uint32_t r = val(b, t, in->src[i]);
+            uint32_t r = (uint32_t)val(b, t, in->src[i]);
             if (tf)     /* the tensor core reads a tf32 operand's top 19 bits */
                 A[g + 8 * (i & 1)][q + 4 * (i >> 1)] = u2f(r & ~0x1fffu);
             else
@@ -114,7 +116,7 @@ static void run_mma(Block *b, Ins *in, int w)
                     A[g + 8 * (i & 1)][2 * q + e + 8 * (i >> 1)] = elem16(r, e, bf);
         }
         for (int i = 0; i < 2; i++) {
-            uint32_t r = val(b, t, in->src[4 + i]);
+            uint32_t r = (uint32_t)val(b, t, in->src[4 + i]);
             if (tf)
                 B[q + 4 * i][g] = u2f(r & ~0x1fffu);
             else
@@ -122,7 +124,7 @@ static void run_mma(Block *b, Ins *in, int w)
                     B[2 * q + e + 8 * i][g] = elem16(r, e, bf);
         }
         for (int i = 0; i < 4; i++)
-            C[g + 8 * (i >> 1)][2 * q + (i & 1)] = u2f(val(b, t, in->src[6 + i]));
+            C[g + 8 * (i >> 1)][2 * q + (i & 1)] = u2f((uint32_t)val(b, t, in->src[6 + i]));
     }
     int K = tf ? 8 : 16;
     for (int l = 0; l < 32; l++) {
@@ -137,10 +139,85 @@ static void run_mma(Block *b, Ins *in, int w)
     }
 }
 
+/* wgmma.mma_async m64nNk16, f16/bf16, A K-major and B N-major (imm-trans-b) from shared memory
+ * through descriptors in the 128-byte swizzle, after the PTX ISA's canonical layouts (T = 8
+ * 16-bit elements per 16 bytes): A ((8,m),(T,2k)):((8T,SBO),(1,T)), B ((T,8,m),(8,k)):
+ * ((1,T,LBO),(8T,SBO)), the swizzle XORing address bits 4-6 with bits 7-9. D: warp v of the
+ * warpgroup holds rows 16 v + g (+8 for d_{4i+2}, d_{4i+3}), columns 8 i + 2 q (+1 for odd d). */
+static uint32_t swizzle128(uint32_t a) { return a ^ (a >> 7 & 7) << 4; }
+
+static void run_wgmma(Block *b, Ins *in, int u)
+{
+    int N = in->label, t0 = 128 * u;
+    bool bf = in->ty2 == PT_BF16;
+    uint64_t da = val(b, t0, in->src[0]), db = val(b, t0, in->src[1]);
+    for (int t = t0; t < t0 + 128; t++)
+        if (val(b, t, in->src[0]) != da || val(b, t, in->src[1]) != db) {
+            printf("FAIL wgmma: descriptors differ across the warpgroup\n");
+            exit(1);
+        }
+    uint64_t d[2] = { da, db };
+    uint32_t start[2], lbo[2], sbo[2];
+    for (int i = 0; i < 2; i++) {
+        if (d[i] >> 62 != 1 || (d[i] >> 49 & 7)) {
+            printf("FAIL wgmma: descriptor %d not 128-byte swizzle at base offset 0\n", i);
+            exit(1);
+        }
+        start[i] = (uint32_t)(d[i] & 0x3fff) << 4;
+        lbo[i] = (uint32_t)(d[i] >> 16 & 0x3fff) << 4;
+        sbo[i] = (uint32_t)(d[i] >> 32 & 0x3fff) << 4;
+    }
+    if (!in->cmp) {
+        printf("FAIL wgmma: B not N-major\n");
+        exit(1);
+    }
+    static double A[64][16], B[16][256];
+    for (int m = 0; m < 64; m++)
+        for (int k = 0; k < 16; k++) {
+            uint16_t h;
+            memcpy(&h, &smem[swizzle128(start[0] + (uint32_t)(m % 8) * 128 + (uint32_t)(m / 8) * sbo[0] + 2u * (uint32_t)k)], 2);
+            A[m][k] = bf ? bf2f(h) : h2f(h);
+        }
+    for (int k = 0; k < 16; k++)
+        for (int n = 0; n < N; n++) {
+            uint16_t h;
+            memcpy(&h, &smem[swizzle128(start[1] + 2u * (uint32_t)(n % 64) + (uint32_t)(n / 64) * lbo[1] +
+                                        (uint32_t)(k % 8) * 128 + (uint32_t)(k / 8) * sbo[1])], 2);
+            B[k][n] = bf ? bf2f(h) : h2f(h);
+        }
+    /* the accumulators: the WGACC instructions after it, four each */
+    int regs[128], nr = 0;
+    for (Ins *g = in + 1; g->op == OP_WGACC && nr < 128; g++)
+        for (int q = 0; q < 4; q++)
+            regs[nr++] = g->dst[q];
+    if (nr != N / 2) {
+        printf("FAIL wgmma: %d accumulators for n%d\n", nr, N);
+        exit(1);
+    }
+    for (int t = t0; t < t0 + 128; t++) {
+        int v = (t - t0) / 32, l = t % 32, g = l / 4, q = l % 4;
+        for (int r = 0; r < nr; r++) {
+            int m = 16 * v + g + 8 * (r >> 1 & 1), n = r / 4 * 8 + 2 * q + (r & 1);
+            double sum = u2f((uint32_t)b->reg[t][regs[r]]);
+            for (int k = 0; k < 16; k++)
+                sum += A[m][k] * B[k][n];
+            b->reg[t][regs[r]] = f2u((float)sum);
+        }
+    }
+}
+
 static void run(Func *f, Block *b)
 {
     for (int i = 0; i < f->code.n; i++) {
         Ins *in = &f->code.v[i];
+        if (in->op == OP_WGMMA) {
+            for (int u = 0; u < b->threads / 128; u++)
+                run_wgmma(b, in, u);
+            continue;
+        }
+        if (in->op == OP_WGACC || in->op == OP_WGFENCE || in->op == OP_WGCOMMIT || in->op == OP_WGWAIT ||
+            in->op == OP_FENCEPROXY)
+            continue;
         if (in->op == OP_LDMATRIX || in->op == OP_MMA) {
             for (int w = 0; w < b->threads / 32; w++)
                 (in->op == OP_MMA ? run_mma : run_ldmatrix)(b, in, w);
@@ -155,16 +232,16 @@ static void run(Func *f, Block *b)
                     uint32_t banks = 0;
                     for (int l = ph; l < ph + per; l++)
                         for (int v = 0; v < in->vec; v++) {
-                            int bank = (int)((val(b, 32 * w + l, in->src[0]) + (uint32_t)in->off) / 4 + (uint32_t)v) % 32;
+                            int bank = (int)(((uint32_t)val(b, 32 * w + l, in->src[0]) + (uint32_t)in->off) / 4 + (uint32_t)v) % 32;
                             if (banks & 1u << bank) conflicts++;
                             banks |= 1u << bank;
                         }
                 }
         }
         for (int t = 0; t < b->threads; t++) {
-            uint32_t *r = b->reg[t], s0 = in->nsrc > 0 ? val(b, t, in->src[0]) : 0;
-            uint32_t s1 = in->nsrc > 1 ? val(b, t, in->src[1]) : 0, s2 = in->nsrc > 2 ? val(b, t, in->src[2]) : 0;
-            uint32_t d;
+            uint64_t *r = b->reg[t], s0 = in->nsrc > 0 ? val(b, t, in->src[0]) : 0;
+            uint64_t s1 = in->nsrc > 1 ? val(b, t, in->src[1]) : 0, s2 = in->nsrc > 2 ? val(b, t, in->src[2]) : 0;
+            uint64_t d;
             switch (in->op) {
             case OP_MOV: d = s0; break;
             case OP_ADD: d = s0 + s1; break;
@@ -177,16 +254,18 @@ static void run(Func *f, Block *b)
             case OP_BXOR: d = s0 ^ s1; break;
             case OP_LD:
                 for (int v = 1; v < in->vec; v++)
-                    r[in->dst[v]] = rd32(s0 + (uint32_t)in->off + 4u * (uint32_t)v);
-                d = rd32(s0 + (uint32_t)in->off);
+                    r[in->dst[v]] = rd32((uint32_t)s0 + (uint32_t)in->off + 4u * (uint32_t)v);
+                d = rd32((uint32_t)s0 + (uint32_t)in->off);
                 if (in->ty == PT_B16)
                     d &= 0xffff;
                 break;
             case OP_CVT:
                 if (in->cmp == 2)
-                    d = (f2u(u2f(s0)) + 0x1000) & ~0x1fffu;     /* round to 10 mantissa bits */
+                    d = (f2u(u2f((uint32_t)s0)) + 0x1000) & ~0x1fffu;     /* round to 10 mantissa bits */
                 else if (in->ty == PT_U32 && in->ty2 == PT_U16)
                     d = s0 & 0xffff;
+                else if (in->ty == PT_U64 && in->ty2 == PT_U32)
+                    d = s0;
                 else
                     goto unknown;
                 break;
@@ -196,8 +275,8 @@ static void run(Func *f, Block *b)
                 printf("FAIL interpreter: no model of %s\n", op_name(in->op));
                 exit(1);
             }
-            if (in->ndst)
-                r[in->dst[0]] = d;
+            if (in->ndst)    /* 32-bit registers keep 32 bits */
+                r[in->dst[0]] = f->regs.v[in->dst[0]].rc == RC_D ? d : (uint32_t)d;
         }
     }
 }
@@ -206,7 +285,7 @@ static void run(Func *f, Block *b)
 static uint32_t elem_at(const SmemMatrix *m, int es, int r, int col)
 {
     if (m->swz)
-        return (uint32_t)swz_offset(m->swz, m->pitch * es, r, (int64_t)col * es);
+        return (uint32_t)swz_offset(m->swz, m->pitch * es, m->rows, threads_of_case / 32, r, (int64_t)col * es);
     return (uint32_t)((r * m->pitch + col) * es);
 }
 
@@ -216,10 +295,11 @@ static uint32_t elem_at(const SmemMatrix *m, int es, int r, int col)
 static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pad_a, int pad_b, bool swz)
 {
     char name[96];
-    snprintf(name, sizeof name, "mma %s %dx%dx%d threads=%d%s", type_name(t), M, N, K, threads,
-             pad_a || pad_b ? " unaligned pitch" : swz ? " swizzled" : "");
+    snprintf(name, sizeof name, "mma %s %dx%dx%d threads=%d%s%s", type_name(t), M, N, K, threads,
+             pad_a || pad_b ? " unaligned pitch" : swz ? " swizzled" : "", strcmp(case_arch, "sm_80") ? " sm_90a" : "");
     Arena *a = arena_new();
-    Options opt = { .arch = "sm_80" };
+    Options opt = { .arch = case_arch };
+    threads_of_case = threads;
     Lower c = { .a = a, .opt = &opt, .threads = threads };
     c.f = func_new(&kernel);
     c.f->arena = a;
@@ -235,11 +315,14 @@ static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pa
     if (swz && (mb.swz = mma_swizzle_kind(&c, t, 1, M, N, K)) != SWZ_NONE)
         mb.pitch = N;
     check_banks = !pad_a && !pad_b;
-    int boff = (M * ma.pitch * es + 127) & ~127;
+    int boff = (M * ma.pitch * es + 1023) & ~1023;     /* wgmma's slabs: 1024-byte aligned */
     ma.base = ir_mov(c.f, PT_U32, IMM(0));
     mb.base = ir_mov(c.f, PT_U32, IMM(boff));
     Shape s = { 2, { M, N } };
-    Tile acc = { TY_F32, layout_mma(s, threads, t), NULL };
+    bool wg = wgmma_shape(&c, t, t == TY_F32, M, N, K);
+    Tile acc = { TY_F32, layout_mma(s, threads, t, wg), NULL };
+    if (swz && wg)
+        snprintf(name + strlen(name), sizeof name - strlen(name), " (wgmma)");
     Layout *L = &acc.L;
     int nslots = layout_slots(L);
     acc.v = calloc((size_t)nslots, sizeof(Opnd));
@@ -273,9 +356,9 @@ static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pa
                 ref[m * N + n] += ((m * 7 + k * 3) % 9 - 4) * ((k * 5 + n * 11) % 7 - 3);
     lower_mma(&c, &acc, ma, mb);
     int coord[2] = { thread_coord(&c, L, 0), thread_coord(&c, L, 1) };
-    Block b = { threads, malloc(sizeof(uint32_t *) * (size_t)threads) };
+    Block b = { threads, malloc(sizeof(uint64_t *) * (size_t)threads) };
     for (int i = 0; i < threads; i++)
-        b.reg[i] = calloc((size_t)c.f->regs.n, sizeof(uint32_t));
+        b.reg[i] = calloc((size_t)c.f->regs.n, sizeof(uint64_t));
     conflicts = 0;
     run(c.f, &b);
     /* every slot of every thread against the layout's formula */
@@ -300,7 +383,7 @@ static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pa
                         int row = (o0 * L->T[0] + t0) * L->V[0] + i0, col = (o1 * L->T[1] + t1) * L->V[1] + i1;
                         seen[row * N + col]++;
                         double want = ref[row * N + col] + slot % 3;
-                        double got = u2f(b.reg[th][acc.v[slot].reg]);
+                        double got = u2f((uint32_t)b.reg[th][acc.v[slot].reg]);
                         if (got != want && !bad++) {
                             first_t = th, first_s = slot, got1 = got, want1 = want;
                         }
@@ -355,10 +438,10 @@ static void case_swizzle(void)
             char *hit = calloc((size_t)units, 1);
             for (int r = 0; r < ROWS; r++)
                 for (int b = 0; b < rb; b += 16) {
-                    int64_t o = swz_offset(kind, rb, r, b);
+                    int64_t o = swz_offset(kind, rb, ROWS, 8, r, b);
                     if (o < 0 || o >= (int64_t)units * 16 || o % 16 || hit[o / 16]++)
                         bad_perm++;
-                    if (r + period < ROWS && swz_offset(kind, rb, r + period, b) != o + period * rb)
+                    if (r + period < ROWS && swz_offset(kind, rb, ROWS, 8, r + period, b) != o + period * rb)
                         bad_row++;
                     /* a step of d units from chunk c with c below d's lowest bit (the fragment loads) */
                     for (int d = 1; b / 16 + d < rb / 16; d++) {
@@ -366,7 +449,7 @@ static void case_swizzle(void)
                         if (c % 8 >= low)
                             continue;
                         int64_t want = (o ^ (16 * (d % 8))) + 128 * (d / 8);
-                        if (swz_offset(kind, rb, r, b + 16 * d) != want)
+                        if (swz_offset(kind, rb, ROWS, 8, r, b + 16 * d) != want)
                             bad_step++;
                     }
                 }
@@ -377,7 +460,7 @@ static void case_swizzle(void)
                     int groups = 0;
                     for (int r = r0; r < r0 + rows; r++)
                         for (int j = 0; j < chunks; j++) {
-                            int g = (int)(swz_offset(kind, rb, r, b + 16 * j) / 16 % 8);
+                            int g = (int)(swz_offset(kind, rb, ROWS, 8, r, b + 16 * j) / 16 % 8);
                             bad_read += (groups >> g) & 1;
                             groups |= 1 << g;
                         }
@@ -385,7 +468,7 @@ static void case_swizzle(void)
             for (int u0 = 0; u0 < units; u0 += 8) {
                 int groups = 0;
                 for (int u = u0; u < u0 + 8; u++) {
-                    int g = (int)(swz_offset(kind, rb, u / (rb / 16), (int64_t)u % (rb / 16) * 16) / 16 % 8);
+                    int g = (int)(swz_offset(kind, rb, ROWS, 8, u / (rb / 16), (int64_t)u % (rb / 16) * 16) / 16 % 8);
                     bad_copy += (groups >> g) & 1;
                     groups |= 1 << g;
                 }
@@ -404,6 +487,75 @@ static void case_swizzle(void)
             snprintf(name, sizeof name, "swizzle %s %d-byte rows: chunk steps are xors", kn, rb);
             unit_check(!bad_step, name, "%d bad", bad_step);
         }
+}
+
+/* The wgmma slabs: a permutation of the tile, and a row delta above a row bound's bits or a
+ * whole-slab column delta moves a piece by swz_delta's constant. */
+static void case_slabs(void)
+{
+    for (int kind = SWZ_SLAB; kind <= SWZ_SLAB_WG; kind++)
+        for (int rb = 128; rb <= 512; rb *= 2)
+            for (int warps = 4; warps <= 8; warps *= 2) {
+                int rows = 32 * warps, bytes = rows * rb, bad_perm = 0, bad_delta = 0;
+                char *hit = calloc((size_t)bytes / 16, 1);
+                for (int r = 0; r < rows; r++)
+                    for (int cb = 0; cb < rb; cb += 16) {
+                        int64_t o = swz_offset(kind, rb, rows, warps, r, cb);
+                        if (o < 0 || o >= bytes || o % 16 || hit[o / 16]++)
+                            bad_perm++;
+                    }
+                for (int bound = 8; bound <= rows; bound *= 2)
+                    for (int r = 0; r < bound; r++)
+                        for (int rd = 0; r + rd < rows; rd += bound)
+                            for (int cb = 0; cb < 128; cb += 16)
+                                for (int cdb = 0; cb + cdb < rb; cdb += 128) {
+                                    int64_t delta;
+                                    if (!swz_delta(kind, rb, rows, warps, bound, rd, cdb, &delta))
+                                        continue;
+                                    if (swz_offset(kind, rb, rows, warps, r + rd, cb + cdb) !=
+                                        swz_offset(kind, rb, rows, warps, r, cb) + delta)
+                                        bad_delta++;
+                                }
+                free(hit);
+                char name[96];
+                snprintf(name, sizeof name, "swizzle %s %d-byte rows, %d warps: a permutation",
+                         kind == SWZ_SLAB ? "slab" : "slab_wg", rb, warps);
+                unit_check(!bad_perm, name, "%d bad", bad_perm);
+                snprintf(name, sizeof name, "swizzle %s %d-byte rows, %d warps: constant deltas",
+                         kind == SWZ_SLAB ? "slab" : "slab_wg", rb, warps);
+                unit_check(!bad_delta, name, "%d bad", bad_delta);
+            }
+}
+
+/* swz_offset_ir computes what swz_offset does: one thread per 16-byte piece of the tile. */
+static void case_slab_ir(int kind, int rb, int warps)
+{
+    int rows = 32 * warps, chunks = rb / 16, n = rows * chunks;
+    Arena *a = arena_new();
+    Options opt = { .arch = "sm_90a" };
+    Lower c = { .a = a, .opt = &opt, .threads = 32 * warps };
+    c.f = func_new(&kernel);
+    c.f->arena = a;
+    int tid = ir_mov(c.f, PT_U32, SYM("%tid.x"));
+    int row = ir_bin(c.f, OP_SHR, PT_U32, R(tid), IMM(chunks == 8 ? 3 : chunks == 32 ? 5 : -1));
+    int col = ir_bin(c.f, OP_SHL, PT_B32, R(ir_bin(c.f, OP_BAND, PT_B32, R(tid), IMM(chunks - 1))), IMM(4));
+    int off = swz_offset_ir(&c, kind, row, col, true, rb, rows);
+    Block b = { n, malloc(sizeof(uint64_t *) * (size_t)n) };
+    for (int i = 0; i < n; i++)
+        b.reg[i] = calloc((size_t)c.f->regs.n, sizeof(uint64_t));
+    run(c.f, &b);
+    int bad = 0;
+    for (int t = 0; t < n; t++)
+        bad += b.reg[t][off] != (uint64_t)swz_offset(kind, rb, rows, warps, t / chunks, t % chunks * 16);
+    char name[96];
+    snprintf(name, sizeof name, "swizzle %s %d-byte rows, %d warps: the IR places pieces alike",
+             kind == SWZ_SLAB ? "slab" : "slab_wg", rb, warps);
+    unit_check(!bad, name, "%d differ", bad);
+    for (int i = 0; i < n; i++)
+        free(b.reg[i]);
+    free(b.reg);
+    func_free(c.f);
+    arena_free(a);
 }
 
 static void case_refusals(void)
@@ -463,5 +615,22 @@ int main(void)
     case_mma_pitch(TY_F32, 128, 128, 128, 16, 1, 1);
     case_mma_pitch(TY_F16, 256, 128, 256, 32, 4, 4);
     case_mma_pitch(TY_F32, 256, 128, 256, 16, 0, 2);
+    /* sm_90a: wgmma where a pipeline's slabs arrive (swizzled), else mma.sync in its layout */
+    case_slabs();
+    for (int kind = SWZ_SLAB; kind <= SWZ_SLAB_WG; kind++)
+        for (int warps = 4; warps <= 16; warps *= 2) {
+            case_slab_ir(kind, 128, warps);
+            case_slab_ir(kind, 512, warps);
+        }
+    case_arch = "sm_90a";
+    case_mma(TY_F16, 256, 128, 256, 64);
+    case_mma(TY_BF16, 256, 128, 256, 64);
+    case_mma(TY_F16, 128, 64, 128, 128);      /* A in two slabs */
+    case_mma(TY_BF16, 256, 256, 128, 64);     /* two wgmma per k step */
+    case_mma(TY_F16, 128, 128, 64, 64);
+    case_mma(TY_F16, 512, 256, 256, 64);      /* four warpgroups */
+    case_mma(TY_F32, 256, 256, 128, 32);      /* tf32 stays on mma.sync */
+    unit_check(!wgmma_shape(&(Lower){ .opt = &(Options){ .arch = "sm_90" }, .threads = 256 }, TY_F16, false, 128, 256, 64),
+               "wgmma only on sm_90a", "taken on sm_90");
     return unit_exit();
 }

@@ -1,0 +1,105 @@
+/* lower_wgmma.c: tensor-core matmul with wgmma (sm_90a), f16 and bf16 operands, f32 accumulators.
+ *
+ * A warpgroup (4 warps, 128 threads) multiplies a 64 x 16 slice of A by a 16 x N slice of B
+ * (N <= 256) with one wgmma.mma_async, both read by the tensor cores straight from shared memory
+ * through matrix descriptors: no fragment loads, no ldmatrix, no operand registers. The block's
+ * warpgroups stack along M: warpgroup u takes rows 64 u .. 64 u + 63 of every 64 * (W / 4), and a
+ * taller tile takes several wgmma per k step.
+ *
+ * Layouts. The operands arrive by the pipelined loop's cp.async in the SWZ_SLAB layouts
+ * (swizzle.c): 128-byte column slabs with the 128-byte swizzle, 1024-byte aligned. A is read
+ * K-major (its rows are 128-byte slab rows; the descriptor's stride byte offset is 1024, 8 rows),
+ * B N-major (imm-trans-b: 8 k rows of 64 columns per 1024 bytes; stride byte offset 1024, leading
+ * byte offset one slab, K * 128 bytes). A k step of 16 moves A's start 32 bytes along its row (a
+ * new slab every 4 steps) and B's 16 rows (2048 bytes). The accumulator is layout_mma's with one
+ * warp column: warp w holds rows 8 w + g and 8 W + 8 w + g of every 16 W, where wgmma gives rank v
+ * of warpgroup u rows 64 u + 16 v + g and + 8; SWZ_SLAB_WG stores A's rows so that the two agree
+ * (wg_row), which keeps every epilogue, reduction and store of the mma.sync layout as it is.
+ *
+ * Order. Each matmul fences the accumulators (wgmma.fence), issues its wgmma, commits them as one
+ * group and waits for it before the next iteration's barrier lets the stage be overwritten. The
+ * barrier that publishes a stage has fence.proxy.async before it: cp.async writes through the
+ * generic proxy, the tensor cores read through the async one. */
+#include <stdlib.h>
+#include <string.h>
+#include "tilec.h"
+
+enum { WG_THREADS = 128, WG_M = 64, WG_K = 16, WG_MAX_N = 256, SLAB = 128 };
+
+bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K)
+{
+    (void)tf32;
+    /* tf32 wgmma reads B only K-major, which a row-major B is not: it stays on mma.sync */
+    if (!c || !c->opt || !c->opt->arch || strcmp(c->opt->arch, "sm_90a") || (t != TY_F16 && t != TY_BF16))
+        return false;
+    int es = type_size(t), warps = c->threads / 32;
+    return c->threads > 0 && c->threads % WG_THREADS == 0 && M % (16 * warps) == 0 && N * es % SLAB == 0 &&
+           N <= WG_MAX_N && K * es % SLAB == 0;
+}
+
+static int accumulator_slot(const Layout *L, int o0, int o1, int i1) { return (o0 * L->O[1] + o1) * L->V[1] + i1; }
+
+/* The 64-bit descriptor of a K-major (lbo unused) or N-major tile starting at shared address base:
+ * start address and the two byte offsets in 16-byte units, 128-byte swizzle (bits 62-63 = 1). */
+static int descriptor(Lower *c, int base, int lbo)
+{
+    Func *f = c->f;
+    int64_t fixed = ((int64_t)(lbo >> 4) << 16) | ((int64_t)(1024 >> 4) << 32) | ((int64_t)1 << 62);
+    int start = ir_bin(f, OP_SHR, PT_U32, R(base), IMM(4));
+    int wide = ir_cvt(f, PT_U64, PT_U32, R(start));
+    return ir_bin(f, OP_BOR, PT_B64, R(wide), IMM(fixed));
+}
+
+void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
+{
+    Func *f = c->f;
+    Layout *L = &acc->L;
+    int warps = c->threads / 32, es = type_size(a.type);
+    int M = L->S[0], N = L->S[1], K = a.cols;
+    if (a.pitch != K || b.pitch != N || b.rows != K || L->T[0] != 8 * warps || L->T[1] != 4 || L->V[0] != 1 ||
+        L->V[1] != 2 || L->O[1] != N / 8 || L->reps != 1 || !wgmma_shape(c, a.type, false, M, N, K))
+        die("lower_wgmma: operands or accumulator not in wgmma's layouts");
+    if (pipe_take_barrier(c))
+        pipe_barrier(c);
+    const char *saved = f->cur_what;
+    f->cur_what = "wgmma descriptor";
+    /* warpgroup u's rows start 64 u rows (8 KB) into A */
+    int u = ir_bin(f, OP_SHR, PT_U32, R(c->tid), IMM(7));
+    int abase = ir_tern(f, OP_MAD, PT_U32, R(u), IMM(WG_M * SLAB), R(a.base));
+    int da = descriptor(c, abase, 16), db = descriptor(c, b.base, K * SLAB);
+    f->cur_what = saved;
+    emit_ins(f, OP_WGFENCE, PT_B32);
+    int tall = M / (16 * warps);     /* wgmma per k step: 64-row blocks of this warpgroup */
+    for (int k = 0; k < K; k += WG_K) {
+        int64_t kb = (int64_t)k * es;    /* bytes along A's rows */
+        for (int j = 0; j < tall; j++) {
+            int64_t aoff = (int64_t)j * 16 * warps * SLAB + kb / SLAB * M * SLAB + kb % SLAB;
+            int64_t boff = (int64_t)k * SLAB;
+            int dak = aoff ? ir_bin(f, OP_ADD, PT_S64, R(da), IMM(aoff >> 4)) : da;
+            int dbk = boff ? ir_bin(f, OP_ADD, PT_S64, R(db), IMM(boff >> 4)) : db;
+            Ins *in = emit_ins(f, OP_WGMMA, PT_F32);
+            in->ty2 = (uint8_t)(a.type == TY_BF16 ? PT_BF16 : PT_F16);
+            in->src[0] = R(dak);
+            in->src[1] = R(dbk);
+            in->nsrc = 2;
+            in->label = N;
+            in->cmp = 1;
+            for (int i = 0; i < N / 8; i++) {
+                Ins *g = emit_ins(f, OP_WGACC, PT_F32);
+                int s[4] = { accumulator_slot(L, 2 * j, i, 0), accumulator_slot(L, 2 * j, i, 1),
+                             accumulator_slot(L, 2 * j + 1, i, 0), accumulator_slot(L, 2 * j + 1, i, 1) };
+                for (int q = 0; q < 4; q++) {
+                    if (acc->v[s[q]].kind != O_REG)
+                        die("lower_wgmma: accumulator slot %d is not a register", s[q]);
+                    g->dst[q] = acc->v[s[q]].reg;
+                    g->src[q] = acc->v[s[q]];
+                }
+                g->ndst = g->nsrc = 4;
+            }
+        }
+    }
+    emit_ins(f, OP_WGCOMMIT, PT_B32);
+    /* the next stage's copies go into the stage every thread finished reading before the barrier */
+    pipe_issue_pending(c);
+    emit_ins(f, OP_WGWAIT, PT_B32)->label = 0;
+}
