@@ -20,7 +20,6 @@
  * group and waits for it before the next iteration's barrier lets the stage be overwritten. The
  * barrier that publishes a stage has fence.proxy.async before it: cp.async writes through the
  * generic proxy, the tensor cores read through the async one. */
-#include <stdlib.h>
 #include <string.h>
 #include "tilec.h"
 

@@ -530,14 +530,16 @@ static void case_slabs(void)
 /* swz_offset_ir computes what swz_offset does: one thread per 16-byte piece of the tile. */
 static void case_slab_ir(int kind, int rb, int warps)
 {
-    int rows = 32 * warps, chunks = rb / 16, n = rows * chunks;
+    int rows = 32 * warps, chunks = rb / 16, n = rows * chunks, chunk_bits = 0;
+    while (1 << chunk_bits < chunks)
+        chunk_bits++;
     Arena *a = arena_new();
     Options opt = { .arch = "sm_90a" };
     Lower c = { .a = a, .opt = &opt, .threads = 32 * warps };
     c.f = func_new(&kernel);
     c.f->arena = a;
     int tid = ir_mov(c.f, PT_U32, SYM("%tid.x"));
-    int row = ir_bin(c.f, OP_SHR, PT_U32, R(tid), IMM(chunks == 8 ? 3 : chunks == 32 ? 5 : -1));
+    int row = ir_bin(c.f, OP_SHR, PT_U32, R(tid), IMM(chunk_bits));
     int col = ir_bin(c.f, OP_SHL, PT_B32, R(ir_bin(c.f, OP_BAND, PT_B32, R(tid), IMM(chunks - 1))), IMM(4));
     int off = swz_offset_ir(&c, kind, row, col, true, rb, rows);
     Block b = { n, malloc(sizeof(uint64_t *) * (size_t)n) };
