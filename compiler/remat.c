@@ -122,6 +122,15 @@ void remat_cheap(Func *f)
         if (ends_block(in))
             block++;
     }
+    /* a register an in-flight wgmma reads (its A fragment) is the one it reads until the wait,
+       held there by WGHOLD: never a recomputed copy */
+    for (int i = 0; i < n; i++) {
+        Ins *in = &f->code.v[i];
+        if (in->op == OP_WGMMA || in->op == OP_WGHOLD)
+            for (int s = 0; s < in->nsrc; s++)
+                if (in->src[s].kind == O_REG)
+                    r.cost[in->src[s].reg] = 0;
+    }
     for (int v = 0; v < nv; v++)
         cost_of(&r, v);
     /* copies get new registers: size the per-register tables for the worst case */
