@@ -148,8 +148,8 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         buf_printf(out, "\t// %s\n", in->text);
         return;
     }
-    if (in->op == OP_WGACC)
-        return;        /* printed with its WGMMA */
+    if (in->op == OP_WGACC || in->op == OP_WGHOLD)
+        return;        /* printed with its WGMMA; a liveness marker */
     buf_puts(out, "\t");
     if (in->guard >= 0) {
         buf_printf(out, "@%s", in->guard_neg ? "!" : "");
@@ -268,8 +268,9 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
     case OP_FENCEPROXY: buf_puts(out, "fence.proxy.async.shared::cta"); break;
     case OP_WGMMA: {
         /* the accumulators are the WGACC instructions that follow */
-        const char *ab = in->ty2 == PT_BF16 ? "bf16" : "f16";
-        buf_printf(out, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", in->label, ab, ab);
+        bool tf32 = in->ty2 == PT_B32;
+        const char *ab = in->ty2 == PT_BF16 ? "bf16" : tf32 ? "tf32" : "f16";
+        buf_printf(out, "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", in->label, tf32 ? 8 : 16, ab, ab);
         int n = 0;
         for (Ins *g = in + 1; g < f->code.v + f->code.n && g->op == OP_WGACC; g++)
             for (int d = 0; d < g->ndst; d++) {
@@ -279,6 +280,18 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         if (n != in->label / 2)
             die("emit: wgmma m64n%d with %d accumulators", in->label, n);
         buf_puts(out, "}, ");
+        if (tf32) {
+            /* A from registers; no transpose operands (tf32 is K-major only) */
+            buf_puts(out, "{");
+            for (int s = 0; s < 4; s++) {
+                buf_puts(out, s ? ", " : "");
+                put_opnd(out, f, in->src[s], PT_B32);
+            }
+            buf_puts(out, "}, ");
+            put_opnd(out, f, in->src[4], PT_B64);
+            buf_puts(out, ", 1, 1, 1");
+            break;
+        }
         put_opnd(out, f, in->src[0], PT_B64);
         buf_puts(out, ", ");
         put_opnd(out, f, in->src[1], PT_B64);

@@ -10,17 +10,21 @@ bool layout_eq(const Layout *a, const Layout *b)
         if (a->S[d] != b->S[d] || a->T[d] != b->T[d] || a->V[d] != b->V[d] || a->O[d] != b->O[d] ||
             a->bcast[d] != b->bcast[d] || a->Tlo[d] != b->Tlo[d])
             return false;
-    return a->reps == b->reps;
+    return a->reps == b->reps && a->lo_t0_low == b->lo_t0_low;
 }
 
 Layout layout_scalar(int threads)
 {
-    Layout L = { 0, { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, { false, false }, threads, { 1, 1 } };
+    Layout L = { 0, { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, { false, false }, threads, { 1, 1 }, false };
     return L;
 }
 
-/* When T1 == Tlo1 the outer grid has one column and the formula is t0 * T1 + t1 whatever Tlo0. */
-bool layout_tid_plain(const Layout *L) { return L->T[1] == L->Tlo[1]; }
+/* When T1 == Tlo1 the outer grid has one column and the formula is t0 * T1 + t1 whatever Tlo0
+ * (a column-major inner grid only when one of its sides is 1). */
+bool layout_tid_plain(const Layout *L)
+{
+    return L->T[1] == L->Tlo[1] && (!L->lo_t0_low || L->Tlo[0] == 1 || L->Tlo[1] == 1);
+}
 
 static int imin(int a, int b) { return a < b ? a : b; }
 
@@ -45,6 +49,7 @@ Layout layout_rowmajor(Shape s, int threads, int vec)
     L.reps = threads / (L.T[0] * L.T[1]);
     L.Tlo[0] = L.T[0];
     L.Tlo[1] = L.T[1];
+    L.lo_t0_low = false;
     return L;
 }
 
@@ -82,5 +87,6 @@ Layout layout_matmul(Shape s, int threads)
     L.reps = 1;
     L.Tlo[0] = L.T[0];
     L.Tlo[1] = L.T[1];
+    L.lo_t0_low = false;
     return L;
 }

@@ -79,7 +79,11 @@ int thread_coord(Lower *c, const Layout *L, int d)
     if (L->T[d] == 1)
         return ir_mov(f, PT_U32, IMM(0));
     int lo0 = L->Tlo[0], lo1 = L->Tlo[1];
-    int inner = d == 1 ? tid_field(f, t, 0, lo1) : lo0 > 1 ? tid_field(f, t, log2i(lo1), lo0) : -1;
+    int inner;
+    if (L->lo_t0_low)   /* column-major inner grid: t0's bits lowest */
+        inner = d == 0 ? tid_field(f, t, 0, lo0) : lo1 > 1 ? tid_field(f, t, log2i(lo0), lo1) : -1;
+    else
+        inner = d == 1 ? tid_field(f, t, 0, lo1) : lo0 > 1 ? tid_field(f, t, log2i(lo1), lo0) : -1;
     int outer_n = L->T[d] / L->Tlo[d];
     if (outer_n == 1)
         return inner;
@@ -181,7 +185,7 @@ static bool aligned_broadcast(const Layout *src, const Layout *dst)
         return true;     /* one element held by every thread */
     for (int d = 0; d < 2; d++) {
         /* the same thread-index split, so kept coordinates are the same function of %tid */
-        if (src->T[d] != dst->T[d] || src->Tlo[d] != dst->Tlo[d])
+        if (src->T[d] != dst->T[d] || src->Tlo[d] != dst->Tlo[d] || src->lo_t0_low != dst->lo_t0_low)
             return false;
         if (src->S[d] == dst->S[d]) {
             if (src->V[d] != dst->V[d] || src->O[d] != dst->O[d] || src->bcast[d] != dst->bcast[d])

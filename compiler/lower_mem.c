@@ -684,7 +684,38 @@ typedef struct {
     int swz;           /* swizzled tile (SWZ_*, swizzle.c): tbase, r0, c0 place the pieces */
     int tbase;         /* swizzled: the tile base; r0, c0: the thread's first row, column */
     int r0, c0;
+    bool round;        /* round_window_tf32: the copied pieces rounded in place instead */
 } AsyncCtx;
+
+/* A copied f32 piece rounded in place to tf32 for the tensor cores, which truncate:
+ * round_tf32_operand, as mma's fragments are rounded. */
+static void round_piece_tf32(Lower *c, int saddr, int64_t soff, int words, int guard)
+{
+    Func *f = c->f;
+    int w[4];
+    Ins *ld = emit_ins(f, OP_LD, PT_B32);
+    ld->space = SP_SHARED;
+    ld->vec = (uint8_t)words;
+    for (int i = 0; i < words; i++)
+        ld->dst[i] = w[i] = new_reg(f, RC_R);
+    ld->ndst = words;
+    ld->src[0] = R(saddr);
+    ld->nsrc = 1;
+    ld->off = soff;
+    ir_naive_addr(f);
+    for (int i = 0; i < words; i++)
+        w[i] = round_tf32_operand(c, w[i]);
+    Ins *st = emit_ins(f, OP_ST, PT_B32);
+    st->space = SP_SHARED;
+    st->vec = (uint8_t)words;
+    st->src[0] = R(saddr);
+    for (int i = 0; i < words; i++)
+        st->src[1 + i] = R(w[i]);
+    st->nsrc = 1 + words;
+    st->off = soff;
+    st->guard = guard;
+    ir_naive_addr(f);
+}
 
 static void async_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int mask, int slot)
 {
@@ -706,6 +737,10 @@ static void async_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int 
         int off = swz_offset_ir(c, ac->swz, row, col, bytes == 16, ac->pitch * ac->es, L->S[0]);
         sbase = ir_bin(f, OP_ADD, PT_U32, R(ac->tbase), R(off));
         soff = 0;
+    }
+    if (ac->round) {
+        round_piece_tf32(c, sbase, soff, vm, ac->guard);
+        return;
     }
     /* masked chunks copy nothing and zero-fill: edge tiles hold zeros, not stale data */
     Opnd size = mask < 0 ? IMM(bytes) : R(ir_tern(f, OP_SELP, PT_U32, IMM(bytes), IMM(0), R(mask)));
@@ -739,7 +774,8 @@ int async_piece_bytes(Lower *c, Expr *win, int pitch)
     return async_piece(c, win, &a, pitch) * a.es;
 }
 
-void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int guard)
+/* Walks the pieces of win as copy_window_async moves them: copies them, or rounds them in place. */
+static void walk_async_pieces(Lower *c, Expr *win, int base, int pitch, int swz, int guard, bool round)
 {
     Func *f = c->f;
     Access a;
@@ -753,7 +789,7 @@ void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int gu
     int t0 = thread_coord(c, &L, 0), t1 = thread_coord(c, &L, 1);
     int r0 = ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(L.V[0]));
     int c0 = ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(L.V[1]));
-    AsyncCtx ac = { -1, pitch, a.es, &L, -1, swz, base, r0, c0 };
+    AsyncCtx ac = { -1, pitch, a.es, &L, -1, swz, base, r0, c0, round };
     if (swz) {
         int col = ir_bin(f, OP_MUL, PT_U32, R(c0), IMM(a.es));
         ac.sbase = ir_bin(f, OP_ADD, PT_U32, R(base), R(swz_offset_ir(c, swz, r0, col, vm * a.es == 16, pitch * a.es, L.S[0])));
@@ -764,6 +800,18 @@ void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int gu
     int prim = primary_pred(c, &L);
     ac.guard = guard < 0 ? prim : prim < 0 ? guard : ir_bin(f, OP_BAND, PT_PRED, R(guard), R(prim));
     for_each_chunk(c, &a, &L, vm, -1, async_chunk, &ac);
+}
+
+void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int guard)
+{
+    walk_async_pieces(c, win, base, pitch, swz, guard, false);
+}
+
+/* Each thread rounds the pieces it copied: its own cp.async writes are visible to it once waited
+ * for, and no other thread writes them. */
+void round_window_tf32(Lower *c, Expr *win, int base, int pitch, int swz)
+{
+    walk_async_pieces(c, win, base, pitch, swz, -1, true);
 }
 
 void store_shared_var(Lower *c, Sym *s, Tile v)

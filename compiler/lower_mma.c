@@ -112,6 +112,9 @@ Layout layout_mma(Shape s, int threads, ElemType t, bool wgmma)
     int wm, wn;
     if (s.rank != 2 || !warp_grid(L.S[0], L.S[1], threads, &wm, &wn))
         return layout_matmul(s, threads);   /* mma_supported refused these */
+    L.lo_t0_low = false;
+    if (wgmma && t == TY_F32)
+        return layout_mma_swapped(L.S[0], L.S[1], threads);
     if (wgmma) {
         /* wgmma's: one warp column, each warp two rows of 8 in every 16 W (lower_wgmma.c) */
         wm = threads / 32;
@@ -136,6 +139,8 @@ Layout layout_mma(Shape s, int threads, ElemType t, bool wgmma)
  * arrives in SWZ_QUAD; tf32 B read one n8 tile at a time keeps mma_pitch's padding. */
 int mma_swizzle_kind(Lower *c, ElemType t, int side, int M, int N, int K)
 {
+    if (t == TY_F32 && wgmma_shape(c, t, true, M, N, K))     /* lower_mma_swap.c */
+        return side == 0 ? SWZ_SLAB : SWZ_QUAD;
     if (wgmma_shape(c, t, false, M, N, K))
         return side == 0 ? SWZ_SLAB_WG : SWZ_SLAB;
     return mma_swizzle_kind_alone(c, t, side, M, N, K);
@@ -221,7 +226,7 @@ static int ld_b32(Lower *c, int addr, int64_t off)
     return d;
 }
 
-static void mma(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, const int *b)
+void mma_sync(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, const int *b)
 {
     Ins *in = emit_ins(c->f, OP_MMA, PT_F32);
     in->ty2 = (uint8_t)ab;
@@ -246,7 +251,14 @@ static void mma(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, cons
  * infinity, as cvt's do); infinities and the NaNs arithmetic makes (payload bit 22) stay what they
  * are. Only a NaN with a payload in the low 13 bits alone would read as infinity. (.s32: any integer
  * add of the bits would do; .u32 is what shared-address arithmetic uses.) */
-static int round_tf32_operand(Lower *c, int v) { return ir_bin(c->f, OP_ADD, PT_S32, R(v), IMM(0x1000)); }
+void round_tf32_operand_to(Lower *c, int dst, int v) { ir_bin_to(c->f, OP_ADD, PT_S32, dst, R(v), IMM(0x1000)); }
+
+int round_tf32_operand(Lower *c, int v)
+{
+    int d = new_reg(c->f, RC_R);
+    round_tf32_operand_to(c, d, v);
+    return d;
+}
 
 /* A 32-bit fragment register from two 16-bit elements (low, high) when no ldmatrix can read them. */
 static int pair_b16(Lower *c, int addr, int64_t off_lo, int64_t off_hi)
@@ -336,6 +348,10 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
 {
     if (a.swz == SWZ_SLAB_WG && b.swz == SWZ_SLAB) {
         lower_wgmma(c, acc, a, b);
+        return;
+    }
+    if (acc->L.lo_t0_low) {
+        lower_mma_swapped(c, acc, a, b);
         return;
     }
     Func *f = c->f;
@@ -494,7 +510,7 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
                 int n = serpentine && j % 2 ? ulast - u : ufirst + u, g = n / F.G, jj = n % F.G;
                 int cs[4] = { slot_of(L, 2 * j, g, jj), slot_of(L, 2 * j, g, F.G + jj),
                               slot_of(L, 2 * j + 1, g, jj), slot_of(L, 2 * j + 1, g, F.G + jj) };
-                mma(c, ab, acc, cs, &afrag[cur][4 * j], &bfrag[cur][2 * n]);
+                mma_sync(c, ab, acc, cs, &afrag[cur][4 * j], &bfrag[cur][2 * n]);
             }
             if (next)
                 load_b_unit(c, &F, k + ks, o1, bfrag[cur ^ 1]);

@@ -120,13 +120,25 @@ bool pipe_take_barrier(Lower *c)
 }
 
 /* The stage's copies done (n groups may stay in flight) and published to the block: the
- * tensor cores' reads of wgmma go through the async proxy, which sees the copies' writes only
- * after a proxy fence. */
+ * tensor cores' reads of wgmma go through the async proxy, which sees the copies' writes (and
+ * stores) only after a proxy fence. An f32 tile the swapped tf32 wgmma reads from shared memory
+ * (lower_mma_swap.c) is rounded in place first, each piece by the thread that copied it: the
+ * tensor cores would truncate it. */
 static void publish_stage(Lower *c, int n)
 {
     cp_wait(c->f, n);
+    for (int i = 0; i < c->npipe; i++) {
+        PipeOperand *p = &c->pipe[i];
+        if (p->swz == SWZ_SLAB && p->type == TY_F32 && !p->var)
+            round_window_tf32(c, p->operand, pipe_buffer(c, p->operand, NULL), p->pitch, p->swz);
+    }
     if (c->pipe_async_proxy)
         emit_ins(c->f, OP_FENCEPROXY, PT_B32);
+    if (c->pipe_inflight && c->pipe_inflight->n) {
+        /* the previous iteration's wgmma done before the barrier lets its stage be overwritten */
+        emit_ins(c->f, OP_WGWAIT, PT_B32)->label = 0;
+        wg_hold(c->f, c->pipe_inflight->regs, c->pipe_inflight->n);
+    }
     ir_bar(c->f);
 }
 
@@ -247,9 +259,10 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             set_stage_layout(c, p, mma ? mma_swizzle_kind(c, x->type, j, M, N, K) : SWZ_NONE, mma);
             have[j] = async_copyable(c, p, S);
         }
-        /* wgmma reads both operands in its layouts or neither: alone, one takes mma.sync's */
+        /* 16-bit wgmma reads both operands in its layouts or neither: alone, one takes
+           mma.sync's (tf32's swapped wgmma reads only A from shared memory: lower_mma_swap.c) */
         for (int j = 0; j < 2; j++)
-            if (have[j] && !have[1 - j] && slab(cand[j].swz)) {
+            if (have[j] && !have[1 - j] && slab(cand[j].swz) && cand[j].type != TY_F32) {
                 set_stage_layout(c, &cand[j], mma_swizzle_kind_alone(c, cand[j].type, j, M, N, K), mma);
                 have[j] = async_copyable(c, &cand[j], S);
             }
@@ -287,6 +300,13 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     int hreg = opnd_reg(c, hi.v[0], PT_S32);
     int i = ir_mov(f, PT_S32, lo.v[0]);
     f->regs.v[i].what = s->name;
+    /* a body of one tensor-core matmul places the barrier itself (pipe_take_barrier) */
+    bool bar_to_mma = S >= 2 && defer && body->nbody == 1;
+    /* ... and a swapped tf32 wgmma (A in a tf32 slab) keeps its group in flight into the next
+       iteration, whose barrier waits for it (lower_mma_swap.c, "In flight") */
+    bool inflight = false;
+    for (int k = 0; k < nops; k++)
+        inflight |= bar_to_mma && ops[k].swz == SWZ_SLAB && ops[k].type == TY_F32 && !ops[k].var;
     /* prologue: iterations 0 .. S-2 */
     for (int st = 0; st + 1 < S; st++) {
         int v = st ? ir_bin(f, OP_ADD, PT_S32, R(i), IMM(st * step)) : ir_mov(f, PT_S32, R(i));
@@ -298,10 +318,23 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     ir_label(f, head);
     int p = ir_setp(f, CMP_GE, PT_S32, R(i), R(hreg));
     ir_bra(f, exit, p, false);
-    /* a body of one tensor-core matmul places the barrier itself (pipe_take_barrier) */
-    bool bar_to_mma = S >= 2 && defer && body->nbody == 1;
     bool proxy_saved = c->pipe_async_proxy;
     c->pipe_async_proxy = async_proxy;
+    /* the body's view of the pipeline, which the barrier's tf32 rounding (publish_stage) reads
+       too: the current stage of this iteration's windows */
+    PipeOperand *saved = c->pipe;
+    int nsaved = c->npipe, ssaved = c->pipe_stage, Ssaved = c->pipe_S, isaved = c->pipe_iter;
+    Opnd losaved = c->pipe_lo;
+    WgInflight *wsaved = c->pipe_inflight;
+    WgInflight held = { 0 };
+    c->pipe = ops;
+    c->npipe = nops;
+    c->pipe_stage = stage;
+    c->pipe_S = S;
+    c->pipe_iter = i;
+    c->pipe_lo = lo.v[0];
+    c->pipe_inflight = inflight ? &held : NULL;
+    set_loop_value(c, s, i);
     if (!bar_to_mma && S >= 2)
         publish_stage(c, S - 2);
     else if (!bar_to_mma)
@@ -330,15 +363,6 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         c->pipe_pending = &pending;
     }
     set_loop_value(c, s, i);
-    PipeOperand *saved = c->pipe;
-    int nsaved = c->npipe, ssaved = c->pipe_stage, Ssaved = c->pipe_S, isaved = c->pipe_iter;
-    Opnd losaved = c->pipe_lo;
-    c->pipe = ops;
-    c->npipe = nops;
-    c->pipe_stage = stage;
-    c->pipe_S = S;
-    c->pipe_iter = i;
-    c->pipe_lo = lo.v[0];
     c->pipe_bar_pending = bar_to_mma;
     for (int b = 0; b < body->nbody; b++)
         lower_stmt(c, body->body[b]);
@@ -350,6 +374,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     c->pipe_S = Ssaved;
     c->pipe_iter = isaved;
     c->pipe_lo = losaved;
+    c->pipe_inflight = wsaved;
     pipe_issue_pending(c);
     c->pipe_async_proxy = proxy_saved;
     c->pipe_pending = psaved;
@@ -367,6 +392,11 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     ir_bin_to(f, OP_ADD, PT_S32, i, R(i), IMM(step));
     ir_bra(f, head, -1, false);
     ir_label(f, exit);
+    if (inflight) {
+        /* the last iterations' wgmma, before anything reads the accumulators */
+        emit_ins(f, OP_WGWAIT, PT_B32)->label = 0;
+        wg_hold(f, held.regs, held.n);
+    }
     /* copies issued for iterations past the end were predicated off; drain anyway so shared
        memory is quiet for whatever follows */
     cp_wait(f, 0);

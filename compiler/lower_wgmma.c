@@ -27,20 +27,24 @@ enum { WG_THREADS = 128, WG_M = 64, WG_K = 16, WG_MAX_N = 256, SLAB = 128 };
 
 bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K)
 {
-    (void)tf32;
-    /* tf32 wgmma reads B only K-major, which a row-major B is not: it stays on mma.sync */
-    if (!c || !c->opt || !c->opt->arch || strcmp(c->opt->arch, "sm_90a") || (t != TY_F16 && t != TY_BF16))
+    if (!c || !c->opt || !c->opt->arch || strcmp(c->opt->arch, "sm_90a") || c->threads <= 0 ||
+        c->threads % WG_THREADS)
         return false;
     int es = type_size(t), warps = c->threads / 32;
-    return c->threads > 0 && c->threads % WG_THREADS == 0 && M % (16 * warps) == 0 && N * es % SLAB == 0 &&
-           N <= WG_MAX_N && K * es % SLAB == 0;
+    /* tf32 reads B only K-major, which a row-major B is not: the product is swapped
+       (lower_mma_swap.c), N along wgmma's M (64-row blocks per warpgroup), M along its N */
+    if (t == TY_F32 && tf32)
+        return N % (16 * warps) == 0 && M % 8 == 0 && M <= WG_MAX_N && K * es % SLAB == 0;
+    if (t != TY_F16 && t != TY_BF16)
+        return false;
+    return M % (16 * warps) == 0 && N * es % SLAB == 0 && N <= WG_MAX_N && K * es % SLAB == 0;
 }
 
 static int accumulator_slot(const Layout *L, int o0, int o1, int i1) { return (o0 * L->O[1] + o1) * L->V[1] + i1; }
 
 /* The 64-bit descriptor of a K-major (lbo unused) or N-major tile starting at shared address base:
  * start address and the two byte offsets in 16-byte units, 128-byte swizzle (bits 62-63 = 1). */
-static int descriptor(Lower *c, int base, int lbo)
+int wgmma_descriptor(Lower *c, int base, int lbo)
 {
     Func *f = c->f;
     int64_t fixed = ((int64_t)(lbo >> 4) << 16) | ((int64_t)(1024 >> 4) << 32) | ((int64_t)1 << 62);
@@ -65,7 +69,7 @@ void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     /* warpgroup u's rows start 64 u rows (8 KB) into A */
     int u = ir_bin(f, OP_SHR, PT_U32, R(c->tid), IMM(7));
     int abase = ir_tern(f, OP_MAD, PT_U32, R(u), IMM(WG_M * SLAB), R(a.base));
-    int da = descriptor(c, abase, 16), db = descriptor(c, b.base, K * SLAB);
+    int da = wgmma_descriptor(c, abase, 16), db = wgmma_descriptor(c, b.base, K * SLAB);
     f->cur_what = saved;
     emit_ins(f, OP_WGFENCE, PT_B32);
     int tall = M / (16 * warps);     /* wgmma per k step: 64-row blocks of this warpgroup */

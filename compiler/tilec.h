@@ -371,7 +371,7 @@ typedef struct { OpndKind kind; int reg; int64_t i; double f; const char *sym; }
     X(CPASYNC) X(CPCOMMIT) X(CPWAIT) X(ARRSET) X(ARRGET) \
     X(LABEL) X(BRA) X(RET) X(COMMENT) \
     X(LDMATRIX) X(MMA) \
-    X(WGFENCE) X(WGMMA) X(WGACC) X(WGCOMMIT) X(WGWAIT) X(FENCEPROXY)
+    X(WGFENCE) X(WGMMA) X(WGACC) X(WGCOMMIT) X(WGWAIT) X(WGHOLD) X(FENCEPROXY)
 typedef enum {
 #define X(n) OP_##n,
     IR_OPS(X)
@@ -411,7 +411,10 @@ typedef struct {
      * PT_BF16, src[0], src[1] = the A and B matrix descriptors (b64), label = N, cmp = 1 when B is
      * N-major (imm-trans-b). Its N / 2 accumulators follow as N / 8 WGACC instructions, each
      * dst[0..3] = src[0..3] = four of them (read and written): the passes see ordinary registers,
-     * emit prints the group as one instruction. WGWAIT: label = groups allowed in flight.
+     * emit prints the group as one instruction. ty2 = PT_B32: tf32 (m64nNk8) with A from
+     * registers, src[0..3] = the A fragment, src[4] = B's descriptor (K-major). WGWAIT: label =
+     * groups allowed in flight. WGHOLD: no code; its sources (registers an in-flight wgmma reads,
+     * up to 10) stay live, so allocated apart, until it, placed after the wait.
      * WGFENCE, WGCOMMIT, FENCEPROXY (fence.proxy.async.shared::cta): no operands. */
     int line;              /* source line that produced it (report) */
     const char *text;      /* COMMENT */
@@ -542,13 +545,16 @@ void emit_ptx_kernel(Buf *out, Func *f, KernelMeta *meta);
  * and an outer grid of such groups (T[d] / Tlo[d] along d, also row-major):
  *   t = rep * T0 T1 + ((t0 / Tlo0) * (T1 / Tlo1) + t1 / Tlo1) * Tlo0 Tlo1 + (t0 % Tlo0) * Tlo1 + t1 % Tlo1
  * rep > 0 are replicas of rep == 0. With Tlo = T (every layout but the tensor cores' 2-D warp grid)
- * this is t = rep * T0 T1 + t0 * T1 + t1. */
+ * this is t = rep * T0 T1 + t0 * T1 + t1. With lo_t0_low (the transposed accumulator of tf32 wgmma,
+ * whose lane bits hold the column above the row) the inner grid is column-major instead:
+ * (t1 % Tlo1) Tlo0 + t0 % Tlo0. */
 typedef struct {
     int rank;              /* rank of the value (0, 1, 2) */
     int S[2], T[2], V[2], O[2];
     bool bcast[2];
     int reps;              /* threads / (T[0] * T[1]) */
     int Tlo[2];            /* inner thread grid; divides T */
+    bool lo_t0_low;        /* inner grid column-major: t0 % Tlo0 in the lowest thread-id bits */
 } Layout;
 
 int layout_slots(const Layout *L);
@@ -583,6 +589,8 @@ typedef struct {
     Expr *def;             /* let: its defining expression */
 } SymInfo;
 
+/* Registers in-flight wgmma read across a pipelined loop's iterations (Lower.pipe_inflight). */
+typedef struct WgInflight { int regs[128]; int n; } WgInflight;
 /* A matmul operand of a pipelined loop: its stage buffers' addresses are a register tensor. */
 typedef struct { Expr *operand; Sym *var; int array; int pitch; ElemType type; int bytes; int swz; } PipeOperand;
 /* The stage buffer of a pipelined operand or shared var for the current stage (-1: not pipelined). */
@@ -617,6 +625,10 @@ typedef struct Lower {
      * through the async proxy, so the barrier that publishes a stage has fence.proxy.async first */
     bool pipe_async_proxy;
     int pipe_S, pipe_iter;     /* stages; the loop variable's register */
+    /* inside a pipelined loop whose swapped tf32 wgmma keeps groups in flight across
+     * iterations (lower_mma_swap.c): the registers they read, held live until the loop's exit
+     * waits for them */
+    struct WgInflight *pipe_inflight;
     Opnd pipe_lo;              /* the loop's first value */
 } Lower;
 void pipe_issue_pending(Lower *c);
@@ -680,6 +692,19 @@ int mma_swizzle_kind_alone(Lower *c, ElemType t, int side, int M, int N, int K);
  * accumulator then has layout_mma(..., true): one warp column, warpgroups stacked along M). */
 bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K);
 void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
+/* WGHOLD instructions keeping regs[0..n) live up to here (after the wait for the wgmma reading them). */
+void wg_hold(Func *f, const int *regs, int n);
+/* The 64-bit matrix descriptor of a 128-byte-swizzled tile at shared address base (lbo in bytes). */
+int wgmma_descriptor(Lower *c, int base, int lbo);
+/* lower_mma_swap.c: tf32 on sm_90a as C^T = B^T A^T (wgmma with B^T from registers, or mma.sync
+ * the same way); layout_mma_swapped is its accumulator layout (lo_t0_low). */
+Layout layout_mma_swapped(int M, int N, int threads);
+void lower_mma_swapped(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
+/* lower_mma.c, shared with lower_mma_swap.c: the rounding of an f32 operand register to tf32 for
+ * the tensor cores (which truncate), and one mma.sync (dst = accumulator slots cs of acc). */
+int round_tf32_operand(Lower *c, int v);
+void round_tf32_operand_to(Lower *c, int dst, int v);
+void mma_sync(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, const int *b);
 /* swizzle.c: unpadded operand tiles whose 16-byte units are XOR-permuted within 128-byte lines
  * (SmemMatrix.swz; the pitch is then the row's own width). SWZ_LDMATRIX spreads any 8 rows of
  * one 16-byte column (ldmatrix); SWZ_QUAD spreads 4 rows of two adjacent columns (tf32 B). */
@@ -701,6 +726,9 @@ int swz_step(Lower *c, int addr, int64_t unit_delta, int xored[8], int64_t *imm)
 /* lower_mem.c: staging into shared memory */
 void store_tile_smem(Lower *c, Tile v, int base, int pitch, ElemType t);
 void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int guard);
+/* Rounds a window copy_window_async brought to base to tf32 in place (each thread the pieces it
+ * copied, after its wait for them, before the barrier that publishes them). */
+void round_window_tf32(Lower *c, Expr *win, int base, int pitch, int swz);
 /* The bytes per cp.async piece copy_window_async would move win in: below 4, it cannot. */
 int async_piece_bytes(Lower *c, Expr *win, int pitch);
 /* lower_pipeline.c */

@@ -180,6 +180,56 @@ static void mma_staged_a(int m, int n, int kk)
     free(ha), free(hb), free(ha16), free(hb16), free(ref);
 }
 
+/* tf32_epilogue, tf32_staged: on sm_90a the swapped tf32 product (transposed accumulator layout)
+ * with an epilogue, a sum along its rows and no pipeline; elsewhere mma.sync. Against the float64
+ * product of the unrounded inputs, at the tf32 tolerance (docs/language.md). */
+static void tf32_products(int m, int n, int kk)
+{
+    char desc[112];
+    size_t sa = (size_t)m * kk, sb = (size_t)kk * n, sc = (size_t)m * n;
+    int ns = (n + 127) / 128;
+    size_t ss = (size_t)m * ns;
+    float *ha = malloc(sa * 4 + 4), *hb = malloc(sb * 4 + 4), *bias = malloc((size_t)n * 4 + 4);
+    double *ref = malloc(sc * 8 + 8), *yref = malloc(sc * 8 + 8), *sref = calloc(ss + 1, 8);
+    rng_fill(ha, sa, -1, 1);
+    rng_fill(hb, sb, -1, 1);
+    rng_fill(bias, (size_t)n, -2, 2);
+    ref_matmul(ha, hb, ref, m, n, kk);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double v = ref[(size_t)i * n + j] * 0.5 + bias[j];
+            yref[(size_t)i * n + j] = v > 0 ? v : 0;
+            sref[(size_t)i * ns + j / 128] += yref[(size_t)i * n + j];
+        }
+    CUdeviceptr da = upload(ha, sa), db = upload(hb, sb), dbias = upload(bias, (size_t)n);
+    CUdeviceptr dc = poisoned(sc), ds = poisoned(ss), dc2 = poisoned(sc);
+    tilert_kernel *k = kernel("tf32_epilogue"), *k2 = kernel("tf32_staged");
+    tilert_arg a[] = { tilert_ptr(da), tilert_ptr(db), tilert_ptr(dbias), tilert_ptr(dc), tilert_ptr(ds),
+                       tilert_i32(m), tilert_i32(kk), tilert_i32(n), tilert_i32(ns) };
+    tilert_arg a2[] = { tilert_ptr(da), tilert_ptr(db), tilert_ptr(dc2), tilert_i32(m), tilert_i32(kk), tilert_i32(n) };
+    if (k && da && db && dbias && dc && ds) {
+        snprintf(desc, sizeof desc, "tf32_epilogue (scale, bias, ReLU) M=%d N=%d K=%d", m, n, kk);
+        run(desc, k, a, 9, dc, yref, sc, 2e-3);
+        float *h = malloc(ss * 4 + 4);
+        snprintf(desc, sizeof desc, "tf32_epilogue (row sums) M=%d N=%d K=%d", m, n, kk);
+        if (gpu_download(h, ds, ss * 4)) {
+            size_t first = 0, nan = count_nan(h, ss, &first);
+            double err = rel_error(h, sref, ss);
+            report(nan == 0 && err < 2e-3, desc, err, nan);
+        } else {
+            printf("FAIL %s: download\n", desc);
+            failed++;
+        }
+        free(h);
+    }
+    if (k2 && da && db && dc2) {
+        snprintf(desc, sizeof desc, "tf32_staged (no pipeline) M=%d N=%d K=%d", m, n, kk);
+        run(desc, k2, a2, 6, dc2, ref, sc, 2e-3);
+    }
+    gpu_free(da), gpu_free(db), gpu_free(dbias), gpu_free(dc), gpu_free(ds), gpu_free(dc2);
+    free(ha), free(hb), free(bias), free(ref), free(yref), free(sref);
+}
+
 /* atomic_max: |x| (positive values) and x itself over all-negative inputs (the other bit path). */
 static void maxes(int n, bool negative)
 {
@@ -370,6 +420,9 @@ int main(int argc, char **argv)
     static const int ms[][3] = { { 1, 8, 8 }, { 33, 38, 45 }, { 100, 72, 200 }, { 130, 136, 264 } };
     for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
         mma_staged_a(ms[i][0], ms[i][1], ms[i][2]);
+    static const int ts[][3] = { { 5, 12, 16 }, { 70, 132, 36 }, { 129, 260, 100 }, { 200, 384, 260 } };
+    for (size_t i = 0; i < sizeof ts / sizeof *ts; i++)
+        tf32_products(ts[i][0], ts[i][1], ts[i][2]);
     maxes(1, false);
     maxes(100000, false);
     maxes(100001, true);

@@ -15,6 +15,12 @@
 #   wgmma      wgmma.mma_async m64n256k16 of the right types, and no mma.sync or ldmatrix
 #   count      the k loop (the loop holding the wgmma) issues BK / 16 wgmma, commits them and waits
 #   proxy      the loop's barrier has fence.proxy.async before it (cp.async writes, wgmma reads)
+# and matmul_tf32 takes the swapped wgmma (lower_mma_swap.c):
+#   wgmma      wgmma.mma_async m64n256k8 tf32 with A from registers, and no mma.sync or ldmatrix
+#   count      the k loop issues BK / 8 wgmma and commits them; its barrier has fence.proxy.async
+#              and the wait for the previous iteration's wgmma before it; the loop's exit waits too
+#   tf32       every word the k loop loads from shared memory is rounded (add 4096): B's fragments
+#              in registers, A's copied pieces written back in place (st.shared)
 # and the other way round: matmul_f32 (IEEE f32) has no mma and no ldmatrix; shapes the scheme
 # cannot do (-D BM=8, -D BK=8 for f16) fall back to FFMA and still compile; one accumulator fed
 # by f16, tf32 and IEEE f32 products (tests/mma/mixed_acc.tile) compiles to all three, unspilled.
@@ -75,6 +81,30 @@ check_wgmma_example() {   # name types wgmma_per_kloop
 	then ok; else bad "$t proxy" "the k loop's barrier has no fence.proxy.async just before it"; fi
 }
 
+check_wgmma_tf32() {
+	t="matmul_tf32 sm_90a"
+	ptx=$tmp/tf32.wg.ptx
+	if ! "$tilec" --arch=sm_90a -o "$ptx" examples/matmul_tf32.tile 2>"$tmp/err"; then
+		bad "$t compile" "$(head -n 3 "$tmp/err")"
+		return
+	fi
+	if grep -q 'wgmma\.mma_async\.sync\.aligned\.m64n256k8\.f32\.tf32\.tf32 {.*}, {%r[0-9]*, %r[0-9]*, %r[0-9]*, %r[0-9]*}, %rd' "$ptx" &&
+	   ! grep -q 'mma\.sync\|ldmatrix' "$ptx"; then ok; else
+		bad "$t wgmma" "no wgmma.mma_async m64n256k8 tf32 with A from registers, or mma.sync/ldmatrix left"; fi
+	kloop "$ptx" 'wgmma\\.mma_async' >"$tmp/loop"
+	n=$(grep -c 'wgmma\.mma_async' "$tmp/loop")
+	if [ "$n" -eq 4 ] && [ "$(grep -c 'wgmma\.commit_group' "$tmp/loop")" -eq 1 ] &&
+	   awk '/fence\.proxy\.async/ { f = NR } /wgmma\.wait_group\.sync\.aligned 0/ { w = NR }
+	        /bar\.sync/ { ok = f && w > f && w < NR } END { exit !ok }' "$tmp/loop" &&
+	   awk '/wgmma\.commit_group/ { c = 1 } c && /^\$L[0-9]+:/ { l = 1 } l && /wgmma\.wait_group\.sync\.aligned 0/ { w = 1 }
+	        END { exit !w }' "$ptx"; then ok; else
+		bad "$t count" "$n wgmma in the k loop (want 4), one commit, fence and wait before its barrier, a wait after it"; fi
+	words=$(awk '/ld\.shared\.v4/ { n += 4 } /ld\.shared\.b32/ { n++ } END { print n + 0 }' "$tmp/loop")
+	rounded=$(grep -cE 'add\.s32[[:space:]]+%r[0-9]+, %r[0-9]+, 4096;' "$tmp/loop")
+	if [ "$words" -gt 0 ] && [ "$rounded" -eq "$words" ] && grep -q 'st\.shared\.v4' "$tmp/loop"; then ok; else
+		bad "$t tf32" "$rounded of $words words rounded (add 4096) in the k loop, or none written back"; fi
+}
+
 check_example() {   # name arch shape types mmas_per_kloop k_steps
 	name=$1 arch=$2 shape=$3 types=$4 want=$5 steps=$6
 	t="$name $arch"
@@ -112,8 +142,8 @@ check_example() {   # name arch shape types mmas_per_kloop k_steps
 for arch in sm_80 sm_90 sm_90a; do
 	# 64 x 64 warp tiles (128 x 256 or 256 x 128, 8 warps): 4 m16 x 8 n8 tiles per k step;
 	# BK = 64 is 4 steps of k16 (f16, bf16), BK = 32 4 steps of k8 (tf32)
-	check_example matmul_tf32 $arch m16n8k8 tf32 128 4
 	[ $arch = sm_90a ] && continue
+	check_example matmul_tf32 $arch m16n8k8 tf32 128 4
 	check_example matmul_f16 $arch m16n8k16 f16 128 4
 	check_example matmul_bf16 $arch m16n8k16 bf16 128 4
 	check_example gemm_bias_relu $arch m16n8k16 f16 128 4
@@ -122,6 +152,7 @@ done
 check_wgmma_example matmul_f16 f16 4
 check_wgmma_example matmul_bf16 bf16 4
 check_wgmma_example gemm_bias_relu f16 4
+check_wgmma_tf32
 
 # IEEE f32 stays on FFMA.
 if "$tilec" --arch=sm_90 -o "$tmp/f32.ptx" examples/matmul_f32.tile 2>"$tmp/err"; then

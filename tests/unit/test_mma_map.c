@@ -146,16 +146,72 @@ static void run_mma(Block *b, Ins *in, int w)
  * warpgroup holds rows 16 v + g (+8 for d_{4i+2}, d_{4i+3}), columns 8 i + 2 q (+1 for odd d). */
 static uint32_t swizzle128(uint32_t a) { return a ^ (a >> 7 & 7) << 4; }
 
+/* The accumulators of a wgmma: the WGACC instructions after it, four each. */
+static int wgmma_accumulators(Ins *in, int N, int *regs)
+{
+    int nr = 0;
+    for (Ins *g = in + 1; g->op == OP_WGACC && nr < 128; g++)
+        for (int q = 0; q < 4; q++)
+            regs[nr++] = g->dst[q];
+    if (nr != N / 2) {
+        printf("FAIL wgmma: %d accumulators for n%d\n", nr, N);
+        exit(1);
+    }
+    return nr;
+}
+
+/* wgmma m64nNk8 tf32: A (64 x 8) from registers, the mma.sync m16n8k8 A fragment per warp (warp
+ * v: rows 16 v + g, + 8 for a1, a3; k q, + 4 for a2, a3); B (8 x N) K-major from shared memory,
+ * canonical ((8,n),(T,2k)):((8T,SBO),(1,T)) with T = 4 32-bit elements per 16 bytes: column n at
+ * (n % 8) 128 + (n / 8) SBO, k at 4 k bytes. Both read as tf32: the top 19 bits. */
+static void run_wgmma_tf32(Block *b, Ins *in, int u, uint64_t db)
+{
+    int N = in->label, t0 = 128 * u;
+    if (db >> 62 != 1 || (db >> 49 & 7)) {
+        printf("FAIL wgmma: descriptor not 128-byte swizzle at base offset 0\n");
+        exit(1);
+    }
+    uint32_t start = (uint32_t)(db & 0x3fff) << 4, sbo = (uint32_t)(db >> 32 & 0x3fff) << 4;
+    static double A[64][8], B[8][256];
+    for (int t = t0; t < t0 + 128; t++) {
+        int v = (t - t0) / 32, l = t % 32, g = l / 4, q = l % 4;
+        for (int i = 0; i < 4; i++)
+            A[16 * v + g + 8 * (i & 1)][q + 4 * (i >> 1)] = u2f((uint32_t)val(b, t, in->src[i]) & ~0x1fffu);
+    }
+    for (int k = 0; k < 8; k++)
+        for (int n = 0; n < N; n++) {
+            uint32_t w;
+            memcpy(&w, &smem[swizzle128(start + (uint32_t)(n % 8) * 128 + (uint32_t)(n / 8) * sbo + 4u * (uint32_t)k)], 4);
+            B[k][n] = u2f(w & ~0x1fffu);
+        }
+    int regs[128], nr = wgmma_accumulators(in, N, regs);
+    for (int t = t0; t < t0 + 128; t++) {
+        int v = (t - t0) / 32, l = t % 32, g = l / 4, q = l % 4;
+        for (int r = 0; r < nr; r++) {
+            int m = 16 * v + g + 8 * (r >> 1 & 1), n = r / 4 * 8 + 2 * q + (r & 1);
+            double sum = u2f((uint32_t)b->reg[t][regs[r]]);
+            for (int k = 0; k < 8; k++)
+                sum += A[m][k] * B[k][n];
+            b->reg[t][regs[r]] = f2u((float)sum);
+        }
+    }
+}
+
 static void run_wgmma(Block *b, Ins *in, int u)
 {
     int N = in->label, t0 = 128 * u;
-    bool bf = in->ty2 == PT_BF16;
-    uint64_t da = val(b, t0, in->src[0]), db = val(b, t0, in->src[1]);
+    bool bf = in->ty2 == PT_BF16, tf = in->ty2 == PT_B32;
+    /* tf32 (m64nNk8): A from registers, B K-major through src[4] */
+    uint64_t da = tf ? 0 : val(b, t0, in->src[0]), db = val(b, t0, in->src[tf ? 4 : 1]);
     for (int t = t0; t < t0 + 128; t++)
-        if (val(b, t, in->src[0]) != da || val(b, t, in->src[1]) != db) {
+        if ((!tf && val(b, t, in->src[0]) != da) || val(b, t, in->src[tf ? 4 : 1]) != db) {
             printf("FAIL wgmma: descriptors differ across the warpgroup\n");
             exit(1);
         }
+    if (tf) {
+        run_wgmma_tf32(b, in, u, db);
+        return;
+    }
     uint64_t d[2] = { da, db };
     uint32_t start[2], lbo[2], sbo[2];
     for (int i = 0; i < 2; i++) {
@@ -185,15 +241,7 @@ static void run_wgmma(Block *b, Ins *in, int u)
                                         (uint32_t)(k % 8) * 128 + (uint32_t)(k / 8) * sbo[1])], 2);
             B[k][n] = bf ? bf2f(h) : h2f(h);
         }
-    /* the accumulators: the WGACC instructions after it, four each */
-    int regs[128], nr = 0;
-    for (Ins *g = in + 1; g->op == OP_WGACC && nr < 128; g++)
-        for (int q = 0; q < 4; q++)
-            regs[nr++] = g->dst[q];
-    if (nr != N / 2) {
-        printf("FAIL wgmma: %d accumulators for n%d\n", nr, N);
-        exit(1);
-    }
+    int regs[128], nr = wgmma_accumulators(in, N, regs);
     for (int t = t0; t < t0 + 128; t++) {
         int v = (t - t0) / 32, l = t % 32, g = l / 4, q = l % 4;
         for (int r = 0; r < nr; r++) {
@@ -216,7 +264,7 @@ static void run(Func *f, Block *b)
             continue;
         }
         if (in->op == OP_WGACC || in->op == OP_WGFENCE || in->op == OP_WGCOMMIT || in->op == OP_WGWAIT ||
-            in->op == OP_FENCEPROXY)
+            in->op == OP_WGHOLD || in->op == OP_FENCEPROXY)
             continue;
         if (in->op == OP_LDMATRIX || in->op == OP_MMA) {
             for (int w = 0; w < b->threads / 32; w++)
@@ -369,7 +417,8 @@ static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pa
         /* the Layout formula inverted: the inner grid from the low bits, the outer from the rest */
         int lo0 = L->Tlo[0], lo1 = L->Tlo[1], outer1 = L->T[1] / lo1;
         int inner = th % (lo0 * lo1), outer = th / (lo0 * lo1);
-        int t1 = outer % outer1 * lo1 + inner % lo1, t0 = outer / outer1 % (L->T[0] / lo0) * lo0 + inner / lo1;
+        int in0 = L->lo_t0_low ? inner % lo0 : inner / lo1, in1 = L->lo_t0_low ? inner / lo0 : inner % lo1;
+        int t1 = outer % outer1 * lo1 + in1, t0 = outer / outer1 % (L->T[0] / lo0) * lo0 + in0;
         if ((int)b.reg[th][coord[0]] != t0 || (int)b.reg[th][coord[1]] != t1) {
             if (!bad++)
                 first_t = th, first_s = -1;
@@ -398,8 +447,12 @@ static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pa
     unit_check(!cover && L->reps == 1, name, "%d elements not held exactly once", cover);
     name[strlen(name) - 9] = 0;
     snprintf(name + strlen(name), sizeof name - strlen(name), " bank conflicts");
-    /* an N of 8 leaves the f32 B loads one n-tile wide: allow those */
-    unit_check(!conflicts || (t == TY_F32 && N < 64) || !check_banks, name, "%d conflicting accesses", conflicts);
+    /* an N of 8 leaves the f32 B loads one n-tile wide: allow those; and the swapped tf32
+       product's mma.sync fallback reads a staged A of 64 or more columns (mma_pitch gives it B's
+       8 (mod 32) words) two ways conflicting: allow that too */
+    bool swapped_wide_a = L->lo_t0_low && ma.swz == SWZ_NONE && K >= 64;
+    unit_check(!conflicts || (t == TY_F32 && N < 64) || swapped_wide_a || !check_banks, name,
+               "%d conflicting accesses", conflicts);
     for (int i = 0; i < threads; i++)
         free(b.reg[i]);
     free(b.reg);
@@ -631,7 +684,14 @@ int main(void)
     case_mma(TY_BF16, 256, 256, 128, 64);     /* two wgmma per k step */
     case_mma(TY_F16, 128, 128, 64, 64);
     case_mma(TY_F16, 512, 256, 256, 64);      /* four warpgroups */
-    case_mma(TY_F32, 256, 256, 128, 32);      /* tf32 stays on mma.sync */
+    /* tf32 swapped (lower_mma_swap.c): wgmma with B^T from registers where A arrives in a slab,
+       mma.sync the same way where not; one or two 64-row blocks per warpgroup, A in 1 to 4 slabs */
+    case_mma(TY_F32, 256, 256, 128, 32);
+    case_mma(TY_F32, 128, 128, 128, 32);
+    case_mma(TY_F32, 256, 128, 256, 32);
+    case_mma(TY_F32, 128, 64, 64, 128);
+    case_mma(TY_F32, 512, 64, 256, 64);       /* four warpgroups */
+    case_mma_pitch(TY_F32, 256, 256, 128, 32, 4, 4);    /* a shared var's pitch */
     unit_check(!wgmma_shape(&(Lower){ .opt = &(Options){ .arch = "sm_90" }, .threads = 256 }, TY_F16, false, 128, 256, 64),
                "wgmma only on sm_90a", "taken on sm_90");
     return unit_exit();
