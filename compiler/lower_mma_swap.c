@@ -158,16 +158,9 @@ static void swapped_wgmma(Lower *c, Tile *acc, SmemMatrix a, const BtFrags *F, i
             in->nsrc = 5;
             in->label = M;
             for (int jc = 0; jc < M / 8; jc++) {
-                Ins *g = emit_ins(f, OP_WGACC, PT_F32);
                 int cs[4];
                 acc_slots(L, j, jc, cs);
-                for (int q = 0; q < 4; q++) {
-                    if (acc->v[cs[q]].kind != O_REG)
-                        die("lower_mma_swapped: accumulator slot %d is not a register", cs[q]);
-                    g->dst[q] = acc->v[cs[q]].reg;
-                    g->src[q] = acc->v[cs[q]];
-                }
-                g->ndst = g->nsrc = 4;
+                wgmma_acc_group(f, acc, cs);
             }
         }
     }

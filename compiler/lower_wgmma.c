@@ -53,6 +53,18 @@ int wgmma_descriptor(Lower *c, int base, int lbo)
     return ir_bin(f, OP_BOR, PT_B64, R(wide), IMM(fixed));
 }
 
+void wgmma_acc_group(Func *f, const Tile *acc, const int slots[4])
+{
+    Ins *g = emit_ins(f, OP_WGACC, PT_F32);
+    for (int q = 0; q < 4; q++) {
+        if (acc->v[slots[q]].kind != O_REG)
+            die("wgmma: accumulator slot %d is not a register", slots[q]);
+        g->dst[q] = acc->v[slots[q]].reg;
+        g->src[q] = acc->v[slots[q]];
+    }
+    g->ndst = g->nsrc = 4;
+}
+
 void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
 {
     Func *f = c->f;
@@ -88,16 +100,9 @@ void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
             in->label = N;
             in->cmp = 1;
             for (int i = 0; i < N / 8; i++) {
-                Ins *g = emit_ins(f, OP_WGACC, PT_F32);
                 int s[4] = { accumulator_slot(L, 2 * j, i, 0), accumulator_slot(L, 2 * j, i, 1),
                              accumulator_slot(L, 2 * j + 1, i, 0), accumulator_slot(L, 2 * j + 1, i, 1) };
-                for (int q = 0; q < 4; q++) {
-                    if (acc->v[s[q]].kind != O_REG)
-                        die("lower_wgmma: accumulator slot %d is not a register", s[q]);
-                    g->dst[q] = acc->v[s[q]].reg;
-                    g->src[q] = acc->v[s[q]];
-                }
-                g->ndst = g->nsrc = 4;
+                wgmma_acc_group(f, acc, s);
             }
         }
     }

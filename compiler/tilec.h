@@ -692,6 +692,8 @@ int mma_swizzle_kind_alone(Lower *c, ElemType t, int side, int M, int N, int K);
  * accumulator then has layout_mma(..., true): one warp column, warpgroups stacked along M). */
 bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K);
 void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
+/* The WGACC after a WGMMA: four accumulator slots of acc, in the D fragment's order. */
+void wgmma_acc_group(Func *f, const Tile *acc, const int slots[4]);
 /* WGHOLD instructions keeping regs[0..n) live up to here (after the wait for the wgmma reading them). */
 void wg_hold(Func *f, const int *regs, int n);
 /* The 64-bit matrix descriptor of a 128-byte-swizzled tile at shared address base (lbo in bytes). */

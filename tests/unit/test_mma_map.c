@@ -146,10 +146,12 @@ static void run_mma(Block *b, Ins *in, int w)
  * warpgroup holds rows 16 v + g (+8 for d_{4i+2}, d_{4i+3}), columns 8 i + 2 q (+1 for odd d). */
 static uint32_t swizzle128(uint32_t a) { return a ^ (a >> 7 & 7) << 4; }
 
-/* The accumulators of a wgmma: the WGACC instructions after it, four each. */
-static int wgmma_accumulators(Ins *in, int N, int *regs)
+/* D += A B for warpgroup u, D the accumulators of the WGACC instructions after in (four each):
+ * warp v holds rows 16 v + g (+8 for d_{4i+2}, d_{4i+3}), columns 8 i + 2 q (+1 for odd d).
+ * A is 64 x K, B K x N (K <= 16, N <= 256). */
+static void wgmma_accumulate(Block *b, Ins *in, int u, int K, double A[64][16], double B[16][256])
 {
-    int nr = 0;
+    int N = in->label, t0 = 128 * u, regs[128], nr = 0;
     for (Ins *g = in + 1; g->op == OP_WGACC && nr < 128; g++)
         for (int q = 0; q < 4; q++)
             regs[nr++] = g->dst[q];
@@ -157,7 +159,16 @@ static int wgmma_accumulators(Ins *in, int N, int *regs)
         printf("FAIL wgmma: %d accumulators for n%d\n", nr, N);
         exit(1);
     }
-    return nr;
+    for (int t = t0; t < t0 + 128; t++) {
+        int v = (t - t0) / 32, l = t % 32, g = l / 4, q = l % 4;
+        for (int r = 0; r < nr; r++) {
+            int m = 16 * v + g + 8 * (r >> 1 & 1), n = r / 4 * 8 + 2 * q + (r & 1);
+            double sum = u2f((uint32_t)b->reg[t][regs[r]]);
+            for (int k = 0; k < K; k++)
+                sum += A[m][k] * B[k][n];
+            b->reg[t][regs[r]] = f2u((float)sum);
+        }
+    }
 }
 
 /* wgmma m64nNk8 tf32: A (64 x 8) from registers, the mma.sync m16n8k8 A fragment per warp (warp
@@ -172,7 +183,7 @@ static void run_wgmma_tf32(Block *b, Ins *in, int u, uint64_t db)
         exit(1);
     }
     uint32_t start = (uint32_t)(db & 0x3fff) << 4, sbo = (uint32_t)(db >> 32 & 0x3fff) << 4;
-    static double A[64][8], B[8][256];
+    static double A[64][16], B[16][256];
     for (int t = t0; t < t0 + 128; t++) {
         int v = (t - t0) / 32, l = t % 32, g = l / 4, q = l % 4;
         for (int i = 0; i < 4; i++)
@@ -184,17 +195,7 @@ static void run_wgmma_tf32(Block *b, Ins *in, int u, uint64_t db)
             memcpy(&w, &smem[swizzle128(start + (uint32_t)(n % 8) * 128 + (uint32_t)(n / 8) * sbo + 4u * (uint32_t)k)], 4);
             B[k][n] = u2f(w & ~0x1fffu);
         }
-    int regs[128], nr = wgmma_accumulators(in, N, regs);
-    for (int t = t0; t < t0 + 128; t++) {
-        int v = (t - t0) / 32, l = t % 32, g = l / 4, q = l % 4;
-        for (int r = 0; r < nr; r++) {
-            int m = 16 * v + g + 8 * (r >> 1 & 1), n = r / 4 * 8 + 2 * q + (r & 1);
-            double sum = u2f((uint32_t)b->reg[t][regs[r]]);
-            for (int k = 0; k < 8; k++)
-                sum += A[m][k] * B[k][n];
-            b->reg[t][regs[r]] = f2u((float)sum);
-        }
-    }
+    wgmma_accumulate(b, in, u, 8, A, B);
 }
 
 static void run_wgmma(Block *b, Ins *in, int u)
@@ -241,17 +242,7 @@ static void run_wgmma(Block *b, Ins *in, int u)
                                         (uint32_t)(k % 8) * 128 + (uint32_t)(k / 8) * sbo[1])], 2);
             B[k][n] = bf ? bf2f(h) : h2f(h);
         }
-    int regs[128], nr = wgmma_accumulators(in, N, regs);
-    for (int t = t0; t < t0 + 128; t++) {
-        int v = (t - t0) / 32, l = t % 32, g = l / 4, q = l % 4;
-        for (int r = 0; r < nr; r++) {
-            int m = 16 * v + g + 8 * (r >> 1 & 1), n = r / 4 * 8 + 2 * q + (r & 1);
-            double sum = u2f((uint32_t)b->reg[t][regs[r]]);
-            for (int k = 0; k < 16; k++)
-                sum += A[m][k] * B[k][n];
-            b->reg[t][regs[r]] = f2u((float)sum);
-        }
-    }
+    wgmma_accumulate(b, in, u, 16, A, B);
 }
 
 static void run(Func *f, Block *b)
