@@ -688,33 +688,14 @@ typedef struct {
 } AsyncCtx;
 
 /* A copied f32 piece rounded in place to tf32 for the tensor cores, which truncate:
- * round_tf32_operand, as mma's fragments are rounded. */
+ * round_tf32_operand on its bits (loaded as i32), as mma's fragments are rounded. */
 static void round_piece_tf32(Lower *c, int saddr, int64_t soff, int words, int guard)
 {
-    Func *f = c->f;
-    int w[4];
-    Ins *ld = emit_ins(f, OP_LD, PT_B32);
-    ld->space = SP_SHARED;
-    ld->vec = (uint8_t)words;
+    Opnd w[4];
+    mem_load(c, SP_SHARED, TY_I32, saddr, soff, words, -1, IMM(0), w);
     for (int i = 0; i < words; i++)
-        ld->dst[i] = w[i] = new_reg(f, RC_R);
-    ld->ndst = words;
-    ld->src[0] = R(saddr);
-    ld->nsrc = 1;
-    ld->off = soff;
-    ir_naive_addr(f);
-    for (int i = 0; i < words; i++)
-        w[i] = round_tf32_operand(c, w[i]);
-    Ins *st = emit_ins(f, OP_ST, PT_B32);
-    st->space = SP_SHARED;
-    st->vec = (uint8_t)words;
-    st->src[0] = R(saddr);
-    for (int i = 0; i < words; i++)
-        st->src[1 + i] = R(w[i]);
-    st->nsrc = 1 + words;
-    st->off = soff;
-    st->guard = guard;
-    ir_naive_addr(f);
+        w[i] = R(round_tf32_operand(c, w[i].reg));
+    mem_store(c, SP_SHARED, -1, TY_I32, saddr, soff, words, guard, w);
 }
 
 static void async_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int mask, int slot)

@@ -219,7 +219,7 @@ static void ld_shared(Lower *c, PType t, int *dst, int n, bool vec, int addr, in
     }
 }
 
-static int ld_b32(Lower *c, int addr, int64_t off)
+int smem_ld_b32(Lower *c, int addr, int64_t off)
 {
     int d;
     ld_shared(c, PT_B32, &d, 1, false, addr, off);
@@ -299,7 +299,7 @@ static void load_a(Lower *c, Frags *F, int k, int *a)
             ldmatrix(c, &a[4 * j], 4, false, F->alane, base);
         else   /* a_i: rows +T0 for odd i, 16 bytes further along k for i >= 2 */
             for (int i = 0; i < 4; i++)
-                a[4 * j + i] = ld_b32(c, F->alane, base + (i & 1) * F->T0 * F->apitch + (i >> 1) * 16);
+                a[4 * j + i] = smem_ld_b32(c, F->alane, base + (i & 1) * F->T0 * F->apitch + (i >> 1) * 16);
         if (F->tf)
             for (int i = 0; i < 4; i++)
                 a[4 * j + i] = round_tf32_operand(c, a[4 * j + i]);

@@ -66,22 +66,6 @@ typedef struct {
     int rows, warps;
 } BtFrags;
 
-static int ld_word(Lower *c, int addr, int64_t off)
-{
-    Func *f = c->f;
-    int d = new_reg(f, RC_R);
-    Ins *in = emit_ins(f, OP_LD, PT_B32);
-    in->space = SP_SHARED;
-    in->vec = 1;
-    in->dst[0] = d;
-    in->ndst = 1;
-    in->src[0] = R(addr);
-    in->nsrc = 1;
-    in->off = off;
-    ir_naive_addr(f);        /* (moves the instruction: in is stale after it) */
-    return d;
-}
-
 /* The fragment of row block j of k step k (wgmma's or mma.sync's A, m16 x k8 per warp) into the
  * registers a[0..3]: a_i = B[k + q + 4 (i >> 1)][column (2 j + (i & 1)) 8 W + 8 w + g], rounded.
  * Rows a multiple of 4 and columns a multiple of 128 bytes further keep SWZ_QUAD's key: constant
@@ -94,7 +78,7 @@ static void load_bt(Lower *c, const BtFrags *F, int k, int j, const int *a)
             off = rd * F->row_bytes + cdb;
         else if (!swz_delta(F->swz, (int)F->row_bytes, F->rows, F->warps, 4, rd, cdb, &off))
             die("lower_mma_swapped: no constant fragment offset");
-        round_tf32_operand_to(c, a[i], ld_word(c, F->lane, off));
+        round_tf32_operand_to(c, a[i], smem_ld_b32(c, F->lane, off));
     }
 }
 
@@ -198,7 +182,7 @@ static void swapped_mma_sync(Lower *c, Tile *acc, SmemMatrix a, const BtFrags *F
         for (int jc = 0; jc < M / 8; jc++) {
             int b[2];
             for (int i = 0; i < 2; i++)
-                b[i] = round_tf32_operand(c, ld_word(c, alane, 8 * jc * apitch + (int64_t)(k + 4 * i) * 4));
+                b[i] = round_tf32_operand(c, smem_ld_b32(c, alane, 8 * jc * apitch + (int64_t)(k + 4 * i) * 4));
             for (int j = 0; j < tall; j++) {
                 int cs[4];
                 acc_slots(L, j, jc, cs);

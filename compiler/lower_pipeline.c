@@ -119,6 +119,11 @@ bool pipe_take_barrier(Lower *c)
     return pending;
 }
 
+static bool slab(int swz) { return swz == SWZ_SLAB || swz == SWZ_SLAB_WG; }
+
+/* The A of a swapped tf32 wgmma: an f32 window in a slab, read by the tensor cores as tf32. */
+static bool tf32_slab(const PipeOperand *p) { return p->swz == SWZ_SLAB && p->type == TY_F32 && !p->var; }
+
 /* The stage's copies done (n groups may stay in flight) and published to the block: the
  * tensor cores' reads of wgmma go through the async proxy, which sees the copies' writes (and
  * stores) only after a proxy fence. An f32 tile the swapped tf32 wgmma reads from shared memory
@@ -129,7 +134,7 @@ static void publish_stage(Lower *c, int n)
     cp_wait(c->f, n);
     for (int i = 0; i < c->npipe; i++) {
         PipeOperand *p = &c->pipe[i];
-        if (p->swz == SWZ_SLAB && p->type == TY_F32 && !p->var)
+        if (tf32_slab(p))
             round_window_tf32(c, p->operand, pipe_buffer(c, p->operand, NULL), p->pitch, p->swz);
     }
     if (c->pipe_async_proxy)
@@ -192,7 +197,7 @@ static bool async_copyable(Lower *c, PipeOperand *p, int S)
     return false;
 }
 
-static bool slab(int swz) { return swz == SWZ_SLAB || swz == SWZ_SLAB_WG; }
+
 
 /* A matmul operand's stage buffer: swizzled tiles are unpadded; wgmma's slabs start 1024-byte
  * aligned (the swizzle is of address bits), so their stages are whole multiples of 1024 bytes. */
@@ -306,7 +311,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
        iteration, whose barrier waits for it (lower_mma_swap.c, "In flight") */
     bool inflight = false;
     for (int k = 0; k < nops; k++)
-        inflight |= bar_to_mma && ops[k].swz == SWZ_SLAB && ops[k].type == TY_F32 && !ops[k].var;
+        inflight |= bar_to_mma && tf32_slab(&ops[k]);
     /* prologue: iterations 0 .. S-2 */
     for (int st = 0; st + 1 < S; st++) {
         int v = st ? ir_bin(f, OP_ADD, PT_S32, R(i), IMM(st * step)) : ir_mov(f, PT_S32, R(i));

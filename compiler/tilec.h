@@ -705,6 +705,7 @@ void lower_mma_swapped(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
 /* lower_mma.c, shared with lower_mma_swap.c: the rounding of an f32 operand register to tf32 for
  * the tensor cores (which truncate), and one mma.sync (dst = accumulator slots cs of acc). */
 int round_tf32_operand(Lower *c, int v);
+int smem_ld_b32(Lower *c, int addr, int64_t off);      /* one 32-bit word from shared memory */
 void round_tf32_operand_to(Lower *c, int dst, int v);
 void mma_sync(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, const int *b);
 /* swizzle.c: unpadded operand tiles whose 16-byte units are XOR-permuted within 128-byte lines

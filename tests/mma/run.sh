@@ -61,14 +61,18 @@ kloop() {   # file [pattern of the loop's tensor-core instruction]
 	}' "$1"
 }
 
+compile() {   # test-name arch example out.ptx: false (and a failure) when tilec refuses it
+	if ! "$tilec" --arch="$2" -o "$4" "examples/$3.tile" 2>"$tmp/err"; then
+		bad "$1 compile" "$(head -n 3 "$tmp/err")"
+		return 1
+	fi
+}
+
 check_wgmma_example() {   # name types wgmma_per_kloop
 	name=$1 types=$2 want=$3
 	t="$name sm_90a"
 	ptx=$tmp/$name.wg.ptx
-	if ! "$tilec" --arch=sm_90a -o "$ptx" "examples/$name.tile" 2>"$tmp/err"; then
-		bad "$t compile" "$(head -n 3 "$tmp/err")"
-		return
-	fi
+	compile "$t" sm_90a "$name" "$ptx" || return
 	if grep -q "wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.$types\.$types " "$ptx" &&
 	   ! grep -q 'mma\.sync\|ldmatrix' "$ptx"; then ok; else
 		bad "$t wgmma" "no wgmma.mma_async m64n256k16 $types, or mma.sync/ldmatrix left"; fi
@@ -84,10 +88,7 @@ check_wgmma_example() {   # name types wgmma_per_kloop
 check_wgmma_tf32() {
 	t="matmul_tf32 sm_90a"
 	ptx=$tmp/tf32.wg.ptx
-	if ! "$tilec" --arch=sm_90a -o "$ptx" examples/matmul_tf32.tile 2>"$tmp/err"; then
-		bad "$t compile" "$(head -n 3 "$tmp/err")"
-		return
-	fi
+	compile "$t" sm_90a matmul_tf32 "$ptx" || return
 	if grep -q 'wgmma\.mma_async\.sync\.aligned\.m64n256k8\.f32\.tf32\.tf32 {.*}, {%r[0-9]*, %r[0-9]*, %r[0-9]*, %r[0-9]*}, %rd' "$ptx" &&
 	   ! grep -q 'mma\.sync\|ldmatrix' "$ptx"; then ok; else
 		bad "$t wgmma" "no wgmma.mma_async m64n256k8 tf32 with A from registers, or mma.sync/ldmatrix left"; fi
@@ -109,10 +110,7 @@ check_example() {   # name arch shape types mmas_per_kloop k_steps
 	name=$1 arch=$2 shape=$3 types=$4 want=$5 steps=$6
 	t="$name $arch"
 	ptx=$tmp/$name.$arch.ptx
-	if ! "$tilec" --arch="$arch" -o "$ptx" "examples/$name.tile" 2>"$tmp/err"; then
-		bad "$t compile" "$(head -n 3 "$tmp/err")"
-		return
-	fi
+	compile "$t" "$arch" "$name" "$ptx" || return
 	if grep -q "mma\.sync\.aligned\.$shape\.row\.col\.f32\.$types\.$types\.f32 " "$ptx"; then ok; else
 		bad "$t mma" "no mma.sync.aligned.$shape.row.col.f32.$types.$types.f32"; fi
 	if [ "$types" = tf32 ]; then
