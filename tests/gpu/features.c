@@ -230,6 +230,27 @@ static void tf32_products(int m, int n, int kk)
     free(ha), free(hb), free(bias), free(ref), free(yref), free(sref);
 }
 
+/* tf32_unaligned: the pipelined tf32 product in 4-byte pieces (any K, any N). */
+static void tf32_unaligned(int m, int n, int kk)
+{
+    char desc[96];
+    size_t sa = (size_t)m * kk, sb = (size_t)kk * n, sc = (size_t)m * n;
+    float *ha = malloc(sa * 4 + 4), *hb = malloc(sb * 4 + 4);
+    double *ref = malloc(sc * 8 + 8);
+    rng_fill(ha, sa, -1, 1);
+    rng_fill(hb, sb, -1, 1);
+    ref_matmul(ha, hb, ref, m, n, kk);
+    CUdeviceptr da = upload(ha, sa), db = upload(hb, sb), dc = poisoned(sc);
+    tilert_kernel *k = kernel("tf32_unaligned");
+    tilert_arg a[] = { tilert_ptr(da), tilert_ptr(db), tilert_ptr(dc), tilert_i32(m), tilert_i32(kk), tilert_i32(n) };
+    if (k && da && db && dc) {
+        snprintf(desc, sizeof desc, "tf32_unaligned (4-byte pieces) M=%d N=%d K=%d", m, n, kk);
+        run(desc, k, a, 6, dc, ref, sc, 2e-3);
+    }
+    gpu_free(da), gpu_free(db), gpu_free(dc);
+    free(ha), free(hb), free(ref);
+}
+
 /* atomic_max: |x| (positive values) and x itself over all-negative inputs (the other bit path). */
 static void maxes(int n, bool negative)
 {
@@ -423,6 +444,9 @@ int main(int argc, char **argv)
     static const int ts[][3] = { { 5, 12, 16 }, { 70, 132, 36 }, { 129, 260, 100 }, { 200, 384, 260 } };
     for (size_t i = 0; i < sizeof ts / sizeof *ts; i++)
         tf32_products(ts[i][0], ts[i][1], ts[i][2]);
+    static const int us[][3] = { { 3, 7, 5 }, { 65, 131, 37 }, { 130, 257, 101 } };
+    for (size_t i = 0; i < sizeof us / sizeof *us; i++)
+        tf32_unaligned(us[i][0], us[i][1], us[i][2]);
     maxes(1, false);
     maxes(100000, false);
     maxes(100001, true);

@@ -94,16 +94,26 @@ check_wgmma_tf32() {
 		bad "$t wgmma" "no wgmma.mma_async m64n256k8 tf32 with A from registers, or mma.sync/ldmatrix left"; fi
 	kloop "$ptx" 'wgmma\\.mma_async' >"$tmp/loop"
 	n=$(grep -c 'wgmma\.mma_async' "$tmp/loop")
+	# the group stays in flight: the barrier waits for it (the loop's exit too); A's next stage is
+	# stored after the wgmma are issued, fenced for the tensor cores, then the window after it loaded
 	if [ "$n" -eq 4 ] && [ "$(grep -c 'wgmma\.commit_group' "$tmp/loop")" -eq 1 ] &&
-	   awk '/fence\.proxy\.async/ { f = NR } /wgmma\.wait_group\.sync\.aligned 0/ { w = NR }
-	        /bar\.sync/ { ok = f && w > f && w < NR } END { exit !ok }' "$tmp/loop" &&
+	   awk '/wgmma\.wait_group\.sync\.aligned 0/ { w = 1 } /bar\.sync/ && !b { b = 1; ok = w } END { exit !ok }' "$tmp/loop" &&
+	   awk '/wgmma\.commit_group/ { c = NR } c && /st\.shared\.v4/ { s = NR } c && s && /fence\.proxy\.async/ { f = NR }
+	        f && /ld\.global\.v4/ { l = NR } END { exit !(c && s && f && l) }' "$tmp/loop" &&
 	   awk '/wgmma\.commit_group/ { c = 1 } c && /^\$L[0-9]+:/ { l = 1 } l && /wgmma\.wait_group\.sync\.aligned 0/ { w = 1 }
 	        END { exit !w }' "$ptx"; then ok; else
-		bad "$t count" "$n wgmma in the k loop (want 4), one commit, fence and wait before its barrier, a wait after it"; fi
-	words=$(awk '/ld\.shared\.v4/ { n += 4 } /ld\.shared\.b32/ { n++ } END { print n + 0 }' "$tmp/loop")
+		bad "$t count" "$n wgmma in the k loop (want 4), one commit, the wait before its barrier, A stored and fenced after the commit, then loaded, a wait after the loop"; fi
+	# every word of A loaded from global memory is stored rounded, every B^T fragment word rounded;
+	# nothing rounded twice; each piece of the window after is prefetched into L2; only B's
+	# 32 x 128 window (4 pieces a thread) moves by cp.async
+	loaded=$(grep -c 'ld\.global\.v4\.s32' "$tmp/loop")
+	stored=$(grep -c 'st\.shared\.v4\.s32' "$tmp/loop")
+	frags=$(grep -c 'ld\.shared\.b32' "$tmp/loop")
+	prefetched=$(grep -c 'prefetch\.global\.L2' "$tmp/loop")
 	rounded=$(grep -cE 'add\.s32[[:space:]]+%r[0-9]+, %r[0-9]+, 4096;' "$tmp/loop")
-	if [ "$words" -gt 0 ] && [ "$rounded" -eq "$words" ] && grep -q 'st\.shared\.v4' "$tmp/loop"; then ok; else
-		bad "$t tf32" "$rounded of $words words rounded (add 4096) in the k loop, or none written back"; fi
+	if [ "$loaded" -gt 0 ] && [ "$stored" -eq "$loaded" ] && [ "$frags" -gt 0 ] && [ "$prefetched" -eq "$loaded" ] &&
+	   [ "$rounded" -eq $((4 * stored + frags)) ] && [ "$(grep -c 'cp\.async\.cg' "$tmp/loop")" -eq 4 ]; then ok; else
+		bad "$t tf32" "$rounded words rounded (add 4096) in the k loop, want $((4 * stored + frags)): $loaded A pieces loaded, $stored stored, $prefetched prefetched, $frags B^T words"; fi
 }
 
 check_example() {   # name arch shape types mmas_per_kloop k_steps
