@@ -747,12 +747,13 @@ static void async_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int 
         return;
     }
     if (ac->mode == PIECE_PREFETCH) {
+        int guard = and_pred(c, ac->guard, mask);   /* (before emit_ins: it may move the code) */
         Ins *in = emit_ins(f, OP_PREFETCH, PT_B32);
         in->src[0] = R(addr);
         in->nsrc = 1;
         in->off = off;
         in->space = SP_GLOBAL;
-        in->guard = and_pred(c, ac->guard, mask);
+        in->guard = guard;
         ir_naive_addr(f);
         return;
     }

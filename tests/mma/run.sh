@@ -162,6 +162,19 @@ check_wgmma_example matmul_bf16 bf16 4
 check_wgmma_example gemm_bias_relu f16 4
 check_wgmma_tf32
 
+# tf32 wgmma at other stage counts: 2 and 4 stage A through registers, 1 rounds it in place
+for st in 1 2 4; do
+	t="matmul_tf32 sm_90a STAGES=$st"
+	if "$tilec" --arch=sm_90a -D STAGES=$st -o "$tmp/st.ptx" examples/matmul_tf32.tile 2>"$tmp/err"; then
+		kloop "$tmp/st.ptx" 'wgmma\\.mma_async' >"$tmp/loop"
+		if [ $st -eq 1 ]; then want='ld\.shared\.v4\.s32'; else want='ld\.global\.v4\.s32'; fi
+		if grep -q "$want" "$tmp/loop" && grep -q 'st\.shared\.v4\.s32' "$tmp/loop"; then ok; else
+			bad "$t" "A not rounded the way $st stages take (no $want in the k loop)"; fi
+	else
+		bad "$t compile" "$(head -n 3 "$tmp/err")"
+	fi
+done
+
 # IEEE f32 stays on FFMA.
 if "$tilec" --arch=sm_90 -o "$tmp/f32.ptx" examples/matmul_f32.tile 2>"$tmp/err"; then
 	if grep -q 'mma\.sync\|ldmatrix' "$tmp/f32.ptx"; then bad "matmul_f32 no-mma" "f32 without tf32() uses tensor cores"; else ok; fi
