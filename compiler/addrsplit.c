@@ -38,7 +38,7 @@ static bool is_mem_op(const Ins *in)
     switch (in->op) {
     case OP_LD: case OP_ST: case OP_RED: case OP_ATOM:
         return in->space != SP_PARAM;
-    case OP_CPASYNC: case OP_PREFETCH:
+    case OP_CPASYNC:
         return true;
     default:
         return false;

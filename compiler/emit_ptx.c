@@ -266,13 +266,6 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
     case OP_WGCOMMIT: buf_puts(out, "wgmma.commit_group.sync.aligned"); break;
     case OP_WGWAIT: buf_printf(out, "wgmma.wait_group.sync.aligned %d", in->label); break;
     case OP_FENCEPROXY: buf_puts(out, "fence.proxy.async.shared::cta"); break;
-    case OP_PREFETCH:
-        buf_puts(out, "prefetch.global.L2 [");
-        put_opnd(out, f, in->src[0], PT_U64);
-        if (in->off)
-            buf_printf(out, "+%lld", (long long)in->off);
-        buf_puts(out, "]");
-        break;
     case OP_WGMMA: {
         /* the accumulators are the WGACC instructions that follow */
         bool tf32 = in->ty2 == PT_B32;

@@ -677,15 +677,6 @@ void store_tile_smem(Lower *c, Tile v, int base, int pitch, ElemType t)
                 }
 }
 
-/* What a walk over a window's cp.async pieces does with each. */
-typedef enum {
-    PIECE_COPY,        /* cp.async it */
-    PIECE_ROUND,       /* round the copied piece in place (round_window_tf32) */
-    PIECE_LOAD,        /* load it from global memory into registers (load_window_pieces) */
-    PIECE_STORE,       /* store those registers, rounded, where it would go (store_window_pieces_tf32) */
-    PIECE_PREFETCH,    /* bring its line into L2 for a later PIECE_LOAD (prefetch_window_l2) */
-} PieceMode;
-
 typedef struct {
     int sbase, pitch, es;
     const Layout *L;
@@ -693,9 +684,7 @@ typedef struct {
     int swz;           /* swizzled tile (SWZ_*, swizzle.c): tbase, r0, c0 place the pieces */
     int tbase;         /* swizzled: the tile base; r0, c0: the thread's first row, column */
     int r0, c0;
-    PieceMode mode;
-    int *regs;         /* PIECE_LOAD, PIECE_STORE: the pieces' words, in walk order */
-    int nregs, cap;
+    bool round;        /* round_window_tf32: the copied pieces rounded in place instead */
 } AsyncCtx;
 
 /* A copied f32 piece rounded in place to tf32 for the tensor cores, which truncate:
@@ -730,40 +719,8 @@ static void async_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int 
         sbase = ir_bin(f, OP_ADD, PT_U32, R(ac->tbase), R(off));
         soff = 0;
     }
-    if (ac->mode == PIECE_ROUND) {
+    if (ac->round) {
         round_piece_tf32(c, sbase, soff, vm, ac->guard);
-        return;
-    }
-    if (ac->mode == PIECE_LOAD) {
-        /* masked pieces are zeros, as cp.async's zero fill makes them */
-        Opnd w[4];
-        mem_load(c, SP_GLOBAL, TY_I32, addr, off, vm, and_pred(c, ac->guard, mask), IMM(0), w);
-        if (ac->nregs + vm > ac->cap) {
-            ac->cap = 2 * ac->cap + 16;
-            ac->regs = realloc(ac->regs, sizeof(int) * (size_t)ac->cap);
-        }
-        for (int i = 0; i < vm; i++)
-            ac->regs[ac->nregs++] = w[i].reg;
-        return;
-    }
-    if (ac->mode == PIECE_PREFETCH) {
-        int guard = and_pred(c, ac->guard, mask);   /* (before emit_ins: it may move the code) */
-        Ins *in = emit_ins(f, OP_PREFETCH, PT_B32);
-        in->src[0] = R(addr);
-        in->nsrc = 1;
-        in->off = off;
-        in->space = SP_GLOBAL;
-        in->guard = guard;
-        ir_naive_addr(f);
-        return;
-    }
-    if (ac->mode == PIECE_STORE) {
-        Opnd w[4];
-        if (ac->nregs + vm > ac->cap)
-            die("store_window_pieces_tf32: more pieces than were loaded");
-        for (int i = 0; i < vm; i++)
-            w[i] = R(round_tf32_operand(c, ac->regs[ac->nregs++]));
-        mem_store(c, SP_SHARED, -1, TY_I32, sbase, soff, vm, ac->guard, w);
         return;
     }
     /* masked chunks copy nothing and zero-fill: edge tiles hold zeros, not stale data */
@@ -798,8 +755,8 @@ int async_piece_bytes(Lower *c, Expr *win, int pitch)
     return async_piece(c, win, &a, pitch) * a.es;
 }
 
-/* Walks the pieces of win as copy_window_async moves them, doing what ac->mode says with each. */
-static void walk_async_pieces(Lower *c, Expr *win, int base, int pitch, int swz, int guard, AsyncCtx *ac)
+/* Walks the pieces of win as copy_window_async moves them: copies them, or rounds them in place. */
+static void walk_async_pieces(Lower *c, Expr *win, int base, int pitch, int swz, int guard, bool round)
 {
     Func *f = c->f;
     Access a;
@@ -813,62 +770,29 @@ static void walk_async_pieces(Lower *c, Expr *win, int base, int pitch, int swz,
     int t0 = thread_coord(c, &L, 0), t1 = thread_coord(c, &L, 1);
     int r0 = ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(L.V[0]));
     int c0 = ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(L.V[1]));
-    ac->sbase = -1;
-    ac->pitch = pitch;
-    ac->es = a.es;
-    ac->L = &L;
-    ac->swz = swz;
-    ac->tbase = base;
-    ac->r0 = r0;
-    ac->c0 = c0;
-    if (ac->mode == PIECE_LOAD || ac->mode == PIECE_PREFETCH)
-        ;    /* no shared address */
-    else if (swz) {
+    AsyncCtx ac = { -1, pitch, a.es, &L, -1, swz, base, r0, c0, round };
+    if (swz) {
         int col = ir_bin(f, OP_MUL, PT_U32, R(c0), IMM(a.es));
-        ac->sbase = ir_bin(f, OP_ADD, PT_U32, R(base), R(swz_offset_ir(c, swz, r0, col, vm * a.es == 16, pitch * a.es, L.S[0])));
+        ac.sbase = ir_bin(f, OP_ADD, PT_U32, R(base), R(swz_offset_ir(c, swz, r0, col, vm * a.es == 16, pitch * a.es, L.S[0])));
     } else {
         int lin = ir_tern(f, OP_MAD, PT_U32, R(r0), IMM(pitch), R(c0));
-        ac->sbase = ir_tern(f, OP_MAD, PT_U32, R(lin), IMM(a.es), R(base));
+        ac.sbase = ir_tern(f, OP_MAD, PT_U32, R(lin), IMM(a.es), R(base));
     }
     int prim = primary_pred(c, &L);
-    ac->guard = guard < 0 ? prim : prim < 0 ? guard : ir_bin(f, OP_BAND, PT_PRED, R(guard), R(prim));
-    for_each_chunk(c, &a, &L, vm, -1, async_chunk, ac);
+    ac.guard = guard < 0 ? prim : prim < 0 ? guard : ir_bin(f, OP_BAND, PT_PRED, R(guard), R(prim));
+    for_each_chunk(c, &a, &L, vm, -1, async_chunk, &ac);
 }
 
 void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int guard)
 {
-    AsyncCtx ac = { .mode = PIECE_COPY };
-    walk_async_pieces(c, win, base, pitch, swz, guard, &ac);
+    walk_async_pieces(c, win, base, pitch, swz, guard, false);
 }
 
 /* Each thread rounds the pieces it copied: its own cp.async writes are visible to it once waited
  * for, and no other thread writes them. */
 void round_window_tf32(Lower *c, Expr *win, int base, int pitch, int swz)
 {
-    AsyncCtx ac = { .mode = PIECE_ROUND };
-    walk_async_pieces(c, win, base, pitch, swz, -1, &ac);
-}
-
-int load_window_pieces(Lower *c, Expr *win, int pitch, int guard, int **regs)
-{
-    AsyncCtx ac = { .mode = PIECE_LOAD };
-    walk_async_pieces(c, win, -1, pitch, SWZ_NONE, guard, &ac);
-    *regs = ac.regs;
-    return ac.nregs;
-}
-
-void prefetch_window_l2(Lower *c, Expr *win, int pitch, int guard)
-{
-    AsyncCtx ac = { .mode = PIECE_PREFETCH };
-    walk_async_pieces(c, win, -1, pitch, SWZ_NONE, guard, &ac);
-}
-
-void store_window_pieces_tf32(Lower *c, Expr *win, int base, int pitch, int swz, const int *regs, int n)
-{
-    AsyncCtx ac = { .mode = PIECE_STORE, .regs = (int *)regs, .cap = n };
-    walk_async_pieces(c, win, base, pitch, swz, -1, &ac);
-    if (ac.nregs != n)
-        die("store_window_pieces_tf32: %d of %d loaded words stored", ac.nregs, n);
+    walk_async_pieces(c, win, base, pitch, swz, -1, true);
 }
 
 void store_shared_var(Lower *c, Sym *s, Tile v)

@@ -64,21 +64,6 @@ static void set_loop_value(Lower *c, Stmt *loop, int reg)
     si->val = tile_splat(c, TY_I32, layout_scalar(c->threads), R(reg));
 }
 
-/* The address of stage `stage` (a register or a constant) of a stage buffer array. */
-static int stage_address(Lower *c, int array, Opnd stage)
-{
-    Func *f = c->f;
-    int base = new_reg(f, RC_R);
-    Opnd idx = stage.kind == O_REG ? stage : R(ir_mov(f, PT_U32, stage));   /* before the read */
-    Ins *in = emit_ins(f, OP_ARRGET, PT_U32);
-    in->dst[0] = base;
-    in->ndst = 1;
-    in->src[0] = idx;
-    in->nsrc = 1;
-    in->label = array;
-    return base;
-}
-
 /* Issues the copies of every pipelined operand for the iteration whose loop value is in v, into
  * the stage whose index is in stage (a register) or the constant stage_imm. */
 static void issue_copies(Lower *c, Stmt *loop, PipeOperand *ops, int nops, int v, int hi, Opnd stage)
@@ -87,72 +72,33 @@ static void issue_copies(Lower *c, Stmt *loop, PipeOperand *ops, int nops, int v
     int valid = ir_setp(f, CMP_LT, PT_S32, R(v), R(hi));
     set_loop_value(c, loop, v);
     for (int i = 0; i < nops; i++) {
-        if (!ops[i].via_regs)
-            copy_window_async(c, ops[i].operand, stage_address(c, ops[i].array, stage), ops[i].pitch, ops[i].swz, valid);
+        int base = new_reg(f, RC_R);
+        Opnd idx = stage.kind == O_REG ? stage : R(ir_mov(f, PT_U32, stage));   /* before the read */
+        Ins *in = emit_ins(f, OP_ARRGET, PT_U32);
+        in->dst[0] = base;
+        in->ndst = 1;
+        in->src[0] = idx;
+        in->nsrc = 1;
+        in->label = ops[i].array;
+        copy_window_async(c, ops[i].operand, base, ops[i].pitch, ops[i].swz, valid);
     }
     emit_ins(f, OP_CPCOMMIT, PT_B32);
-}
-
-/* The loads of the operands staged through registers for the iteration whose loop value is in v,
- * into the registers the loop carries to store_staged, an iteration later. */
-static void load_staged(Lower *c, Stmt *loop, PipeOperand *ops, int nops, int v, int hi)
-{
-    Func *f = c->f;
-    int valid = -1;
-    for (int i = 0; i < nops; i++) {
-        if (!ops[i].via_regs)
-            continue;
-        if (valid < 0) {
-            valid = ir_setp(f, CMP_LT, PT_S32, R(v), R(hi));
-            set_loop_value(c, loop, v);
-        }
-        int from = f->code.n, *regs, n = load_window_pieces(c, ops[i].operand, ops[i].pitch, valid, &regs);
-        if (!ops[i].regs) {
-            ops[i].regs = regs;
-            ops[i].nregs = n;
-            continue;
-        }
-        if (n != ops[i].nregs)
-            die("pipeline: %d staged words, then %d", ops[i].nregs, n);
-        rename_regs(f, from, regs, ops[i].regs, n);
-        free(regs);
-    }
-    if (valid < 0)
-        return;
-    /* The window after it into L2: its loads, an iteration from now, would otherwise wait for
-       memory on every miss (cp.async's two iterations of slack hide that; one does not). */
-    int64_t step = loop->step ? loop->step->ival : 1;
-    int v2 = ir_bin(f, OP_ADD, PT_S32, R(v), IMM(step));
-    int valid2 = ir_setp(f, CMP_LT, PT_S32, R(v2), R(hi));
-    set_loop_value(c, loop, v2);
-    for (int i = 0; i < nops; i++)
-        if (ops[i].via_regs)
-            prefetch_window_l2(c, ops[i].operand, ops[i].pitch, valid2);
-}
-
-/* The stores of the operands staged through registers into the stage whose index is in stage,
- * rounded to tf32, and the proxy fence that lets the tensor cores read them after a barrier. */
-static void store_staged(Lower *c, PipeOperand *ops, int nops, Opnd stage)
-{
-    Func *f = c->f;
-    bool any = false;
-    for (int i = 0; i < nops; i++) {
-        if (!ops[i].via_regs)
-            continue;
-        store_window_pieces_tf32(c, ops[i].operand, stage_address(c, ops[i].array, stage), ops[i].pitch, ops[i].swz,
-                                 ops[i].regs, ops[i].nregs);
-        any = true;
-    }
-    if (any)
-        emit_ins(f, OP_FENCEPROXY, PT_B32);
 }
 
 int pipe_buffer(Lower *c, Expr *operand, Sym *var)
 {
     for (int i = 0; i < c->npipe; i++) {
         PipeOperand *p = &c->pipe[i];
-        if ((operand && p->operand == operand && !p->var) || (var && p->var == var))
-            return stage_address(c, p->array, R(c->pipe_stage));
+        if ((operand && p->operand == operand && !p->var) || (var && p->var == var)) {
+            int base = new_reg(c->f, RC_R);
+            Ins *in = emit_ins(c->f, OP_ARRGET, PT_U32);
+            in->dst[0] = base;
+            in->ndst = 1;
+            in->src[0] = R(c->pipe_stage);
+            in->nsrc = 1;
+            in->label = p->array;
+            return base;
+        }
     }
     return -1;
 }
@@ -181,15 +127,14 @@ static bool tf32_slab(const PipeOperand *p) { return p->swz == SWZ_SLAB && p->ty
 /* The stage's copies done (n groups may stay in flight) and published to the block: the
  * tensor cores' reads of wgmma go through the async proxy, which sees the copies' writes (and
  * stores) only after a proxy fence. An f32 tile the swapped tf32 wgmma reads from shared memory
- * (lower_mma_swap.c) must be rounded first, the tensor cores would truncate it: copied, it is
- * rounded in place here, each piece by the thread that copied it (staged through registers, it
- * was stored rounded and fenced an iteration before: store_staged). */
+ * (lower_mma_swap.c) is rounded in place first, each piece by the thread that copied it: the
+ * tensor cores would truncate it. */
 static void publish_stage(Lower *c, int n)
 {
     cp_wait(c->f, n);
     for (int i = 0; i < c->npipe; i++) {
         PipeOperand *p = &c->pipe[i];
-        if (tf32_slab(p) && !p->via_regs)
+        if (tf32_slab(p))
             round_window_tf32(c, p->operand, pipe_buffer(c, p->operand, NULL), p->pitch, p->swz);
     }
     if (c->pipe_async_proxy)
@@ -225,10 +170,6 @@ typedef struct {
     PipeOperand *ops;
     int nops, ahead, hi;
     Opnd stage;
-    /* the operands staged through registers: the next iteration's stage, which the registers
-       go to, and the loop value of the one after, which they load next */
-    Opnd next_stage;
-    int after_next;
 } PendingCopies;
 
 void pipe_issue_pending(Lower *c)
@@ -238,10 +179,6 @@ void pipe_issue_pending(Lower *c)
         return;
     c->pipe_pending = NULL;
     Tile saved = ((SymInfo *)p->loop->sym->lower)->val;
-    if (p->after_next >= 0) {
-        store_staged(c, p->ops, p->nops, p->next_stage);
-        load_staged(c, p->loop, p->ops, p->nops, p->after_next, p->hi);
-    }
     issue_copies(c, p->loop, p->ops, p->nops, p->ahead, p->hi, p->stage);
     ((SymInfo *)p->loop->sym->lower)->val = saved;
 }
@@ -284,7 +221,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         s->sym->lower = arena_alloc(c->a, sizeof(SymInfo));
     ((SymInfo *)s->sym->lower)->loop = s;
     /* the body's matmul operands that are windows of the loop variable */
-    PipeOperand ops[16] = { 0 };
+    PipeOperand ops[16];
     int nops = 0;
     bool defer = false;    /* a tensor-core matmul will issue the next stage's copies */
     Stmt *body = s->then;
@@ -313,7 +250,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         bool mma = matmul_uses_mma(c, mm->a, mm->b, M, N, K);
         defer |= mma;
         Expr *side[2] = { mm->a, mm->b };
-        PipeOperand cand[2] = { 0 };
+        PipeOperand cand[2];
         bool have[2] = { false, false };
         for (int j = 0; j < 2; j++) {
             bool tf32;
@@ -343,22 +280,10 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         return false;
     }
     f->cur_line = s->loc.line;
-    /* a body of one tensor-core matmul places the barrier itself (pipe_take_barrier) */
-    bool bar_to_mma = S >= 2 && defer && body->nbody == 1;
-    /* ... and a swapped tf32 wgmma (A in a tf32 slab) keeps its group in flight into the next
-       iteration, whose barrier waits for it (lower_mma_swap.c, "In flight") */
-    bool inflight = false, staged = false;
-    for (int k = 0; k < nops; k++)
-        inflight |= bar_to_mma && tf32_slab(&ops[k]);
-    /* ... and stages its A through registers: loaded two iterations ahead, stored rounded in
-       the iteration before its own, after the wgmma are issued. Copied and rounded in place, it
-       would cross shared memory three times (cp.async, then a load and a store). */
-    for (int k = 0; k < nops; k++)
-        staged |= ops[k].via_regs = inflight && tf32_slab(&ops[k]);
     /* stage buffers, contiguous, and their addresses as register tensors */
     bool async_proxy = false;
     for (int i = 0; i < nops; i++) {
-        async_proxy |= slab(ops[i].swz) && !ops[i].via_regs;
+        async_proxy |= slab(ops[i].swz);
         int off = smem_alloc_aligned(c, S * ops[i].bytes, slab(ops[i].swz) ? 1024 : 128);
         const char *nm = ops[i].var ? ops[i].var->name : ops[i].operand->sym->name;
         RegArray arr = { arena_printf(c->a, "%s_stages", nm), S, RC_R, s->loc.line, false, false };
@@ -380,16 +305,17 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     int hreg = opnd_reg(c, hi.v[0], PT_S32);
     int i = ir_mov(f, PT_S32, lo.v[0]);
     f->regs.v[i].what = s->name;
+    /* a body of one tensor-core matmul places the barrier itself (pipe_take_barrier) */
+    bool bar_to_mma = S >= 2 && defer && body->nbody == 1;
+    /* ... and a swapped tf32 wgmma (A in a tf32 slab) keeps its group in flight into the next
+       iteration, whose barrier waits for it (lower_mma_swap.c, "In flight") */
+    bool inflight = false;
+    for (int k = 0; k < nops; k++)
+        inflight |= bar_to_mma && tf32_slab(&ops[k]);
     /* prologue: iterations 0 .. S-2 */
     for (int st = 0; st + 1 < S; st++) {
         int v = st ? ir_bin(f, OP_ADD, PT_S32, R(i), IMM(st * step)) : ir_mov(f, PT_S32, R(i));
         issue_copies(c, s, ops, nops, v, hreg, IMM(st));
-    }
-    if (staged) {
-        /* iteration 0's window into stage 0, iteration 1's into the registers */
-        load_staged(c, s, ops, nops, ir_mov(f, PT_S32, R(i)), hreg);
-        store_staged(c, ops, nops, IMM(0));
-        load_staged(c, s, ops, nops, ir_bin(f, OP_ADD, PT_S32, R(i), IMM(step)), hreg);
     }
     int stage = ir_mov(f, PT_U32, IMM(0));
     f->regs.v[stage].what = "stage";
@@ -431,13 +357,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
        finished at the barrier) is not the one this body reads, so the copies may wait until the
        body has its first operands in registers: ptxas keeps cp.async and shared loads in program
        order, and copies issued first would hold back the body's first mma. */
-    PendingCopies pending = { s, ops, nops, ahead, hreg, R(w), IMM(0), -1 };
-    if (staged) {
-        int n1 = ir_bin(f, OP_ADD, PT_U32, R(stage), IMM(1));
-        int wrap = ir_setp(f, CMP_GE, PT_U32, R(n1), IMM(S));
-        pending.next_stage = R(ir_tern(f, OP_SELP, PT_U32, IMM(0), R(n1), R(wrap)));
-        pending.after_next = ir_bin(f, OP_ADD, PT_S32, R(i), IMM(2 * step));
-    }
+    PendingCopies pending = { s, ops, nops, ahead, hreg, R(w) };
     void *psaved = c->pipe_pending;
     c->pipe_pending = NULL;
     if (S == 1 || !defer) {
@@ -486,8 +406,6 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
        memory is quiet for whatever follows */
     cp_wait(f, 0);
     ir_bar(f);
-    for (int k = 0; k < nops; k++)
-        free(ops[k].regs);
     c->scratch_read = false;
     return true;
 }

@@ -371,7 +371,7 @@ typedef struct { OpndKind kind; int reg; int64_t i; double f; const char *sym; }
     X(CPASYNC) X(CPCOMMIT) X(CPWAIT) X(ARRSET) X(ARRGET) \
     X(LABEL) X(BRA) X(RET) X(COMMENT) \
     X(LDMATRIX) X(MMA) \
-    X(WGFENCE) X(WGMMA) X(WGACC) X(WGCOMMIT) X(WGWAIT) X(WGHOLD) X(FENCEPROXY) X(PREFETCH)
+    X(WGFENCE) X(WGMMA) X(WGACC) X(WGCOMMIT) X(WGWAIT) X(WGHOLD) X(FENCEPROXY)
 typedef enum {
 #define X(n) OP_##n,
     IR_OPS(X)
@@ -591,13 +591,8 @@ typedef struct {
 
 /* Registers in-flight wgmma read across a pipelined loop's iterations (Lower.pipe_inflight). */
 typedef struct WgInflight { int regs[128]; int n; } WgInflight;
-/* A matmul operand of a pipelined loop: its stage buffers' addresses are a register tensor.
- * One staged through registers (via_regs) is loaded an iteration ahead into regs[0..nregs),
- * which the loop carries, and stored by the barrier that publishes its stage. */
-typedef struct {
-    Expr *operand; Sym *var; int array; int pitch; ElemType type; int bytes; int swz;
-    bool via_regs; int *regs; int nregs;
-} PipeOperand;
+/* A matmul operand of a pipelined loop: its stage buffers' addresses are a register tensor. */
+typedef struct { Expr *operand; Sym *var; int array; int pitch; ElemType type; int bytes; int swz; } PipeOperand;
 /* The stage buffer of a pipelined operand or shared var for the current stage (-1: not pipelined). */
 
 typedef struct Lower {
@@ -737,14 +732,6 @@ void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int gu
 /* Rounds a window copy_window_async brought to base to tf32 in place (each thread the pieces it
  * copied, after its wait for them, before the barrier that publishes them). */
 void round_window_tf32(Lower *c, Expr *win, int base, int pitch, int swz);
-/* The same pieces through registers, for a window the threads round on the way to shared memory:
- * load_window_pieces loads each thread's pieces (guard or -1 predicates them; masked words are
- * zeros) into new registers, *regs (malloc'd, n returned), in the order store_window_pieces_tf32
- * stores them, rounded to tf32, where copy_window_async would have put them. */
-int load_window_pieces(Lower *c, Expr *win, int pitch, int guard, int **regs);
-void store_window_pieces_tf32(Lower *c, Expr *win, int base, int pitch, int swz, const int *regs, int n);
-/* Asks for win to be brought into L2 ahead of its load_window_pieces (guard or -1). */
-void prefetch_window_l2(Lower *c, Expr *win, int pitch, int guard);
 /* The bytes per cp.async piece copy_window_async would move win in: below 4, it cannot. */
 int async_piece_bytes(Lower *c, Expr *win, int pitch);
 /* lower_pipeline.c */

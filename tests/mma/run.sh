@@ -94,26 +94,16 @@ check_wgmma_tf32() {
 		bad "$t wgmma" "no wgmma.mma_async m64n256k8 tf32 with A from registers, or mma.sync/ldmatrix left"; fi
 	kloop "$ptx" 'wgmma\\.mma_async' >"$tmp/loop"
 	n=$(grep -c 'wgmma\.mma_async' "$tmp/loop")
-	# the group stays in flight: the barrier waits for it (the loop's exit too); A's next stage is
-	# stored after the wgmma are issued, fenced for the tensor cores, then the window after it loaded
 	if [ "$n" -eq 4 ] && [ "$(grep -c 'wgmma\.commit_group' "$tmp/loop")" -eq 1 ] &&
-	   awk '/wgmma\.wait_group\.sync\.aligned 0/ { w = 1 } /bar\.sync/ && !b { b = 1; ok = w } END { exit !ok }' "$tmp/loop" &&
-	   awk '/wgmma\.commit_group/ { c = NR } c && /st\.shared\.v4/ { s = NR } c && s && /fence\.proxy\.async/ { f = NR }
-	        f && /ld\.global\.v4/ { l = NR } END { exit !(c && s && f && l) }' "$tmp/loop" &&
+	   awk '/fence\.proxy\.async/ { f = NR } /wgmma\.wait_group\.sync\.aligned 0/ { w = NR }
+	        /bar\.sync/ { ok = f && w > f && w < NR } END { exit !ok }' "$tmp/loop" &&
 	   awk '/wgmma\.commit_group/ { c = 1 } c && /^\$L[0-9]+:/ { l = 1 } l && /wgmma\.wait_group\.sync\.aligned 0/ { w = 1 }
 	        END { exit !w }' "$ptx"; then ok; else
-		bad "$t count" "$n wgmma in the k loop (want 4), one commit, the wait before its barrier, A stored and fenced after the commit, then loaded, a wait after the loop"; fi
-	# every word of A loaded from global memory is stored rounded, every B^T fragment word rounded;
-	# nothing rounded twice; each piece of the window after is prefetched into L2; only B's
-	# 32 x 128 window (4 pieces a thread) moves by cp.async
-	loaded=$(grep -c 'ld\.global\.v4\.s32' "$tmp/loop")
-	stored=$(grep -c 'st\.shared\.v4\.s32' "$tmp/loop")
-	frags=$(grep -c 'ld\.shared\.b32' "$tmp/loop")
-	prefetched=$(grep -c 'prefetch\.global\.L2' "$tmp/loop")
+		bad "$t count" "$n wgmma in the k loop (want 4), one commit, fence and wait before its barrier, a wait after it"; fi
+	words=$(awk '/ld\.shared\.v4/ { n += 4 } /ld\.shared\.b32/ { n++ } END { print n + 0 }' "$tmp/loop")
 	rounded=$(grep -cE 'add\.s32[[:space:]]+%r[0-9]+, %r[0-9]+, 4096;' "$tmp/loop")
-	if [ "$loaded" -gt 0 ] && [ "$stored" -eq "$loaded" ] && [ "$frags" -gt 0 ] && [ "$prefetched" -eq "$loaded" ] &&
-	   [ "$rounded" -eq $((4 * stored + frags)) ] && [ "$(grep -c 'cp\.async\.cg' "$tmp/loop")" -eq 4 ]; then ok; else
-		bad "$t tf32" "$rounded words rounded (add 4096) in the k loop, want $((4 * stored + frags)): $loaded A pieces loaded, $stored stored, $prefetched prefetched, $frags B^T words"; fi
+	if [ "$words" -gt 0 ] && [ "$rounded" -eq "$words" ] && grep -q 'st\.shared\.v4' "$tmp/loop"; then ok; else
+		bad "$t tf32" "$rounded of $words words rounded (add 4096) in the k loop, or none written back"; fi
 }
 
 check_example() {   # name arch shape types mmas_per_kloop k_steps
@@ -162,14 +152,14 @@ check_wgmma_example matmul_bf16 bf16 4
 check_wgmma_example gemm_bias_relu f16 4
 check_wgmma_tf32
 
-# tf32 wgmma at other stage counts: 2 and 4 stage A through registers, 1 rounds it in place
+# the tf32 wgmma at other stage counts: A still rounded in place in the k loop
 for st in 1 2 4; do
 	t="matmul_tf32 sm_90a STAGES=$st"
 	if "$tilec" --arch=sm_90a -D STAGES=$st -o "$tmp/st.ptx" examples/matmul_tf32.tile 2>"$tmp/err"; then
 		kloop "$tmp/st.ptx" 'wgmma\\.mma_async' >"$tmp/loop"
-		if [ $st -eq 1 ]; then want='ld\.shared\.v4\.s32'; else want='ld\.global\.v4\.s32'; fi
-		if grep -q "$want" "$tmp/loop" && grep -q 'st\.shared\.v4\.s32' "$tmp/loop"; then ok; else
-			bad "$t" "A not rounded the way $st stages take (no $want in the k loop)"; fi
+		if grep -q 'ld\.shared\.v4' "$tmp/loop" && grep -q 'st\.shared\.v4' "$tmp/loop" &&
+		   grep -q 'wgmma\.mma_async' "$tmp/loop"; then ok; else
+			bad "$t" "no wgmma, or A not rounded in place, in the k loop"; fi
 	else
 		bad "$t compile" "$(head -n 3 "$tmp/err")"
 	fi
