@@ -64,6 +64,43 @@ static void run(const char *desc, tilert_kernel *k, tilert_arg *a, int na, CUdev
     free(h);
 }
 
+/* Fresh random A (m x kk) and B (kk x n) in [-1, 1], on the host and the device, and their
+ * float64 product. */
+typedef struct { float *a, *b; double *ref; CUdeviceptr da, db; } Product;
+
+static Product product_new(int m, int n, int kk)
+{
+    size_t sa = (size_t)m * kk, sb = (size_t)kk * n;
+    Product p = { malloc(sa * 4 + 4), malloc(sb * 4 + 4), malloc((size_t)m * n * 8 + 8), 0, 0 };
+    rng_fill(p.a, sa, -1, 1);
+    rng_fill(p.b, sb, -1, 1);
+    ref_matmul(p.a, p.b, p.ref, m, n, kk);
+    p.da = upload(p.a, sa);
+    p.db = upload(p.b, sb);
+    return p;
+}
+
+static void product_free(Product *p)
+{
+    gpu_free(p->da), gpu_free(p->db);
+    free(p->a), free(p->b), free(p->ref);
+}
+
+/* A kernel (A, B, C, M, K, N) that computes the plain product, against p's reference. */
+static void plain_product(const char *name, const char *what, const Product *p, int m, int n, int kk, double tol)
+{
+    char desc[112];
+    size_t sc = (size_t)m * n;
+    CUdeviceptr dc = poisoned(sc);
+    tilert_kernel *k = kernel(name);
+    tilert_arg a[] = { tilert_ptr(p->da), tilert_ptr(p->db), tilert_ptr(dc), tilert_i32(m), tilert_i32(kk), tilert_i32(n) };
+    if (k && p->da && p->db && dc) {
+        snprintf(desc, sizeof desc, "%s (%s) M=%d N=%d K=%d", name, what, m, n, kk);
+        run(desc, k, a, 6, dc, p->ref, sc, tol);
+    }
+    gpu_free(dc);
+}
+
 static void softmax_rows(int rows, int n)
 {
     char desc[96];
@@ -127,26 +164,24 @@ static void gemm_bias_relu(int m, int n, int kk)
 {
     char desc[96];
     snprintf(desc, sizeof desc, "gemm_bias_relu_f32 (bias in registers) M=%d N=%d K=%d", m, n, kk);
-    size_t sa = (size_t)m * kk, sb = (size_t)kk * n, sc = (size_t)m * n;
-    float *ha = malloc(sa * 4 + 4), *hb = malloc(sb * 4 + 4), *bias = malloc((size_t)n * 4 + 4);
-    double *ref = malloc(sc * 8 + 8);
-    rng_fill(ha, sa, -1, 1);
-    rng_fill(hb, sb, -1, 1);
+    size_t sc = (size_t)m * n;
+    Product p = product_new(m, n, kk);
+    float *bias = malloc((size_t)n * 4 + 4);
     rng_fill(bias, (size_t)n, -2, 2);
-    ref_matmul(ha, hb, ref, m, n, kk);
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++) {
-            double v = ref[(size_t)i * n + j] + bias[j];
-            ref[(size_t)i * n + j] = v > 0 ? v : 0;
+            double v = p.ref[(size_t)i * n + j] + bias[j];
+            p.ref[(size_t)i * n + j] = v > 0 ? v : 0;
         }
-    CUdeviceptr da = upload(ha, sa), db = upload(hb, sb), dbias = upload(bias, (size_t)n), dc = poisoned(sc);
+    CUdeviceptr dbias = upload(bias, (size_t)n), dc = poisoned(sc);
     tilert_kernel *k = kernel("gemm_bias_relu_f32");
-    tilert_arg a[] = { tilert_ptr(da), tilert_ptr(db), tilert_ptr(dbias), tilert_ptr(dc),
+    tilert_arg a[] = { tilert_ptr(p.da), tilert_ptr(p.db), tilert_ptr(dbias), tilert_ptr(dc),
                        tilert_i32(m), tilert_i32(kk), tilert_i32(n) };
-    if (k && da && db && dbias && dc)
-        run(desc, k, a, 7, dc, ref, sc, 1e-5);
-    gpu_free(da), gpu_free(db), gpu_free(dbias), gpu_free(dc);
-    free(ha), free(hb), free(bias), free(ref);
+    if (k && p.da && p.db && dbias && dc)
+        run(desc, k, a, 7, dc, p.ref, sc, 1e-5);
+    gpu_free(dbias), gpu_free(dc);
+    free(bias);
+    product_free(&p);
 }
 
 /* mma_staged_a: f16(A) @ B on tensor cores in a pipelined loop where only B has stage buffers.
@@ -186,28 +221,24 @@ static void mma_staged_a(int m, int n, int kk)
 static void tf32_products(int m, int n, int kk)
 {
     char desc[112];
-    size_t sa = (size_t)m * kk, sb = (size_t)kk * n, sc = (size_t)m * n;
+    size_t sc = (size_t)m * n;
     int ns = (n + 127) / 128;
     size_t ss = (size_t)m * ns;
-    float *ha = malloc(sa * 4 + 4), *hb = malloc(sb * 4 + 4), *bias = malloc((size_t)n * 4 + 4);
-    double *ref = malloc(sc * 8 + 8), *yref = malloc(sc * 8 + 8), *sref = calloc(ss + 1, 8);
-    rng_fill(ha, sa, -1, 1);
-    rng_fill(hb, sb, -1, 1);
+    Product p = product_new(m, n, kk);
+    float *bias = malloc((size_t)n * 4 + 4);
+    double *yref = malloc(sc * 8 + 8), *sref = calloc(ss + 1, 8);
     rng_fill(bias, (size_t)n, -2, 2);
-    ref_matmul(ha, hb, ref, m, n, kk);
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++) {
-            double v = ref[(size_t)i * n + j] * 0.5 + bias[j];
+            double v = p.ref[(size_t)i * n + j] * 0.5 + bias[j];
             yref[(size_t)i * n + j] = v > 0 ? v : 0;
             sref[(size_t)i * ns + j / 128] += yref[(size_t)i * n + j];
         }
-    CUdeviceptr da = upload(ha, sa), db = upload(hb, sb), dbias = upload(bias, (size_t)n);
-    CUdeviceptr dc = poisoned(sc), ds = poisoned(ss), dc2 = poisoned(sc);
-    tilert_kernel *k = kernel("tf32_epilogue"), *k2 = kernel("tf32_staged");
-    tilert_arg a[] = { tilert_ptr(da), tilert_ptr(db), tilert_ptr(dbias), tilert_ptr(dc), tilert_ptr(ds),
+    CUdeviceptr dbias = upload(bias, (size_t)n), dc = poisoned(sc), ds = poisoned(ss);
+    tilert_kernel *k = kernel("tf32_epilogue");
+    tilert_arg a[] = { tilert_ptr(p.da), tilert_ptr(p.db), tilert_ptr(dbias), tilert_ptr(dc), tilert_ptr(ds),
                        tilert_i32(m), tilert_i32(kk), tilert_i32(n), tilert_i32(ns) };
-    tilert_arg a2[] = { tilert_ptr(da), tilert_ptr(db), tilert_ptr(dc2), tilert_i32(m), tilert_i32(kk), tilert_i32(n) };
-    if (k && da && db && dbias && dc && ds) {
+    if (k && p.da && p.db && dbias && dc && ds) {
         snprintf(desc, sizeof desc, "tf32_epilogue (scale, bias, ReLU) M=%d N=%d K=%d", m, n, kk);
         run(desc, k, a, 9, dc, yref, sc, 2e-3);
         float *h = malloc(ss * 4 + 4);
@@ -222,33 +253,18 @@ static void tf32_products(int m, int n, int kk)
         }
         free(h);
     }
-    if (k2 && da && db && dc2) {
-        snprintf(desc, sizeof desc, "tf32_staged (no pipeline) M=%d N=%d K=%d", m, n, kk);
-        run(desc, k2, a2, 6, dc2, ref, sc, 2e-3);
-    }
-    gpu_free(da), gpu_free(db), gpu_free(dbias), gpu_free(dc), gpu_free(ds), gpu_free(dc2);
-    free(ha), free(hb), free(bias), free(ref), free(yref), free(sref);
+    plain_product("tf32_staged", "no pipeline", &p, m, n, kk, 2e-3);
+    gpu_free(dbias), gpu_free(dc), gpu_free(ds);
+    free(bias), free(yref), free(sref);
+    product_free(&p);
 }
 
 /* tf32_unaligned: the pipelined tf32 product in 4-byte pieces (any K, any N). */
 static void tf32_unaligned(int m, int n, int kk)
 {
-    char desc[96];
-    size_t sa = (size_t)m * kk, sb = (size_t)kk * n, sc = (size_t)m * n;
-    float *ha = malloc(sa * 4 + 4), *hb = malloc(sb * 4 + 4);
-    double *ref = malloc(sc * 8 + 8);
-    rng_fill(ha, sa, -1, 1);
-    rng_fill(hb, sb, -1, 1);
-    ref_matmul(ha, hb, ref, m, n, kk);
-    CUdeviceptr da = upload(ha, sa), db = upload(hb, sb), dc = poisoned(sc);
-    tilert_kernel *k = kernel("tf32_unaligned");
-    tilert_arg a[] = { tilert_ptr(da), tilert_ptr(db), tilert_ptr(dc), tilert_i32(m), tilert_i32(kk), tilert_i32(n) };
-    if (k && da && db && dc) {
-        snprintf(desc, sizeof desc, "tf32_unaligned (4-byte pieces) M=%d N=%d K=%d", m, n, kk);
-        run(desc, k, a, 6, dc, ref, sc, 2e-3);
-    }
-    gpu_free(da), gpu_free(db), gpu_free(dc);
-    free(ha), free(hb), free(ref);
+    Product p = product_new(m, n, kk);
+    plain_product("tf32_unaligned", "4-byte pieces", &p, m, n, kk, 2e-3);
+    product_free(&p);
 }
 
 /* atomic_max: |x| (positive values) and x itself over all-negative inputs (the other bit path). */
