@@ -1,10 +1,15 @@
 /* args.c: everything a launch decides before touching the GPU: argument checks against the
- * metadata, assume() facts, the grid, and the parameter block cuLaunchKernel reads.
- * Plain functions over plain data, so tests/unit runs them without a device. */
+ * metadata, assume() facts, the grid, the tensor maps' shapes, and the parameter block
+ * cuLaunchKernel reads. Plain functions over plain data, so tests/unit runs them without a
+ * device (launch.c encodes the maps, which needs the driver). */
 #include <stdio.h>
 #include <string.h>
 
 #include "tilert_internal.h"
+
+/* cuda.h aligns CUtensorMap only for C11 and C++11; the kernel's .param .align 64 copy and the
+ * encoder both want 64 bytes. */
+_Static_assert(_Alignof(CUtensorMap) >= 64, "CUtensorMap must be 64-byte aligned");
 
 static const char *const kind_names[] = {
     [TILERT_ARG_PTR] = "TILERT_ARG_PTR", [TILERT_ARG_I32] = "TILERT_ARG_I32",
@@ -81,25 +86,32 @@ void rt_arg_values(const rt_kernel_meta *k, const tilert_arg *args, int nargs, i
     }
 }
 
-/* "K = 1000, N = 7": the arguments an expression reads, each once, in order of first use. */
-static void describe_args(const rt_kernel_meta *k, const rpn_expr *e, const int64_t *vals,
-                          char *out, size_t size)
+/* "K = 1000, N = 7": the arguments the expressions read, each once, in order of first use. */
+static void describe_exprs(const rt_kernel_meta *k, const rpn_expr *const *es, int nes,
+                           const int64_t *vals, char *out, size_t size)
 {
     bool seen[RT_MAX_ARGS] = {false};
     size_t len = 0;
     out[0] = 0;
-    for (int i = 0; i < e->n; i++) {
-        int a = (int)e->tok[i].v;
-        if (e->tok[i].op != RPN_ARG || a < 0 || a >= k->nargs || seen[a] ||
-            k->args[a].cls == RT_ARG_PTR)
-            continue;
-        seen[a] = true;
-        int n = snprintf(out + len, size - len, "%s%s = %lld", len ? ", " : "", k->args[a].name,
-                         (long long)vals[a]);
-        if (n < 0 || (size_t)n >= size - len)
-            return;
-        len += (size_t)n;
-    }
+    for (int j = 0; j < nes; j++)
+        for (int i = 0; i < es[j]->n; i++) {
+            int a = (int)es[j]->tok[i].v;
+            if (es[j]->tok[i].op != RPN_ARG || a < 0 || a >= k->nargs || seen[a] ||
+                k->args[a].cls == RT_ARG_PTR)
+                continue;
+            seen[a] = true;
+            int n = snprintf(out + len, size - len, "%s%s = %lld", len ? ", " : "",
+                             k->args[a].name, (long long)vals[a]);
+            if (n < 0 || (size_t)n >= size - len)
+                return;
+            len += (size_t)n;
+        }
+}
+
+static void describe_args(const rt_kernel_meta *k, const rpn_expr *e, const int64_t *vals,
+                          char *out, size_t size)
+{
+    describe_exprs(k, &e, 1, vals, out, size);
 }
 
 /* Rewraps the message rt_rpn_eval left, adding what was evaluated and the values read. */
@@ -194,18 +206,137 @@ static void pack(const tilert_arg *a, unsigned char *slot)
     }
 }
 
+/* ---------------------------------------------------------------- tensor maps */
+
+/* A refused map: "kernel K: tensor map I (ARG): PROBLEM (the sizes its extents read)". */
+static tilert_status tmap_refused(const rt_kernel_meta *k, int i, const int64_t *vals,
+                                  const char *problem)
+{
+    const rt_tmap_meta *t = &k->tmaps[i];
+    const rpn_expr *extents[3] = {&t->rows, &t->cols, &t->pitch};
+    char vs[512];
+    describe_exprs(k, extents, 3, vals, vs, sizeof vs);
+    return rt_error(TILERT_ERR_BAD_ARGS, "kernel %s: tensor map %d (%s): %s%s%s%s", k->name, i,
+                    k->args[t->arg].name, problem, *vs ? " (" : "", vs, *vs ? ")" : "");
+}
+
+/* rows, cols and pitch of map i, each in 0..2^31-1: TMA's coordinates are signed 32-bit. */
+static tilert_status tmap_extents(const rt_kernel_meta *k, int i, const int64_t *vals,
+                                  int64_t ext[3])
+{
+    static const char *const ext_name[3] = {"rows", "cols", "pitch"};
+    const rt_tmap_meta *t = &k->tmaps[i];
+    const rpn_expr *e[3] = {&t->rows, &t->cols, &t->pitch};
+    for (int j = 0; j < 3; j++) {
+        char what[RT_MAX_NAME + 64], problem[128];
+        snprintf(what, sizeof what, "tensor map %d (%s) %s", i, k->args[t->arg].name,
+                 ext_name[j]);
+        tilert_status s = eval_in_context(k, e[j], vals, what, &ext[j]);
+        if (s)
+            return s;
+        if (ext[j] < 0 || ext[j] > INT32_MAX) {
+            snprintf(problem, sizeof problem, "%s is %lld (allowed 0..%d)", ext_name[j],
+                     (long long)ext[j], INT32_MAX);
+            return tmap_refused(k, i, vals, problem);
+        }
+    }
+    return TILERT_OK;
+}
+
+static tilert_status plan_tmap(const rt_kernel_meta *k, int i, const tilert_arg *args,
+                               const int64_t *vals, rt_tmap_desc *d)
+{
+    static const CUtensorMapDataType cu_type[RT_TMAP_TYPE_COUNT] = {
+        [RT_TMAP_F32] = CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        [RT_TMAP_TF32] = CU_TENSOR_MAP_DATA_TYPE_TFLOAT32,
+        [RT_TMAP_F16] = CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        [RT_TMAP_BF16] = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+    };
+    const rt_tmap_meta *t = &k->tmaps[i];
+    int64_t ext[3];
+    tilert_status s = tmap_extents(k, i, vals, ext);
+    if (s)
+        return s;
+    int64_t rows = ext[0], cols = ext[1], pitch = ext[2];
+    int64_t elem = rt_tmap_elem_size(t->type);
+    CUdeviceptr base = args[t->arg].v.ptr;
+    memset(d, 0, sizeof *d);
+    d->type = cu_type[t->type];
+    d->swizzle = t->swizzle == 0    ? CU_TENSOR_MAP_SWIZZLE_NONE
+                 : t->swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                 : t->swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                    : CU_TENSOR_MAP_SWIZZLE_128B;
+    d->box[0] = (cuuint32_t)t->box_cols, d->box[1] = (cuuint32_t)t->box_rows;
+    /* TMA refuses a zero extent, yet a kernel may copy through the map anyway (a loop with
+     * fixed bounds over K = 0) and must read zeros. So an empty map becomes a 1 x 1 tensor over
+     * the context's zero buffer (launch.c supplies it); the tensor's own layout is never read,
+     * so it is not checked either. */
+    if (rows == 0 || cols == 0) {
+        d->empty = true;
+        d->dim[0] = d->dim[1] = 1;
+        d->stride[0] = 16;
+        return TILERT_OK;
+    }
+    char problem[160];
+    if (pitch < cols) {
+        snprintf(problem, sizeof problem, "pitch %lld is less than the %lld columns",
+                 (long long)pitch, (long long)cols);
+        return tmap_refused(k, i, vals, problem);
+    }
+    if (pitch * elem % 16) {
+        snprintf(problem, sizeof problem,
+                 "rows are %lld bytes apart, not a multiple of 16 as TMA requires",
+                 (long long)(pitch * elem));
+        return tmap_refused(k, i, vals, problem);
+    }
+    if (base % 16) {
+        snprintf(problem, sizeof problem, "pointer 0x%llx is not 16-byte aligned as TMA requires",
+                 (unsigned long long)base);
+        return tmap_refused(k, i, vals, problem);
+    }
+    d->base = base;
+    d->dim[0] = (cuuint64_t)cols, d->dim[1] = (cuuint64_t)rows;
+    d->stride[0] = (cuuint64_t)(pitch * elem);
+    return TILERT_OK;
+}
+
+tilert_status rt_plan_tmaps(const rt_kernel_meta *k, const tilert_arg *args, int nargs,
+                            rt_tmap_desc *desc)
+{
+    int64_t vals[RT_MAX_ARGS];
+    if (nargs != k->nargs)
+        return rt_error(TILERT_ERR_BAD_ARGS, "kernel %s takes %d arguments, got %d", k->name,
+                        k->nargs, nargs);
+    rt_arg_values(k, args, nargs, vals);
+    for (int i = 0; i < k->ntmaps; i++) {
+        tilert_status s = plan_tmap(k, i, args, vals, &desc[i]);
+        if (s)
+            return s;
+    }
+    return TILERT_OK;
+}
+
+/* ---------------------------------------------------------------- the plan */
+
 tilert_status rt_plan_launch(const rt_kernel_meta *k, const tilert_arg *args, int nargs,
                              rt_launch_plan *plan)
 {
     tilert_status s;
     if ((s = rt_check_args(k, args, nargs)) || (s = rt_check_assumes(k, args, nargs)) ||
-        (s = rt_compute_grid(k, args, nargs, plan->grid, &plan->empty)))
+        (s = rt_compute_grid(k, args, nargs, plan->grid, &plan->empty)) ||
+        (s = rt_plan_tmaps(k, args, nargs, plan->tmap)))
         return s;
+    plan->ntmaps = k->ntmaps;
     memset(plan->store, 0, sizeof plan->store);
     /* One 8-byte slot per argument: every ABI type fits and stays naturally aligned. */
     for (int i = 0; i < nargs; i++) {
         pack(&args[i], plan->store + 8 * i);
         plan->params[i] = plan->store + 8 * i;
+    }
+    /* The hidden parameters: one CUtensorMap per map, by value, after the arguments. */
+    for (int i = 0; i < k->ntmaps; i++) {
+        memset(&plan->tmap_store[i], 0, sizeof plan->tmap_store[i]);
+        plan->params[nargs + i] = &plan->tmap_store[i];
     }
     return TILERT_OK;
 }

@@ -36,6 +36,44 @@ void rt_pop(void)
     (void)cuCtxPopCurrent(&popped);
 }
 
+/* Zeroes n bytes at p and waits until they are. On a stream of its own: a memset on the NULL
+ * stream is not ordered before launches on CU_STREAM_NON_BLOCKING streams, and waiting for the
+ * whole context would also wait for the caller's kernels. Sets *what when a call fails. */
+static CUresult clear_and_wait(CUdeviceptr p, size_t n, const char **what)
+{
+    CUstream stream;
+    CUresult r = cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING);
+    if (r != CUDA_SUCCESS) {
+        *what = "cuStreamCreate (clearing the zero buffer for empty tensor maps)";
+        return r;
+    }
+    if ((r = cuMemsetD8Async(p, 0, n, stream)) != CUDA_SUCCESS)
+        *what = "cuMemsetD8Async (clearing the zero buffer for empty tensor maps)";
+    else if ((r = cuStreamSynchronize(stream)) != CUDA_SUCCESS)
+        *what = "cuStreamSynchronize (clearing the zero buffer for empty tensor maps)";
+    (void)cuStreamDestroy(stream);
+    return r;
+}
+
+tilert_status rt_zero_buffer(tilert_context *ctx, CUdeviceptr *out)
+{
+    CUresult r = CUDA_SUCCESS;
+    const char *what = NULL;
+    pthread_mutex_lock(&ctx->zero_lock);
+    if (!ctx->zero_buffer) {
+        CUdeviceptr p;
+        if ((r = cuMemAlloc(&p, RT_ZERO_BUFFER_BYTES)) != CUDA_SUCCESS)
+            what = "cuMemAlloc (the zero buffer for empty tensor maps)";
+        else if ((r = clear_and_wait(p, RT_ZERO_BUFFER_BYTES, &what)) != CUDA_SUCCESS)
+            (void)cuMemFree(p);
+        else
+            ctx->zero_buffer = p;
+    }
+    *out = ctx->zero_buffer;
+    pthread_mutex_unlock(&ctx->zero_lock);
+    return what ? rt_cuda_error(what, r) : TILERT_OK;
+}
+
 tilert_status tilert_init(int device, tilert_context **out)
 {
     tilert_status s;
@@ -64,7 +102,12 @@ tilert_status tilert_init(int device, tilert_context **out)
         return rt_cuda_error("cuDeviceGetAttribute", r);
     }
     c->arch = 10 * major + minor;
+    if (pthread_mutex_init(&c->zero_lock, NULL)) {
+        free(c);
+        return rt_error(TILERT_ERR_NO_MEMORY, "pthread_mutex_init failed");
+    }
     if ((r = cuDevicePrimaryCtxRetain(&c->ctx, c->dev)) != CUDA_SUCCESS) {
+        pthread_mutex_destroy(&c->zero_lock);
         free(c);
         return rt_cuda_error("cuDevicePrimaryCtxRetain", r);
     }
@@ -76,6 +119,11 @@ void tilert_release(tilert_context *ctx)
 {
     if (!ctx)
         return;
+    if (ctx->zero_buffer && rt_push(ctx) == TILERT_OK) {
+        (void)cuMemFree(ctx->zero_buffer);
+        rt_pop();
+    }
+    pthread_mutex_destroy(&ctx->zero_lock);
     (void)cuDevicePrimaryCtxRelease(ctx->dev);
     free(ctx);
 }

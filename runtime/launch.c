@@ -1,5 +1,7 @@
 /* launch.c: tilert_launch, the only place that starts kernels. All decisions are made by
  * rt_plan_launch (args.c) on the CPU; this file only talks to the driver. */
+#include <stdint.h>
+
 #include "tilert_internal.h"
 
 enum { STATIC_SMEM_LIMIT = 48 * 1024 };
@@ -23,6 +25,32 @@ static tilert_status allow_smem(tilert_kernel *k)
     return s;
 }
 
+/* Encodes each planned tensor map into the plan's parameter storage. An empty map (a zero
+ * extent, which TMA refuses) is a 1 x 1 tensor over the context's zero buffer instead: every
+ * copy through it reads zeros, in bounds or not, which is what a loop over an empty tensor must
+ * see. The context must be current. */
+static tilert_status encode_tmaps(tilert_context *ctx, rt_launch_plan *plan)
+{
+    static const cuuint32_t unit_steps[2] = {1, 1};
+    for (int i = 0; i < plan->ntmaps; i++) {
+        const rt_tmap_desc *d = &plan->tmap[i];
+        CUdeviceptr base = d->base;
+        if (d->empty) {
+            tilert_status s = rt_zero_buffer(ctx, &base);
+            if (s)
+                return s;
+        }
+        /* OOB fill NONE: elements outside the tensor read as zero; the kernels rely on it. */
+        CUresult r = cuTensorMapEncodeTiled(
+            &plan->tmap_store[i], d->type, 2, (void *)(uintptr_t)base, d->dim, d->stride, d->box,
+            unit_steps, CU_TENSOR_MAP_INTERLEAVE_NONE, d->swizzle,
+            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS)
+            return rt_cuda_error("cuTensorMapEncodeTiled", r);
+    }
+    return TILERT_OK;
+}
+
 tilert_status tilert_launch(tilert_kernel *k, CUstream stream, const tilert_arg *args, int nargs)
 {
     tilert_status s;
@@ -35,7 +63,10 @@ tilert_status tilert_launch(tilert_kernel *k, CUstream stream, const tilert_arg 
         return TILERT_OK;
     if ((s = rt_push(k->mod->ctx)))
         return s;
-    if ((s = allow_smem(k)) == TILERT_OK) {
+    s = allow_smem(k);
+    if (s == TILERT_OK)
+        s = encode_tmaps(k->mod->ctx, &plan);
+    if (s == TILERT_OK) {
         CUresult r = cuLaunchKernel(k->fn, plan.grid[0], plan.grid[1], plan.grid[2],
                                     (unsigned)k->meta->threads, 1, 1,
                                     (unsigned)k->meta->smem_bytes, stream, plan.params, NULL);

@@ -6,7 +6,13 @@
  *   //@arg NAME ptr|size|scalar TYPE ALIGN
  *   //@grid RPN
  *   //@assume RPN | TEXT
+ *   //@tmap aP f32|tf32|f16|bf16 SWIZZLE BOXROWS BOXCOLS | ROWS_RPN | COLS_RPN | PITCH_RPN
  *   //@end
+ *
+ * The //@arg lines come first; //@grid, //@assume and //@tmap lines follow in any order. A
+ * //@tmap line describes pointer argument P as a row-major ROWS x COLS tensor whose rows are
+ * PITCH elements apart, copied by TMA in boxes of BOXROWS x BOXCOLS elements. The kernel takes
+ * one hidden CUtensorMap parameter per //@tmap line, in line order, after its arguments.
  *
  * Only lines starting with //@ are read, so the same parser takes a whole PTX file or the bare
  * metadata string that accompanies a cubin. Any deviation is an error naming the line: a launch
@@ -28,6 +34,21 @@ static const char *const type_names[RT_TYPE_COUNT] = {
 const char *rt_type_name(rt_type t)
 {
     return (unsigned)t < RT_TYPE_COUNT ? type_names[t] : "?";
+}
+
+static const struct { const char *name; int size; } tmap_types[RT_TMAP_TYPE_COUNT] = {
+    [RT_TMAP_F32] = {"f32", 4}, [RT_TMAP_TF32] = {"tf32", 4},
+    [RT_TMAP_F16] = {"f16", 2}, [RT_TMAP_BF16] = {"bf16", 2},
+};
+
+const char *rt_tmap_type_name(rt_tmap_type t)
+{
+    return (unsigned)t < RT_TMAP_TYPE_COUNT ? tmap_types[t].name : "?";
+}
+
+int rt_tmap_elem_size(rt_tmap_type t)
+{
+    return (unsigned)t < RT_TMAP_TYPE_COUNT ? tmap_types[t].size : 0;
 }
 
 static bool parse_type(const char *s, rt_type *t)
@@ -268,6 +289,102 @@ static tilert_status assume_line(Parser *P, char *rest)
     return TILERT_OK;
 }
 
+/* Splits s in place at each " | " into at most max parts; returns the count (max + 1 when there
+ * were more). RPN has no lone '|' token, so every " | " separates. */
+static int split_bars(char *s, char **part, int max)
+{
+    int n = 0;
+    for (;;) {
+        if (n == max)
+            return max + 1;
+        part[n++] = s;
+        char *sep = strstr(s, " | ");
+        if (!sep)
+            return n;
+        *sep = 0;
+        s = sep + 3;
+    }
+}
+
+/* "aN" naming a pointer argument: the memory a tensor map describes. */
+static tilert_status tmap_pointer(Parser *P, const char *word, int *arg)
+{
+    int64_t a;
+    if (word[0] != 'a' || word[1] < '0' || word[1] > '9' || !parse_int(word + 1, 0, INT32_MAX, &a))
+        return bad(P, "a tensor map's first field must be aN, the argument it maps");
+    if (a >= P->cur->nargs)
+        return bad(P, "tensor map of a nonexistent argument");
+    if (P->cur->args[a].cls != RT_ARG_PTR)
+        return bad(P, "tensor map of an argument that is not a pointer");
+    *arg = (int)a;
+    return TILERT_OK;
+}
+
+/* The map's element type, which must be as wide as the pointer's: TMA counts the extents and
+ * the pitch in the map's elements, so a map of 2-byte elements over f32 memory would address
+ * half-elements. */
+static tilert_status tmap_type(Parser *P, const char *word, rt_type pointee, rt_tmap_type *type)
+{
+    int t;
+    for (t = 0; t < RT_TMAP_TYPE_COUNT; t++)
+        if (strcmp(word, tmap_types[t].name) == 0)
+            break;
+    if (t == RT_TMAP_TYPE_COUNT)
+        return bad(P, "tensor map type must be f32, tf32, f16 or bf16");
+    bool fits = tmap_types[t].size == 4 ? pointee == RT_F32
+                                        : pointee == RT_F16 || pointee == RT_BF16;
+    if (!fits) {
+        char why[128];
+        snprintf(why, sizeof why, "tensor map type %s does not fit the argument's %s elements",
+                 word, rt_type_name(pointee));
+        return bad(P, why);
+    }
+    *type = (rt_tmap_type)t;
+    return TILERT_OK;
+}
+
+/* Swizzle and box, with the limits cuTensorMapEncodeTiled would otherwise refuse at launch. */
+static tilert_status tmap_box(Parser *P, char *const w[3], rt_tmap_meta *t)
+{
+    int64_t swizzle, rows, cols;
+    if (!parse_int(w[0], 0, 128, &swizzle) || (swizzle != 0 && swizzle != 32 && swizzle != 64 &&
+                                                swizzle != 128))
+        return bad(P, "tensor map swizzle must be 0, 32, 64 or 128");
+    if (!parse_int(w[1], 1, 256, &rows) || !parse_int(w[2], 1, 256, &cols))
+        return bad(P, "tensor map box dimensions must be 1..256");
+    int64_t row_bytes = cols * rt_tmap_elem_size(t->type);
+    if (row_bytes % 16)
+        return bad(P, "tensor map box row is not a multiple of 16 bytes");
+    if (swizzle && row_bytes > swizzle)
+        return bad(P, "tensor map box row is wider than its swizzle");
+    t->swizzle = (int)swizzle, t->box_rows = (int)rows, t->box_cols = (int)cols;
+    return TILERT_OK;
+}
+
+static tilert_status tmap_line(Parser *P, char *rest)
+{
+    rt_kernel_meta *k = P->cur;
+    char *part[4], *w[5];
+    if (split_bars(rest, part, 4) != 4 || split(part[0], w, 5) != 5)
+        return bad(P, "expected //@tmap aP TYPE SWIZZLE BOXROWS BOXCOLS | ROWS | COLS | PITCH");
+    if (k->ntmaps == RT_MAX_TMAPS)
+        return bad(P, "more than 8 tensor maps");
+    rt_tmap_meta t;
+    memset(&t, 0, sizeof t);
+    tilert_status s;
+    if ((s = tmap_pointer(P, w[0], &t.arg)) ||
+        (s = tmap_type(P, w[1], k->args[t.arg].type, &t.type)) || (s = tmap_box(P, w + 2, &t)) ||
+        (s = rpn_field(P, part[1], &t.rows)) || (s = rpn_field(P, part[2], &t.cols)) ||
+        (s = rpn_field(P, part[3], &t.pitch)))
+        return s;
+    rt_tmap_meta *v = grow(k->tmaps, k->ntmaps, sizeof *v);
+    if (!v)
+        return rt_error(TILERT_ERR_NO_MEMORY, "out of memory reading metadata");
+    k->tmaps = v;
+    k->tmaps[k->ntmaps++] = t;
+    return TILERT_OK;
+}
+
 static tilert_status meta_line(Parser *P, char *body)
 {
     char *rest = body + strcspn(body, " \t");
@@ -285,8 +402,8 @@ static tilert_status meta_line(Parser *P, char *body)
     if (!P->cur)
         return bad(P, "outside a //@kernel ... //@end group");
     if (strcmp(word, "arg") == 0) {
-        if (P->cur->ngrid || P->cur->nassumes)
-            return bad(P, "//@arg after //@grid or //@assume");
+        if (P->cur->ngrid || P->cur->nassumes || P->cur->ntmaps)
+            return bad(P, "//@arg after //@grid, //@assume or //@tmap");
         return arg_line(P, rest);
     }
     if (strcmp(word, "grid") == 0) {
@@ -296,6 +413,8 @@ static tilert_status meta_line(Parser *P, char *body)
     }
     if (strcmp(word, "assume") == 0)
         return assume_line(P, rest);
+    if (strcmp(word, "tmap") == 0)
+        return tmap_line(P, rest);
     if (strcmp(word, "end") == 0) {
         char *w[1];
         if (split(rest, w, 0) != 0)
@@ -315,6 +434,7 @@ void rt_meta_free(rt_meta *m)
         free(k->assume_text);
         free(k->assume);
         free(k->args);
+        free(k->tmaps);
     }
     free(m->k);
     m->k = NULL;

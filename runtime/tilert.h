@@ -70,8 +70,9 @@ static inline tilert_arg tilert_f32(float x) { tilert_arg a; a.kind = TILERT_ARG
 /* Checks the arguments against the kernel's metadata (count, kinds, non-null and aligned pointers,
  * non-negative sizes), evaluates every assume() fact and refuses with TILERT_ERR_ASSUME and the
  * fact's source text when one is false, computes the grid from the kernel's grid() expressions,
- * sets the dynamic shared memory limit when needed, and launches on the stream (0 = default).
- * An empty grid (a dimension of 0 blocks) launches nothing and succeeds. */
+ * builds the TMA tensor maps the kernel takes as hidden parameters (refusing a tensor TMA cannot
+ * copy from), sets the dynamic shared memory limit when needed, and launches on the stream
+ * (0 = default). An empty grid (a dimension of 0 blocks) launches nothing and succeeds. */
 tilert_status tilert_launch(tilert_kernel *k, CUstream stream, const tilert_arg *args, int nargs);
 
 /* What the metadata says about a kernel. */

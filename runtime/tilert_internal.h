@@ -34,7 +34,7 @@ typedef enum { RT_ARG_PTR, RT_ARG_SIZE, RT_ARG_SCALAR } rt_arg_class;
 /* Element/scalar types as spelled in the metadata ("f32", "i32", ...). */
 typedef enum { RT_BOOL, RT_I32, RT_U32, RT_I64, RT_F16, RT_BF16, RT_F32, RT_TYPE_COUNT } rt_type;
 
-enum { RT_MAX_GRID = 3, RT_MAX_NAME = 256, RT_MAX_ARGS = 64, RT_MAX_RPN = 64 };
+enum { RT_MAX_GRID = 3, RT_MAX_NAME = 256, RT_MAX_ARGS = 64, RT_MAX_RPN = 64, RT_MAX_TMAPS = 8 };
 
 /* A parsed RPN expression: tokens as a small program. */
 typedef enum {
@@ -53,12 +53,30 @@ typedef struct {
     int align;             /* pointers: required byte alignment */
 } rt_arg_meta;
 
+/* Element types of a TMA tensor map as spelled in //@tmap lines. tf32 reads 4-byte f32 elements
+ * and rounds them to tf32 (to nearest, ties to even) on the copy into shared memory. */
+typedef enum {
+    RT_TMAP_F32, RT_TMAP_TF32, RT_TMAP_F16, RT_TMAP_BF16, RT_TMAP_TYPE_COUNT
+} rt_tmap_type;
+
+/* One //@tmap line: a 2-D row-major view (rows x cols elements, rows pitch elements apart) of
+ * the memory a pointer argument points to, copied box_rows x box_cols at a time. The kernel
+ * receives it as a hidden CUtensorMap parameter after its ordinary arguments. */
+typedef struct {
+    int arg;               /* index of the pointer argument */
+    rt_tmap_type type;
+    int swizzle;           /* bytes: 0, 32, 64 or 128 */
+    int box_rows, box_cols;
+    rpn_expr rows, cols, pitch;
+} rt_tmap_meta;
+
 typedef struct {
     char name[RT_MAX_NAME];
     int threads, smem_bytes, regs;
     rt_arg_meta *args; int nargs;
     rpn_expr grid[RT_MAX_GRID]; int ngrid;
     rpn_expr *assume; char **assume_text; int nassumes;
+    rt_tmap_meta *tmaps; int ntmaps;
 } rt_kernel_meta;
 
 typedef struct {
@@ -73,6 +91,9 @@ void rt_meta_free(rt_meta *m);
 /* Parses one RPN expression ("a0 127 + 128 /"); nargs bounds the aN tokens. */
 tilert_status rt_rpn_parse(const char *text, int nargs, rpn_expr *out);
 const char *rt_type_name(rt_type t);
+const char *rt_tmap_type_name(rt_tmap_type t);
+/* Bytes per element: 4 for f32 and tf32, 2 for f16 and bf16. */
+int rt_tmap_elem_size(rt_tmap_type t);
 
 /* ---------------------------------------------------------------- rpn.c */
 
@@ -84,13 +105,31 @@ tilert_status rt_rpn_eval(const rpn_expr *e, const int64_t *vals, int nvals, int
 
 /* ---------------------------------------------------------------- args.c: launch preparation */
 
+/* What cuTensorMapEncodeTiled needs for one //@tmap line, in its own terms (dimensions
+ * innermost first). An empty map (a zero extent) describes a 1 x 1 tensor with base 0 instead:
+ * launch.c points it at the context's zero buffer, so the kernel's copies read zeros. */
+typedef struct {
+    CUdeviceptr base;
+    CUtensorMapDataType type;
+    CUtensorMapSwizzle swizzle;
+    cuuint64_t dim[2];     /* elements: {cols, rows} */
+    cuuint64_t stride[1];  /* bytes from one row to the next */
+    cuuint32_t box[2];     /* elements: {box_cols, box_rows} */
+    bool empty;            /* rows or cols is 0 */
+} rt_tmap_desc;
+
 /* Everything about one launch that does not need a GPU. */
 typedef struct {
     unsigned grid[3];
     bool empty;            /* a grid dimension is 0: launch nothing */
-    /* Parameter storage laid out per the ABI, and one pointer per argument into it. */
+    rt_tmap_desc tmap[RT_MAX_TMAPS]; int ntmaps;
+    /* The encoded maps, passed by value: CUtensorMap's own declaration aligns them (TMA wants
+     * 64 bytes). Filled by launch.c; rt_plan_launch only zeroes them. */
+    CUtensorMap tmap_store[RT_MAX_TMAPS];
+    /* Parameter storage laid out per the ABI, and one pointer per argument into it, then one per
+     * tensor map into tmap_store. */
     _Alignas(8) unsigned char store[RT_MAX_ARGS * 8];
-    void *params[RT_MAX_ARGS];
+    void *params[RT_MAX_ARGS + RT_MAX_TMAPS];
 } rt_launch_plan;
 
 /* Checks count, kinds, pointers (non-null, aligned) and sizes (>= 0). */
@@ -103,6 +142,11 @@ tilert_status rt_check_assumes(const rt_kernel_meta *k, const tilert_arg *args, 
 /* Grid from the grid expressions; missing dimensions are 1. */
 tilert_status rt_compute_grid(const rt_kernel_meta *k, const tilert_arg *args, int nargs,
                               unsigned grid[3], bool *empty);
+/* Evaluates the kernel's //@tmap extents and fills desc[0..k->ntmaps): extents must be in
+ * 0..2^31-1; a non-empty map also needs pitch >= cols, a row pitch in bytes that is a multiple of
+ * 16 and a 16-byte aligned pointer (TMA's rules). Call after rt_check_args. */
+tilert_status rt_plan_tmaps(const rt_kernel_meta *k, const tilert_arg *args, int nargs,
+                            rt_tmap_desc *desc);
 /* All of the above, then the packed parameters. */
 tilert_status rt_plan_launch(const rt_kernel_meta *k, const tilert_arg *args, int nargs,
                              rt_launch_plan *plan);
@@ -113,6 +157,9 @@ struct tilert_context {
     CUdevice dev;
     CUcontext ctx;         /* the retained primary context */
     int arch;              /* 10 * major + minor */
+    CUdeviceptr zero_buffer;       /* RT_ZERO_BUFFER_BYTES of zeros for empty tensor maps; 0
+                                      until the first launch that needs it */
+    pthread_mutex_t zero_lock;     /* its lazy allocation */
 };
 
 struct tilert_kernel {
@@ -135,5 +182,8 @@ tilert_status rt_driver_init(void);
 /* Makes ctx current on this thread; rt_pop restores the caller's context. */
 tilert_status rt_push(tilert_context *ctx);
 void rt_pop(void);
+enum { RT_ZERO_BUFFER_BYTES = 256 };
+/* The context's zero buffer, allocated and cleared at the first call. ctx must be current. */
+tilert_status rt_zero_buffer(tilert_context *ctx, CUdeviceptr *out);
 
 #endif
