@@ -114,8 +114,8 @@ static void put_opcode(Buf *out, Ins *in)
     case OP_SELP: buf_printf(out, "selp%s", ts); break;
     case OP_CVT: {
         PType from = (PType)in->ty2;
-        if (in->cmp == 2) {
-            buf_puts(out, "cvt.rna.tf32.f32");
+        if (in->cmp == 2 || in->cmp == 3) {   /* f32 -> tf32 bits: ties away, ties to even */
+            buf_puts(out, in->cmp == 2 ? "cvt.rna.tf32.f32" : "cvt.rn.tf32.f32");
             break;
         }
         const char *rnd = "";
@@ -211,7 +211,7 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         buf_printf(out, ", [%s]", in->src[0].sym);
         break;
     case OP_CVTA:
-        buf_puts(out, "cvta.to.global.u64 ");
+        buf_puts(out, in->space == SP_PARAM ? "cvta.param.u64 " : "cvta.to.global.u64 ");
         put_reg(out, f, in->dst[0]);
         buf_puts(out, ", ");
         put_opnd(out, f, in->src[0], PT_U64);
@@ -266,6 +266,40 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
     case OP_WGCOMMIT: buf_puts(out, "wgmma.commit_group.sync.aligned"); break;
     case OP_WGWAIT: buf_printf(out, "wgmma.wait_group.sync.aligned %d", in->label); break;
     case OP_FENCEPROXY: buf_puts(out, "fence.proxy.async.shared::cta"); break;
+    case OP_MBINIT:
+        buf_puts(out, "mbarrier.init.shared::cta.b64 [");
+        put_opnd(out, f, in->src[0], PT_U32);
+        buf_printf(out, "], %d", in->label);
+        break;
+    case OP_MBFENCEINIT: buf_puts(out, "fence.mbarrier_init.release.cluster"); break;
+    case OP_MBEXPECT:
+        buf_puts(out, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [");
+        put_opnd(out, f, in->src[0], PT_U32);
+        buf_printf(out, "], %d", in->label);
+        break;
+    case OP_MBWAIT:
+        buf_puts(out, "mbarrier.try_wait.parity.shared::cta.b64 ");
+        put_reg(out, f, in->dst[0]);
+        buf_puts(out, ", [");
+        put_opnd(out, f, in->src[0], PT_U32);
+        buf_puts(out, "], ");
+        put_opnd(out, f, in->src[1], PT_U32);
+        break;
+    case OP_TMALOAD:
+        buf_puts(out, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [");
+        put_opnd(out, f, in->src[0], PT_U32);
+        if (in->off)
+            buf_printf(out, "+%lld", (long long)in->off);
+        buf_puts(out, "], [");
+        put_opnd(out, f, in->src[1], PT_U64);
+        buf_puts(out, ", {");
+        put_opnd(out, f, in->src[2], PT_S32);
+        buf_puts(out, ", ");
+        put_opnd(out, f, in->src[3], PT_S32);
+        buf_puts(out, "}], [");
+        put_opnd(out, f, in->src[4], PT_U32);
+        buf_puts(out, "]");
+        break;
     case OP_WGMMA: {
         /* the accumulators are the WGACC instructions that follow */
         bool tf32 = in->ty2 == PT_B32;
@@ -359,8 +393,12 @@ void emit_ptx_kernel(Buf *out, Func *f, KernelMeta *m)
     buf_printf(out, ".visible .entry %s(\n", m->name);
     for (int i = 0; i < m->nargs; i++) {
         put_param_decl(out, m, i);
-        buf_puts(out, i + 1 < m->nargs ? ",\n" : "\n");
+        buf_puts(out, i + 1 < m->nargs || m->ntmaps ? ",\n" : "\n");
     }
+    /* the tensor maps, by value: TMA reads them where they are, in parameter space */
+    for (int i = 0; i < m->ntmaps; i++)
+        buf_printf(out, "\t.param .align 64 .b8 %s_param_%d[128]%s\n", m->name, m->nargs + i,
+                   i + 1 < m->ntmaps ? "," : "");
     buf_printf(out, ")\n.maxntid %d, 1, 1\n", f->threads);
     if (f->maxnreg > 0)   /* the prediction binds ptxas (regalloc.c says why) */
         buf_printf(out, ".maxnreg %d\n", f->maxnreg);

@@ -116,20 +116,6 @@ int ir_tern(Func *f, int op, PType t, Opnd a, Opnd b, Opnd c)
     return def1(f, in, t);
 }
 
-/* cvt.rna.tf32.f32: f32 value v rounded to tf32 (to nearest, ties away), as a .b32 register. */
-int ir_round_tf32(Func *f, int v)
-{
-    int t = new_reg(f, RC_R);
-    Ins *cv = emit_ins(f, OP_CVT, PT_B32);
-    cv->ty2 = PT_F32;
-    cv->cmp = 2;
-    cv->dst[0] = t;
-    cv->ndst = 1;
-    cv->src[0] = R(v);
-    cv->nsrc = 1;
-    return t;
-}
-
 void ir_bin_to(Func *f, int op, PType t, int dst, Opnd a, Opnd b)
 {
     Ins *in = emit_ins(f, op, t);

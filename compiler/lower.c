@@ -506,7 +506,7 @@ static Opnd cast_slot(Lower *c, ElemType to, ElemType from, Opnd x)
     Func *f = c->f;
     PType pt = held_ptype(to), pf = held_ptype(from);
     if (to == TY_TF32)
-        return R(ir_mov(f, PT_F32, R(ir_round_tf32(f, opnd_reg(c, x, PT_F32)))));
+        return R(ir_mov(f, PT_F32, R(round_tf32_value(c, opnd_reg(c, x, PT_F32)))));
     if (is_imm(x) && pt != PT_PRED && pf != PT_PRED) {
         double v = imm_val(x);
         if (type_is_float(to) && to != TY_F32) {
@@ -1086,6 +1086,13 @@ static void rpn(Lower *c, Buf *b, Expr *e)
     }
 }
 
+const char *extent_rpn(Lower *c, Extent e)
+{
+    if (!e.size)
+        return arena_printf(c->a, "%lld", (long long)e.cval);
+    return arena_printf(c->a, "a%d", c->k->nparams + e.size->size_index);
+}
+
 static const char *rpn_text(Lower *c, Expr *e)
 {
     Buf b = { 0 };
@@ -1105,6 +1112,7 @@ Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *me
     c->k = k;
     c->opt = opt;
     c->meta = meta;
+    c->pipe_leader = c->pipe_phase = -1;
     c->threads = k->threads;
     c->f = func_new(k);
     c->f->arena = a;

@@ -126,7 +126,7 @@ static void smem_row(Lower *c, SmemMatrix *m, int base, int64_t off, int n, Opnd
         for (int q = 0; q < vm; q++) {
             Opnd v = widen_held(c, m->type, d[q]);
             if (m->tf32)
-                v = R(ir_mov(f, PT_F32, R(ir_round_tf32(f, v.reg))));
+                v = R(ir_mov(f, PT_F32, R(round_tf32_value(c, v.reg))));
             out[j + q] = v;
         }
     }

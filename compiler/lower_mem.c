@@ -687,14 +687,14 @@ typedef struct {
     bool round;        /* round_window_tf32: the copied pieces rounded in place instead */
 } AsyncCtx;
 
-/* A copied f32 piece rounded in place to tf32 for the tensor cores, which truncate:
- * round_tf32_operand on its bits (loaded as i32), as mma's fragments are rounded. */
+/* A copied f32 piece rounded in place to tf32 for wgmma's tensor cores, which truncate: to
+ * nearest, ties to even, as its register operands are (lower_mma.c). */
 static void round_piece_tf32(Lower *c, int saddr, int64_t soff, int words, int guard)
 {
     Opnd w[4];
     mem_load(c, SP_SHARED, TY_I32, saddr, soff, words, -1, IMM(0), w);
     for (int i = 0; i < words; i++)
-        w[i] = R(round_tf32_operand(c, w[i].reg));
+        w[i] = R(round_tf32_even(c, w[i].reg));
     mem_store(c, SP_SHARED, -1, TY_I32, saddr, soff, words, guard, w);
 }
 

@@ -243,20 +243,70 @@ void mma_sync(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, const 
     in->nsrc = 10;
 }
 
-/* An f32 operand rounded for mma's tf32 input: to nearest, ties away from zero, the rounding of
- * cvt.rna.tf32.f32. The tensor core reads the top 19 bits of a .tf32 operand and drops the low 13,
- * so adding half a tf32 unit (bit 12) to the bits first turns that truncation into the rounding:
- * one integer add, where cvt.rna.tf32.f32 measured a quarter slower (matmul_tf32, H200). A carry
- * out of the mantissa steps the exponent as rounding should (the largest finite values round to
- * infinity, as cvt's do); infinities and the NaNs arithmetic makes (payload bit 22) stay what they
- * are. Only a NaN with a payload in the low 13 bits alone would read as infinity. (.s32: any integer
- * add of the bits would do; .u32 is what shared-address arithmetic uses.) */
-void round_tf32_operand_to(Lower *c, int dst, int v) { ir_bin_to(c->f, OP_ADD, PT_S32, dst, R(v), IMM(0x1000)); }
+/* tf32 rounding: f32 operand bits v rounded to tf32 for the tensor cores, which read the top 19
+ * bits of a .tf32 operand and drop the low 13 (truncating, were the bits not rounded first).
+ *
+ * wgmma (sm_90a) rounds to nearest, ties to even, as cuBLAS does and as the TMA copies of its
+ * shared-memory operand do on their own (lower_tma.c): its register operands, and the operand
+ * tiles rounded in place when TMA cannot bring them, go through cvt.rn.tf32.f32, which keeps
+ * infinities and NaNs.
+ *
+ * mma.sync rounds to nearest, ties away from zero, with one integer add: half a tf32 unit (bit
+ * 12) added to the bits turns the truncation into the rounding. A carry out of the mantissa steps
+ * the exponent as rounding should (the largest finite values round to infinity); infinities stay.
+ * mma.sync rounds every fragment register it loads, at every k step, and the loop is issue-bound:
+ * on an H200 (matmul_tf32, sm_80 PTX) cvt.rna or cvt.rn measured 0.39 of cuBLAS against the
+ * add's 0.51, and the add guarded by a finiteness test (which would keep every NaN a NaN) 0.39
+ * too. So NaNs are what the add makes of them: a NaN whose top 11 mantissa bits are all set
+ * (CUDA's canonical 0x7fffffff among them) carries into the sign bit and reads as a zero, and one
+ * whose payload lies only in the low 13 bits reads as an infinity; others stay NaNs
+ * (docs/language.md). */
+void round_tf32_even_to(Lower *c, int dst, int v)
+{
+    Ins *cv = emit_ins(c->f, OP_CVT, PT_B32);
+    cv->ty2 = PT_F32;
+    cv->cmp = 3;
+    cv->dst[0] = dst;
+    cv->ndst = 1;
+    cv->src[0] = R(v);
+    cv->nsrc = 1;
+}
+
+int round_tf32_even(Lower *c, int v)
+{
+    int d = new_reg(c->f, RC_R);
+    round_tf32_even_to(c, d, v);
+    return d;
+}
+
+void round_tf32_operand_to(Lower *c, int dst, int v)
+{
+    Func *f = c->f;
+    if (f->regs.v[v].rc != RC_R)     /* an f32 register: the integer add wants its bits */
+        v = ir_mov(f, PT_B32, R(v));
+    ir_bin_to(f, OP_ADD, PT_S32, dst, R(v), IMM(0x1000));
+}
 
 int round_tf32_operand(Lower *c, int v)
 {
     int d = new_reg(c->f, RC_R);
     round_tf32_operand_to(c, d, v);
+    return d;
+}
+
+/* A tf32 value for IEEE arithmetic (tf32() outside the tensor cores): cvt.rna.tf32.f32, the
+ * rounding mma.sync's add computes, with infinities and NaNs kept; off the tensor cores' hot loop
+ * its cost does not matter. */
+int round_tf32_value(Lower *c, int v)
+{
+    int d = new_reg(c->f, RC_R);
+    Ins *cv = emit_ins(c->f, OP_CVT, PT_B32);
+    cv->ty2 = PT_F32;
+    cv->cmp = 2;
+    cv->dst[0] = d;
+    cv->ndst = 1;
+    cv->src[0] = R(v);
+    cv->nsrc = 1;
     return d;
 }
 

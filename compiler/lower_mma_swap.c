@@ -4,11 +4,13 @@
  * along K); a row-major B is not, and storing it transposed takes 4-byte copies, a quarter of
  * cp.async's width (tried: slower than mma.sync). But wgmma's A operand may instead come from
  * registers, each thread loading its fragment from wherever it likes. So the tensor cores compute
- * D = B^T A^T: B^T (N x K) is wgmma's A, loaded from B's stage and rounded in registers as
- * mma.sync's fragments are; A^T (K x M) is wgmma's B, read through a descriptor from A's stage in
- * the 128-byte swizzle (SWZ_SLAB), where A's rows are A^T's K-major columns. The tensor cores
- * truncate tf32 operands, so the threads that copied each stage of A round it in place before
- * the barrier that publishes it (publish_stage, round_window_tf32). D is C transposed.
+ * D = B^T A^T: B^T (N x K) is wgmma's A, loaded from B's stage and rounded in registers (to
+ * nearest, ties to even: round_tf32_even); A^T (K x M) is wgmma's B, read through a descriptor
+ * from A's stage in the 128-byte swizzle (SWZ_SLAB), where A's rows are A^T's K-major columns.
+ * The tensor cores truncate tf32 operands, so A must arrive rounded: a TMA copy through a
+ * TFLOAT32 tensor map rounds it on its way in (lower_tma.c); where the loop cannot use TMA, the
+ * threads that copied each stage of A round it in place before the barrier that publishes it
+ * (publish_stage, round_window_tf32). D is C transposed.
  *
  * Shapes: N is cut in 64-row blocks per warpgroup (wgmma's M), tall = N / (16 W) of them per
  * warpgroup of a block of W warps; M (<= 256, a multiple of 8) is wgmma's N; K steps by 8.
@@ -64,6 +66,7 @@ typedef struct {
     int swz;               /* SWZ_QUAD or SWZ_NONE (rows `row_bytes` apart) */
     int64_t row_bytes;
     int rows, warps;
+    bool even;             /* wgmma's rounding (ties to even), else mma.sync's (lower_mma.c) */
 } BtFrags;
 
 /* The fragment of row block j of k step k (wgmma's or mma.sync's A, m16 x k8 per warp) into the
@@ -78,7 +81,11 @@ static void load_bt(Lower *c, const BtFrags *F, int k, int j, const int *a)
             off = rd * F->row_bytes + cdb;
         else if (!swz_delta(F->swz, (int)F->row_bytes, F->rows, F->warps, 4, rd, cdb, &off))
             die("lower_mma_swapped: no constant fragment offset");
-        round_tf32_operand_to(c, a[i], smem_ld_b32(c, F->lane, off));
+        int w = smem_ld_b32(c, F->lane, off);
+        if (F->even)
+            round_tf32_even_to(c, a[i], w);
+        else
+            round_tf32_operand_to(c, a[i], w);
     }
 }
 
@@ -210,7 +217,7 @@ void lower_mma_swapped(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     const char *saved = f->cur_what;
     f->cur_what = "mma fragment address";
     /* B[q][8 w + g]: row tid & 3, column tid >> 2, i.e. byte column tid & ~3 */
-    BtFrags F = { -1, b.swz, (int64_t)b.pitch * 4, b.rows, warps };
+    BtFrags F = { -1, b.swz, (int64_t)b.pitch * 4, b.rows, warps, a.swz == SWZ_SLAB };
     int q = ir_bin(f, OP_BAND, PT_B32, R(c->tid), IMM(3));
     int col = ir_bin(f, OP_BAND, PT_B32, R(c->tid), IMM(~(int64_t)3));
     int off = b.swz == SWZ_QUAD ? swz_offset_ir(c, SWZ_QUAD, q, col, false, b.pitch * 4, b.rows)

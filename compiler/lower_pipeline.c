@@ -64,6 +64,19 @@ static void set_loop_value(Lower *c, Stmt *loop, int reg)
     si->val = tile_splat(c, TY_I32, layout_scalar(c->threads), R(reg));
 }
 
+/* Element idx of register tensor array, in a new register. */
+static int array_get(Func *f, int array, Opnd idx)
+{
+    int r = new_reg(f, RC_R);
+    Ins *in = emit_ins(f, OP_ARRGET, PT_U32);
+    in->dst[0] = r;
+    in->ndst = 1;
+    in->src[0] = idx;
+    in->nsrc = 1;
+    in->label = array;
+    return r;
+}
+
 /* Issues the copies of every pipelined operand for the iteration whose loop value is in v, into
  * the stage whose index is in stage (a register) or the constant stage_imm. */
 static void issue_copies(Lower *c, Stmt *loop, PipeOperand *ops, int nops, int v, int hi, Opnd stage)
@@ -72,15 +85,12 @@ static void issue_copies(Lower *c, Stmt *loop, PipeOperand *ops, int nops, int v
     int valid = ir_setp(f, CMP_LT, PT_S32, R(v), R(hi));
     set_loop_value(c, loop, v);
     for (int i = 0; i < nops; i++) {
-        int base = new_reg(f, RC_R);
         Opnd idx = stage.kind == O_REG ? stage : R(ir_mov(f, PT_U32, stage));   /* before the read */
-        Ins *in = emit_ins(f, OP_ARRGET, PT_U32);
-        in->dst[0] = base;
-        in->ndst = 1;
-        in->src[0] = idx;
-        in->nsrc = 1;
-        in->label = ops[i].array;
-        copy_window_async(c, ops[i].operand, base, ops[i].pitch, ops[i].swz, valid);
+        int base = array_get(f, ops[i].array, idx);
+        if (ops[i].tmap >= 0)
+            tma_issue(c, &ops[i], base, array_get(f, ops[i].bars, idx), valid);
+        else
+            copy_window_async(c, ops[i].operand, base, ops[i].pitch, ops[i].swz, valid);
     }
     emit_ins(f, OP_CPCOMMIT, PT_B32);
 }
@@ -89,16 +99,8 @@ int pipe_buffer(Lower *c, Expr *operand, Sym *var)
 {
     for (int i = 0; i < c->npipe; i++) {
         PipeOperand *p = &c->pipe[i];
-        if ((operand && p->operand == operand && !p->var) || (var && p->var == var)) {
-            int base = new_reg(c->f, RC_R);
-            Ins *in = emit_ins(c->f, OP_ARRGET, PT_U32);
-            in->dst[0] = base;
-            in->ndst = 1;
-            in->src[0] = R(c->pipe_stage);
-            in->nsrc = 1;
-            in->label = p->array;
-            return base;
-        }
+        if ((operand && p->operand == operand && !p->var) || (var && p->var == var))
+            return array_get(c->f, p->array, R(c->pipe_stage));
     }
     return -1;
 }
@@ -124,17 +126,20 @@ static bool slab(int swz) { return swz == SWZ_SLAB || swz == SWZ_SLAB_WG; }
 /* The A of a swapped tf32 wgmma: an f32 window in a slab, read by the tensor cores as tf32. */
 static bool tf32_slab(const PipeOperand *p) { return p->swz == SWZ_SLAB && p->type == TY_F32 && !p->var; }
 
-/* The stage's copies done (n groups may stay in flight) and published to the block: the
- * tensor cores' reads of wgmma go through the async proxy, which sees the copies' writes (and
- * stores) only after a proxy fence. An f32 tile the swapped tf32 wgmma reads from shared memory
- * (lower_mma_swap.c) is rounded in place first, each piece by the thread that copied it: the
- * tensor cores would truncate it. */
+/* The stage's copies done (n groups may stay in flight, and the TMA copies' phase complete)
+ * and published to the block: the tensor cores' reads of wgmma go through the async proxy, which
+ * sees the cp.async copies' writes (and stores) only after a proxy fence. An f32 tile the swapped
+ * tf32 wgmma reads from shared memory (lower_mma_swap.c) that cp.async brought is rounded in
+ * place first, each piece by the thread that copied it: the tensor cores would truncate it. (TMA
+ * rounds on the copy: lower_tma.c.) */
 static void publish_stage(Lower *c, int n)
 {
     cp_wait(c->f, n);
     for (int i = 0; i < c->npipe; i++) {
         PipeOperand *p = &c->pipe[i];
-        if (tf32_slab(p))
+        if (p->tmap >= 0)
+            tma_wait(c, array_get(c->f, p->bars, R(c->pipe_stage)), c->pipe_phase);
+        else if (tf32_slab(p))
             round_window_tf32(c, p->operand, pipe_buffer(c, p->operand, NULL), p->pitch, p->swz);
     }
     if (c->pipe_async_proxy)
@@ -238,6 +243,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             p->type = st->rhs->type;
             p->pitch = vi->smem_ld;
             p->swz = SWZ_NONE;       /* the var's own layout: its other readers use it */
+            p->tmap = p->bars = p->map_addr = -1;
             p->bytes = ((int)st->rhs->shape.dim[0] * p->pitch * type_size(p->type) + 127) & ~127;
             if (!async_copyable(c, p, S))
                 nops--;
@@ -261,6 +267,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             p->operand = x;
             p->var = NULL;
             p->type = x->type;
+            p->tmap = p->bars = p->map_addr = -1;
             set_stage_layout(c, p, mma ? mma_swizzle_kind(c, x->type, j, M, N, K) : SWZ_NONE, mma);
             have[j] = async_copyable(c, p, S);
         }
@@ -280,10 +287,17 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         return false;
     }
     f->cur_line = s->loc.line;
+    /* the tf32 slabs TMA can bring (lower_tma.c) */
+    bool tma = false;
+    for (int i = 0; i < nops; i++)
+        if (tf32_slab(&ops[i]) && tma_window_ok(c, ops[i].operand, ops[i].pitch, ops[i].swz)) {
+            ops[i].tmap = tma_register(c, ops[i].operand, ops[i].swz);
+            tma |= ops[i].tmap >= 0;
+        }
     /* stage buffers, contiguous, and their addresses as register tensors */
     bool async_proxy = false;
     for (int i = 0; i < nops; i++) {
-        async_proxy |= slab(ops[i].swz);
+        async_proxy |= slab(ops[i].swz) && ops[i].tmap < 0;
         int off = smem_alloc_aligned(c, S * ops[i].bytes, slab(ops[i].swz) ? 1024 : 128);
         const char *nm = ops[i].var ? ops[i].var->name : ops[i].operand->sym->name;
         RegArray arr = { arena_printf(c->a, "%s_stages", nm), S, RC_R, s->loc.line, false, false };
@@ -298,6 +312,20 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             in->off = st;
             in->label = ops[i].array;
         }
+    }
+    int leader_saved = c->pipe_leader, phase = -1;
+    if (tma) {
+        f->cur_what = "TMA issuing thread";
+        c->pipe_leader = ir_setp(f, CMP_EQ, PT_U32, R(c->tid), IMM(0));
+        f->cur_what = "TMA barrier";
+        for (int i = 0; i < nops; i++)
+            if (ops[i].tmap >= 0) {
+                tma_init_barriers(c, &ops[i], S);
+                f->cur_what = "tensor map address";
+                ops[i].map_addr = tma_map_address(c, ops[i].tmap);
+            }
+        f->cur_what = "TMA phase";
+        phase = ir_mov(f, PT_U32, IMM(0));
     }
     f->cur_what = "temporary";
     Tile lo = lower_expr(c, s->lo, NULL), hi = lower_expr(c, s->hi, NULL);
@@ -330,6 +358,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     PipeOperand *saved = c->pipe;
     int nsaved = c->npipe, ssaved = c->pipe_stage, Ssaved = c->pipe_S, isaved = c->pipe_iter;
     Opnd losaved = c->pipe_lo;
+    int phsaved = c->pipe_phase;
     WgInflight *wsaved = c->pipe_inflight;
     WgInflight held = { 0 };
     c->pipe = ops;
@@ -338,6 +367,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     c->pipe_S = S;
     c->pipe_iter = i;
     c->pipe_lo = lo.v[0];
+    c->pipe_phase = phase;
     c->pipe_inflight = inflight ? &held : NULL;
     set_loop_value(c, s, i);
     if (!bar_to_mma && S >= 2)
@@ -379,6 +409,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     c->pipe_S = Ssaved;
     c->pipe_iter = isaved;
     c->pipe_lo = losaved;
+    c->pipe_phase = phsaved;
     c->pipe_inflight = wsaved;
     pipe_issue_pending(c);
     c->pipe_async_proxy = proxy_saved;
@@ -394,6 +425,11 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     in->src[1] = R(n1);
     in->src[2] = R(wr);
     in->nsrc = 3;
+    if (phase >= 0) {
+        /* a wrap starts the stages' next phase */
+        int flip = ir_tern(f, OP_SELP, PT_U32, IMM(1), IMM(0), R(wr));
+        ir_bin_to(f, OP_BXOR, PT_B32, phase, R(phase), R(flip));
+    }
     ir_bin_to(f, OP_ADD, PT_S32, i, R(i), IMM(step));
     ir_bra(f, head, -1, false);
     ir_label(f, exit);
@@ -406,6 +442,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
        memory is quiet for whatever follows */
     cp_wait(f, 0);
     ir_bar(f);
+    c->pipe_leader = leader_saved;
     c->scratch_read = false;
     return true;
 }

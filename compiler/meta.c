@@ -66,5 +66,10 @@ void meta_write(Buf *out, KernelMeta *k)
         put_one_line(out, text);
         buf_puts(out, "\n");
     }
+    for (int i = 0; i < k->ntmaps; i++) {
+        TensorMapMeta *t = &k->tmaps[i];
+        buf_printf(out, "//@tmap a%d %s %d %d %d | %s | %s | %s\n", t->arg, t->dtype, t->swizzle,
+                   t->box_rows, t->box_cols, t->rows_rpn, t->cols_rpn, t->pitch_rpn);
+    }
     buf_puts(out, "//@end\n");
 }

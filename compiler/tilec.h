@@ -304,6 +304,20 @@ typedef struct {
                               kernel uses vector accesses on it, else the element size) */
 } KernelArg;
 
+/* A TMA tensor map the launcher builds (cuTensorMapEncodeTiled) from a pointer argument and
+ * passes by value, after every argument, as `.param .align 64 .b8 NAME_param_{nargs + i}[128]`:
+ * the row-major rows x cols tensor (rows pitch elements apart) at argument `arg`, copied in boxes
+ * of box_rows x box_cols elements, swizzle the TMA swizzle in bytes (0, 32, 64, 128). dtype
+ * "tf32" makes the copy round f32 to tf32 (to nearest, ties to even) on its way into shared
+ * memory. */
+typedef struct {
+    int arg;
+    const char *dtype;
+    int swizzle, box_rows, box_cols;
+    const char *rows_rpn, *cols_rpn, *pitch_rpn;
+} TensorMapMeta;
+enum { MAX_TMAPS = 8 };
+
 typedef struct {
     const char *name;
     KernelArg *args; int nargs;
@@ -313,6 +327,7 @@ typedef struct {
     const char *grid_rpn[MAX_GRID];
     const char **assume_rpn; const char **assume_text; int nassumes;
     int pred_regs;         /* predicted registers per thread (regalloc) */
+    TensorMapMeta *tmaps; int ntmaps;   /* the TMA tensor maps, passed after the arguments */
     /* Filled from ptxas -v when it ran (-1 otherwise): */
     int ptxas_regs, ptxas_spill_stores, ptxas_spill_loads, ptxas_stack;
 } KernelMeta;
@@ -323,6 +338,7 @@ typedef struct {
  *   //@arg NAME ptr|size|scalar TYPE ALIGN
  *   //@grid RPN                (one line per grid dimension)
  *   //@assume RPN | TEXT
+ *   //@tmap aP DTYPE SWIZZLE BOXROWS BOXCOLS | ROWS_RPN | COLS_RPN | PITCH_RPN   (TensorMapMeta)
  *   //@end
  * (one //@kernel ... //@end group per kernel). runtime/meta.c parses exactly this. */
 void meta_write(Buf *out, KernelMeta *k);
@@ -371,7 +387,8 @@ typedef struct { OpndKind kind; int reg; int64_t i; double f; const char *sym; }
     X(CPASYNC) X(CPCOMMIT) X(CPWAIT) X(ARRSET) X(ARRGET) \
     X(LABEL) X(BRA) X(RET) X(COMMENT) \
     X(LDMATRIX) X(MMA) \
-    X(WGFENCE) X(WGMMA) X(WGACC) X(WGCOMMIT) X(WGWAIT) X(WGHOLD) X(FENCEPROXY)
+    X(WGFENCE) X(WGMMA) X(WGACC) X(WGCOMMIT) X(WGWAIT) X(WGHOLD) X(FENCEPROXY) \
+    X(MBINIT) X(MBFENCEINIT) X(MBEXPECT) X(MBWAIT) X(TMALOAD)
 typedef enum {
 #define X(n) OP_##n,
     IR_OPS(X)
@@ -388,7 +405,8 @@ typedef struct {
     uint16_t op;
     uint8_t ty;            /* PType of the operation (for CVT: destination type) */
     uint8_t ty2;           /* CVT: source type; SETP: compared type is ty, ty2 unused */
-    uint8_t cmp;           /* SETP: Cmp; CVT: 1 = round to nearest (.rn / .rzi for f->i) */
+    uint8_t cmp;           /* SETP: Cmp; CVT: 1 = round to nearest (.rn / .rzi for f->i),
+                              2 = f32 to tf32 bits ties away (.rna), 3 = ties to even (.rn) */
     uint8_t vec;           /* LD/ST: 1, 2 or 4 */
     uint8_t space;         /* LD/ST/RED/ATOM */
     uint8_t redop;         /* RED/ATOM */
@@ -415,7 +433,14 @@ typedef struct {
      * registers, src[0..3] = the A fragment, src[4] = B's descriptor (K-major). WGWAIT: label =
      * groups allowed in flight. WGHOLD: no code; its sources (registers an in-flight wgmma reads,
      * up to 10) stay live, so allocated apart, until it, placed after the wait.
-     * WGFENCE, WGCOMMIT, FENCEPROXY (fence.proxy.async.shared::cta): no operands. */
+     * WGFENCE, WGCOMMIT, FENCEPROXY (fence.proxy.async.shared::cta): no operands.
+     * mbarriers (sm_90) and TMA: MBINIT src[0] = the barrier's shared address, label = the
+     * arrival count; MBFENCEINIT (fence.mbarrier_init) no operands; MBEXPECT (arrive.expect_tx)
+     * src[0] = barrier, label = bytes; MBWAIT (try_wait.parity) dst[0] = predicate (phase
+     * complete), src[0] = barrier, src[1] = the phase parity; TMALOAD (cp.async.bulk.tensor.2d)
+     * src[0] = shared destination + off, src[1] = the tensor map's generic address (b64),
+     * src[2], src[3] = the coordinates (column, row), src[4] = barrier. CVTA with space =
+     * SP_PARAM: cvta.param (the address of a by-value parameter). */
     int line;              /* source line that produced it (report) */
     const char *text;      /* COMMENT */
 } Ins;
@@ -477,7 +502,6 @@ int ir_mov(Func *f, PType t, Opnd a);
 int ir_bin(Func *f, int op, PType t, Opnd a, Opnd b);          /* ADD SUB MUL MIN MAX ... */
 int ir_tern(Func *f, int op, PType t, Opnd a, Opnd b, Opnd c); /* MAD FMA SELP(c = pred) */
 void ir_bin_to(Func *f, int op, PType t, int dst, Opnd a, Opnd b); /* into an existing register */
-int ir_round_tf32(Func *f, int v);             /* cvt.rna.tf32.f32 into a new .b32 register */
 int ir_un(Func *f, int op, PType t, Opnd a);                   /* NEG ABS NOT EX2 ... */
 int ir_setp(Func *f, Cmp c, PType t, Opnd a, Opnd b);
 int ir_cvt(Func *f, PType to, PType from, Opnd a);
@@ -592,7 +616,12 @@ typedef struct {
 /* Registers in-flight wgmma read across a pipelined loop's iterations (Lower.pipe_inflight). */
 typedef struct WgInflight { int regs[128]; int n; } WgInflight;
 /* A matmul operand of a pipelined loop: its stage buffers' addresses are a register tensor. */
-typedef struct { Expr *operand; Sym *var; int array; int pitch; ElemType type; int bytes; int swz; } PipeOperand;
+typedef struct {
+    Expr *operand; Sym *var; int array; int pitch; ElemType type; int bytes; int swz;
+    int tmap;              /* >= 0: copied by TMA through KernelMeta.tmaps[tmap] (lower_tma.c) */
+    int bars;              /* TMA: the register tensor of the stages' mbarrier addresses */
+    int map_addr;          /* TMA: the register holding the tensor map's address */
+} PipeOperand;
 /* The stage buffer of a pipelined operand or shared var for the current stage (-1: not pipelined). */
 
 typedef struct Lower {
@@ -630,6 +659,9 @@ typedef struct Lower {
      * waits for them */
     struct WgInflight *pipe_inflight;
     Opnd pipe_lo;              /* the loop's first value */
+    /* inside a pipelined loop with TMA operands: the parity of the current stage's mbarrier
+     * phase (flips each time the stage wraps), and the predicate of the thread that issues */
+    int pipe_phase, pipe_leader;
 } Lower;
 void pipe_issue_pending(Lower *c);
 /* lower_pipeline.c, for the matmul that takes the loop's barrier: */
@@ -704,7 +736,10 @@ Layout layout_mma_swapped(int M, int N, int threads);
 void lower_mma_swapped(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
 /* lower_mma.c, shared with lower_mma_swap.c: the rounding of an f32 operand register to tf32 for
  * the tensor cores (which truncate), and one mma.sync (dst = accumulator slots cs of acc). */
-int round_tf32_operand(Lower *c, int v);
+int round_tf32_operand(Lower *c, int v);   /* mma.sync's: ties away */
+int round_tf32_value(Lower *c, int v);   /* tf32() for FFMA: cvt.rna.tf32.f32 */
+int round_tf32_even(Lower *c, int v);    /* wgmma's: ties to even (cvt.rn.tf32.f32, sm_90) */
+void round_tf32_even_to(Lower *c, int dst, int v);
 int smem_ld_b32(Lower *c, int addr, int64_t off);      /* one 32-bit word from shared memory */
 void round_tf32_operand_to(Lower *c, int dst, int v);
 void mma_sync(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, const int *b);
@@ -734,6 +769,15 @@ void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int gu
 void round_window_tf32(Lower *c, Expr *win, int base, int pitch, int swz);
 /* The bytes per cp.async piece copy_window_async would move win in: below 4, it cannot. */
 int async_piece_bytes(Lower *c, Expr *win, int pitch);
+/* lower_tma.c: operands a pipelined loop moves with TMA (sm_90a) instead of cp.async. */
+bool tma_window_ok(Lower *c, Expr *win, int pitch, int swz);
+int tma_register(Lower *c, Expr *win, int swz);           /* its KernelMeta.tmaps index */
+void tma_init_barriers(Lower *c, PipeOperand *p, int S);  /* before the loop */
+void tma_issue(Lower *c, PipeOperand *p, int base, int bar, int valid);
+int tma_map_address(Lower *c, int tmap);                  /* generic address of the map */
+void tma_wait(Lower *c, int bar, int phase);
+/* lower.c: an extent (a size symbol or constant) as launch-time RPN */
+const char *extent_rpn(Lower *c, Extent e);
 /* lower_pipeline.c */
 bool lower_pipelined_loop(Lower *c, Stmt *loop);
 int pipe_buffer(Lower *c, Expr *operand, Sym *var);

@@ -8,19 +8,26 @@
 #   count      the k loop issues BM*BN*BK / (16*8*k) / warps mma per thread (every product once)
 #   rotated    the loop's barrier comes before its last k step (lower_mma.c takes it from the
 #              pipeline to load the next tile's first fragments behind it): one step's mma after it
-#   tf32       matmul_tf32 rounds each fragment register it loads, adding half a tf32 unit (4096)
-#              to the bits before the tensor core truncates them (lower_mma.c), and has no cvt.rna
-#              left in the k loop
+#   tf32       matmul_tf32 rounds each fragment register it loads (to nearest, ties away) before
+#              the tensor core truncates it, adding half a tf32 unit (4096) to the bits
+#              (lower_mma.c); no cvt.rna or cvt.rn anywhere
 # On sm_90a the 16-bit examples take wgmma (lower_wgmma.c) instead:
 #   wgmma      wgmma.mma_async m64n256k16 of the right types, and no mma.sync or ldmatrix
 #   count      the k loop (the loop holding the wgmma) issues BK / 16 wgmma, commits them and waits
 #   proxy      the loop's barrier has fence.proxy.async before it (cp.async writes, wgmma reads)
 # and matmul_tf32 takes the swapped wgmma (lower_mma_swap.c):
 #   wgmma      wgmma.mma_async m64n256k8 tf32 with A from registers, and no mma.sync or ldmatrix
-#   count      the k loop issues BK / 8 wgmma and commits them; its barrier has fence.proxy.async
-#              and the wait for the previous iteration's wgmma before it; the loop's exit waits too
-#   tf32       every word the k loop loads from shared memory is rounded (add 4096): B's fragments
-#              in registers, A's copied pieces written back in place (st.shared)
+#   count      the k loop issues BK / 8 wgmma and commits them; its barrier has the wait for the
+#              TMA copies' mbarrier phase and for the previous iteration's wgmma before it, and
+#              no fence.proxy.async (nothing the generic proxy wrote is read by the tensor cores);
+#              the loop's exit waits too
+#   tma        A comes by TMA (lower_tma.c): a //@tmap line (tf32, 128-byte swizzle, 256 x 32 box),
+#              the map as the kernel's last parameter, one expect_tx and one bulk tensor copy per
+#              iteration in the k loop, the barriers initialised before it
+#   tf32       every word the k loop loads from shared memory (B's fragments) is rounded with
+#              cvt.rn.tf32.f32, and nothing is stored back (TMA rounds A on the copy)
+# At 1, 2 and 4 stages A still comes by TMA; without alignment facts (tf32_inplace.tile: 4-byte
+# pieces) it comes by cp.async and is rounded in place (st.shared) with cvt.rn.tf32.f32.
 # and the other way round: matmul_f32 (IEEE f32) has no mma and no ldmatrix; shapes the scheme
 # cannot do (-D BM=8, -D BK=8 for f16) fall back to FFMA and still compile; one accumulator fed
 # by f16, tf32 and IEEE f32 products (tests/mma/mixed_acc.tile) compiles to all three, unspilled.
@@ -95,15 +102,27 @@ check_wgmma_tf32() {
 	kloop "$ptx" 'wgmma\\.mma_async' >"$tmp/loop"
 	n=$(grep -c 'wgmma\.mma_async' "$tmp/loop")
 	if [ "$n" -eq 4 ] && [ "$(grep -c 'wgmma\.commit_group' "$tmp/loop")" -eq 1 ] &&
-	   awk '/fence\.proxy\.async/ { f = NR } /wgmma\.wait_group\.sync\.aligned 0/ { w = NR }
+	   ! grep -q 'fence\.proxy\.async' "$tmp/loop" &&
+	   awk '/mbarrier\.try_wait\.parity/ { f = NR } /wgmma\.wait_group\.sync\.aligned 0/ { w = NR }
 	        /bar\.sync/ { ok = f && w > f && w < NR } END { exit !ok }' "$tmp/loop" &&
 	   awk '/wgmma\.commit_group/ { c = 1 } c && /^\$L[0-9]+:/ { l = 1 } l && /wgmma\.wait_group\.sync\.aligned 0/ { w = 1 }
 	        END { exit !w }' "$ptx"; then ok; else
-		bad "$t count" "$n wgmma in the k loop (want 4), one commit, fence and wait before its barrier, a wait after it"; fi
+		bad "$t count" "$n wgmma in the k loop (want 4), one commit, TMA wait and wgmma wait before its barrier and no proxy fence, a wait after it"; fi
+	check_tma "$t" "$ptx" "$tmp/loop"
 	words=$(awk '/ld\.shared\.v4/ { n += 4 } /ld\.shared\.b32/ { n++ } END { print n + 0 }' "$tmp/loop")
-	rounded=$(grep -cE 'add\.s32[[:space:]]+%r[0-9]+, %r[0-9]+, 4096;' "$tmp/loop")
-	if [ "$words" -gt 0 ] && [ "$rounded" -eq "$words" ] && grep -q 'st\.shared\.v4' "$tmp/loop"; then ok; else
-		bad "$t tf32" "$rounded of $words words rounded (add 4096) in the k loop, or none written back"; fi
+	rounded=$(grep -c 'cvt\.rn\.tf32\.f32' "$tmp/loop")
+	if [ "$words" -gt 0 ] && [ "$rounded" -eq "$words" ] && ! grep -q 'st\.shared' "$tmp/loop"; then ok; else
+		bad "$t tf32" "$rounded of $words words rounded (cvt.rn.tf32.f32) in the k loop, or something stored back"; fi
+}
+
+check_tma() {   # name ptx kloop: A of the tf32 wgmma by TMA
+	if grep -q '^//@tmap a0 tf32 128 256 32 | a3 | a4 | a4$' "$2" &&
+	   grep -q '\.param \.align 64 \.b8 matmul_tf32_param_6\[128\]' "$2" &&
+	   [ "$(grep -c 'mbarrier\.arrive\.expect_tx' "$3")" -eq 1 ] &&
+	   [ "$(grep -c 'cp\.async\.bulk\.tensor\.2d\..*mbarrier::complete_tx::bytes' "$3")" -eq 1 ] &&
+	   awk '/mbarrier\.init/ { i = 1 } /fence\.mbarrier_init/ { f = i } /^\$L[0-9]+:/ { exit !f } END { exit !f }' "$2"
+	then ok; else
+		bad "$1 tma" "no //@tmap line and map parameter, or not one expect_tx and one TMA copy per iteration, or no barrier initialised before the loop"; fi
 }
 
 check_example() {   # name arch shape types mmas_per_kloop k_steps
@@ -119,7 +138,7 @@ check_example() {   # name arch shape types mmas_per_kloop k_steps
 		words=$(awk '/ldmatrix\.sync\.aligned\.m8n8\.x4|ld\.shared\.v4/ { n += 4 } /ld\.shared\.v2/ { n += 2 }
 		             /ld\.shared\.b32/ { n++ } END { print n + 0 }' "$tmp/tfloop")
 		rounded=$(grep -cE 'add\.s32[[:space:]]+%r[0-9]+, %r[0-9]+, 4096;' "$tmp/tfloop")
-		if [ "$words" -gt 0 ] && [ "$rounded" -eq "$words" ] && ! grep -q 'cvt\.rna' "$tmp/tfloop"; then ok; else
+		if [ "$words" -gt 0 ] && [ "$rounded" -eq "$words" ] && ! grep -q 'cvt\.rn' "$ptx"; then ok; else
 			bad "$t tf32" "$rounded of $words fragment words rounded (add 4096) in the k loop"; fi
 	else
 		if grep -q 'ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16' "$ptx" &&
@@ -152,18 +171,31 @@ check_wgmma_example matmul_bf16 bf16 4
 check_wgmma_example gemm_bias_relu f16 4
 check_wgmma_tf32
 
-# the tf32 wgmma at other stage counts: A still rounded in place in the k loop
+# the tf32 wgmma at other stage counts: A still by TMA
 for st in 1 2 4; do
 	t="matmul_tf32 sm_90a STAGES=$st"
 	if "$tilec" --arch=sm_90a -D STAGES=$st -o "$tmp/st.ptx" examples/matmul_tf32.tile 2>"$tmp/err"; then
 		kloop "$tmp/st.ptx" 'wgmma\\.mma_async' >"$tmp/loop"
-		if grep -q 'ld\.shared\.v4' "$tmp/loop" && grep -q 'st\.shared\.v4' "$tmp/loop" &&
-		   grep -q 'wgmma\.mma_async' "$tmp/loop"; then ok; else
-			bad "$t" "no wgmma, or A not rounded in place, in the k loop"; fi
+		if grep -q 'wgmma\.mma_async' "$tmp/loop" && ! grep -q 'st\.shared' "$tmp/loop"; then ok; else
+			bad "$t" "no wgmma, or something stored to shared memory, in the k loop"; fi
+		check_tma "$t" "$tmp/st.ptx" "$tmp/loop"
 	else
 		bad "$t compile" "$(head -n 3 "$tmp/err")"
 	fi
 done
+
+# without alignment facts: A by cp.async in 4-byte pieces, rounded in place
+t="tf32_inplace sm_90a"
+if "$tilec" --arch=sm_90a -o "$tmp/inplace.ptx" tests/mma/tf32_inplace.tile 2>"$tmp/err"; then
+	kloop "$tmp/inplace.ptx" 'wgmma\\.mma_async' >"$tmp/loop"
+	stored=$(grep -c 'st\.shared' "$tmp/loop")
+	rounded=$(grep -c 'cvt\.rn\.tf32\.f32' "$tmp/loop")
+	if ! grep -q '^//@tmap\|cp\.async\.bulk\|mbarrier' "$tmp/inplace.ptx" && [ "$stored" -gt 0 ] &&
+	   [ "$rounded" -gt "$stored" ] && grep -q 'fence\.proxy\.async' "$tmp/loop"; then ok; else
+		bad "$t" "A not by cp.async rounded in place ($stored stores, $rounded roundings), or TMA used, or no proxy fence"; fi
+else
+	bad "$t compile" "$(head -n 3 "$tmp/err")"
+fi
 
 # IEEE f32 stays on FFMA.
 if "$tilec" --arch=sm_90 -o "$tmp/f32.ptx" examples/matmul_f32.tile 2>"$tmp/err"; then

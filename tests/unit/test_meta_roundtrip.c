@@ -14,6 +14,11 @@ static const char *matmul_assume_rpn[] = {"a4 4 % 0 ==", "a5 4 % 0 == a3 0 > ||"
 static const char *matmul_assume_text[] = {"K % 4 == 0", "N % 4 == 0 || M > 0 | x",
                                            "N <=\n\t8192"};
 
+static TensorMapMeta matmul_tmaps[] = {
+    {0, "tf32", 128, 256, 32, "a3", "a4", "a4"},
+    {1, "f32", 0, 32, 8, "a4", "a5", "a5 4 +"},
+};
+
 static KernelArg scalar_args[] = {
     {"p", ARG_PTR, TY_BF16, 0}, {"h", ARG_SCALAR, TY_F16, 0}, {"b", ARG_SCALAR, TY_BOOL, 0},
     {"l", ARG_SCALAR, TY_I64, 0}, {"u", ARG_SCALAR, TY_U32, 0}, {"f", ARG_SCALAR, TY_F32, 0},
@@ -36,6 +41,8 @@ static void roundtrip(void)
     k[0].assume_text = matmul_assume_text;
     k[0].nassumes = 3;
     k[0].pred_regs = 122;
+    k[0].tmaps = matmul_tmaps;
+    k[0].ntmaps = 2;
     k[1].name = "scalars";
     k[1].args = scalar_args;
     k[1].nargs = 7;
@@ -96,6 +103,21 @@ static void roundtrip(void)
     unit_check(gx == 2 && gy == 1 && as0 == 1 && as1 == 1 && as2 == 1, "roundtrip expressions",
                "grid %lld %lld assumes %lld %lld %lld", (long long)gx, (long long)gy,
                (long long)as0, (long long)as1, (long long)as2);
+    /* Tensor maps: every field, and the extents' values. */
+    bool maps_ok = m.k[0].ntmaps == 2 && m.k[1].ntmaps == 0;
+    for (int i = 0; maps_ok && i < 2; i++) {
+        const rt_tmap_meta *t = &m.k[0].tmaps[i];
+        int64_t rows = -1, cols = -1, pitch = -1;
+        rt_rpn_eval(&t->rows, vals, 6, &rows);
+        rt_rpn_eval(&t->cols, vals, 6, &cols);
+        rt_rpn_eval(&t->pitch, vals, 6, &pitch);
+        maps_ok = t->arg == matmul_tmaps[i].arg &&
+                  !strcmp(rt_tmap_type_name(t->type), matmul_tmaps[i].dtype) &&
+                  t->swizzle == matmul_tmaps[i].swizzle && t->box_rows == matmul_tmaps[i].box_rows &&
+                  t->box_cols == matmul_tmaps[i].box_cols && rows == (i ? 1000 : 129) &&
+                  cols == (i ? 100 : 1000) && pitch == (i ? 104 : 1000);
+    }
+    unit_check(maps_ok, "roundtrip tensor maps", "%s", b.s);
     unit_check(!strcmp(m.k[0].assume_text[0], "K % 4 == 0") &&
                    !strcmp(m.k[0].assume_text[1], "N % 4 == 0 || M > 0 | x") &&
                    !strcmp(m.k[0].assume_text[2], "N <=  8192"),

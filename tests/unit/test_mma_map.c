@@ -299,8 +299,10 @@ static void run(Func *f, Block *b)
                     d &= 0xffff;
                 break;
             case OP_CVT:
-                if (in->cmp == 2)
-                    d = (f2u(u2f((uint32_t)s0)) + 0x1000) & ~0x1fffu;     /* round to 10 mantissa bits */
+                if (in->cmp == 2)      /* round to 10 mantissa bits, ties away (finite inputs) */
+                    d = (f2u(u2f((uint32_t)s0)) + 0x1000) & ~0x1fffu;
+                else if (in->cmp == 3)     /* ties to even */
+                    d = ((uint32_t)s0 + 0xfff + ((uint32_t)s0 >> 13 & 1)) & ~0x1fffu;
                 else if (in->ty == PT_U32 && in->ty2 == PT_U16)
                     d = s0 & 0xffff;
                 else if (in->ty == PT_U64 && in->ty2 == PT_U32)

@@ -1,0 +1,170 @@
+/* lower_tma.c: operands a pipelined loop moves with the Tensor Memory Accelerator (sm_90a).
+ *
+ * The A of the swapped tf32 wgmma (lower_mma_swap.c) sits in shared memory in the 128-byte slab
+ * swizzle, and the tensor cores truncate the f32 they read there. Copied by cp.async, each stage
+ * is therefore read back, rounded and stored again by the threads that copied it: three trips
+ * through shared memory per element. A TMA copy through a tensor map of type TFLOAT32 rounds each
+ * element to nearest, ties to even, on its way in, and its 128-byte swizzle is the slab layout
+ * itself (row r of a slab at r * 128, 16-byte chunk c at c ^ (r % 8), from a 1024-byte aligned
+ * base). So one thread's few instructions per stage replace every thread's copies and the
+ * rounding pass; the other threads only wait.
+ *
+ * The map. The launcher builds it (runtime/launch.c) from the //@tmap line tma_register adds to
+ * the kernel's metadata, and passes it by value after the arguments; the kernel takes its address
+ * with cvta.param. Its box is the window's rows by one slab's 32 columns, so a window of BK
+ * columns is BK / 32 copies, slab j at j * rows * 128 bytes. A box's elements outside the tensor
+ * read as zero, as the masked cp.async pieces do, so edge tiles need nothing more.
+ *
+ * Completion. One mbarrier per stage, initialised once per loop with one expected arrival: the
+ * issuing thread arrives announcing the stage's bytes (arrive.expect_tx) and issues the copies,
+ * whose completion counts the bytes down; the phase then completes. Every thread waits for the
+ * phase before the barrier that publishes the stage (publish_stage), so the block barrier still
+ * orders the stage's reuse: the copies into a stage are issued after the barrier that follows the
+ * last wgmma reading it. Stage s is filled for the (j / S)-th time in iteration j, so the parity
+ * a thread waits for flips each time the stage counter wraps (Lower.pipe_phase). */
+#include <string.h>
+#include "tilec.h"
+
+enum { SLAB_BYTES = 128, SLAB_COLS = SLAB_BYTES / 4, TMA_BOX_MAX = 256 };
+
+/* A window of an f32 tensor argument the tf32 wgmma reads from a slab: rank 2, both dimensions
+ * windowed, unit inner stride, at most 256 rows (the largest box), rows 16-byte aligned (the map's
+ * base and pitch must be: the same facts that let cp.async move 16-byte pieces). */
+bool tma_window_ok(Lower *c, Expr *win, int pitch, int swz)
+{
+    if (!c->opt || !c->opt->arch || strcmp(c->opt->arch, "sm_90a") || swz != SWZ_SLAB ||
+        win->kind != E_INDEX || win->type != TY_F32 || win->nidx != 2)
+        return false;
+    Sym *t = win->sym;
+    if (!t || t->kind != SYM_TENSOR || t->rank != 2 || t->type != TY_F32)
+        return false;
+    for (int d = 0; d < 2; d++)
+        if (!win->idx[d].width_expr || win->idx[d].width <= 0)
+            return false;
+    int64_t rows = win->shape.dim[0], cols = win->shape.dim[1];
+    if (rows > TMA_BOX_MAX || cols % SLAB_COLS || pitch != cols)
+        return false;
+    if (!t->has_default_strides && (t->stride[1].size || t->stride[1].cval != 1))
+        return false;
+    return async_piece_bytes(c, win, pitch) == 16;
+}
+
+static bool same_map(const TensorMapMeta *a, const TensorMapMeta *b)
+{
+    return a->arg == b->arg && !strcmp(a->dtype, b->dtype) && a->swizzle == b->swizzle &&
+           a->box_rows == b->box_rows && a->box_cols == b->box_cols &&
+           !strcmp(a->rows_rpn, b->rows_rpn) && !strcmp(a->cols_rpn, b->cols_rpn) &&
+           !strcmp(a->pitch_rpn, b->pitch_rpn);
+}
+
+int tma_register(Lower *c, Expr *win, int swz)
+{
+    KernelMeta *m = c->meta;
+    Sym *t = win->sym;
+    (void)swz;
+    TensorMapMeta tm = {
+        t->param_index, "tf32", SLAB_BYTES, (int)win->shape.dim[0], SLAB_COLS,
+        extent_rpn(c, t->dim[0]), extent_rpn(c, t->dim[1]),
+        extent_rpn(c, t->has_default_strides ? t->dim[1] : t->stride[0]),
+    };
+    for (int i = 0; i < m->ntmaps; i++)
+        if (same_map(&m->tmaps[i], &tm))
+            return i;
+    if (m->ntmaps == MAX_TMAPS)
+        return -1;
+    TensorMapMeta *grown = arena_alloc(c->a, sizeof *grown * (size_t)(m->ntmaps + 1));
+    if (m->ntmaps)
+        memcpy(grown, m->tmaps, sizeof *grown * (size_t)m->ntmaps);
+    grown[m->ntmaps] = tm;
+    m->tmaps = grown;
+    /* the launcher checks the pointer's 16-byte alignment, which the map's base needs */
+    ((SymInfo *)t->lower)->vec_ok = true;
+    return m->ntmaps++;
+}
+
+int tma_map_address(Lower *c, int tmap)
+{
+    Func *f = c->f;
+    int raw = new_reg(f, RC_D), addr = new_reg(f, RC_D);
+    const char *name = arena_printf(c->a, "%s_param_%d", c->k->name, c->meta->nargs + tmap);
+    Ins *in = emit_ins(f, OP_MOVSYM, PT_U64);
+    in->dst[0] = raw;
+    in->ndst = 1;
+    in->src[0] = SYM(name);
+    in->nsrc = 1;
+    in = emit_ins(f, OP_CVTA, PT_U64);
+    in->dst[0] = addr;
+    in->ndst = 1;
+    in->src[0] = R(raw);
+    in->nsrc = 1;
+    in->space = SP_PARAM;
+    return addr;
+}
+
+/* The stages' barriers, 8 bytes each, as a register tensor like the stage buffers; initialised by
+ * the issuing thread and made visible to every thread (and to the copies) before any use. */
+void tma_init_barriers(Lower *c, PipeOperand *p, int S)
+{
+    Func *f = c->f;
+    int off = smem_alloc_aligned(c, 8 * S, 8);
+    RegArray arr = { arena_printf(c->a, "%s_full", p->operand->sym->name), S, RC_R, f->cur_line, false, false };
+    vec_push(&f->arrays, arr);
+    p->bars = f->arrays.n - 1;
+    for (int st = 0; st < S; st++) {
+        int r = smem_base_reg(c, off + 8 * st);
+        Ins *in = emit_ins(f, OP_MBINIT, PT_B64);
+        in->src[0] = R(r);
+        in->nsrc = 1;
+        in->label = 1;
+        in->guard = c->pipe_leader;
+        in = emit_ins(f, OP_ARRSET, PT_U32);
+        in->src[0] = R(r);
+        in->nsrc = 1;
+        in->off = st;
+        in->label = p->bars;
+    }
+    emit_ins(f, OP_MBFENCEINIT, PT_B32)->guard = c->pipe_leader;
+    ir_bar(f);
+}
+
+void tma_issue(Lower *c, PipeOperand *p, int base, int bar, int valid)
+{
+    Func *f = c->f;
+    Expr *win = p->operand;
+    int rows = (int)win->shape.dim[0], cols = (int)win->shape.dim[1];
+    int row = opnd_reg(c, lower_expr(c, win->idx[0].start, NULL).v[0], PT_S32);
+    int col = opnd_reg(c, lower_expr(c, win->idx[1].start, NULL).v[0], PT_S32);
+    int go = ir_bin(f, OP_BAND, PT_PRED, R(valid), R(c->pipe_leader));
+    Ins *in = emit_ins(f, OP_MBEXPECT, PT_B64);
+    in->src[0] = R(bar);
+    in->nsrc = 1;
+    in->label = rows * cols * 4;
+    in->guard = go;
+    for (int j = 0; j < cols / SLAB_COLS; j++) {
+        int cj = j ? ir_bin(f, OP_ADD, PT_S32, R(col), IMM(j * SLAB_COLS)) : col;
+        in = emit_ins(f, OP_TMALOAD, PT_B32);
+        in->src[0] = R(base);
+        in->off = (int64_t)j * rows * SLAB_BYTES;
+        in->src[1] = R(p->map_addr);
+        in->src[2] = R(cj);
+        in->src[3] = R(row);
+        in->src[4] = R(bar);
+        in->nsrc = 5;
+        in->guard = go;
+    }
+}
+
+/* Spins on try_wait, which itself waits a while in hardware before it answers. */
+void tma_wait(Lower *c, int bar, int phase)
+{
+    Func *f = c->f;
+    int again = new_label(f), done = new_reg(f, RC_P);
+    ir_label(f, again);
+    Ins *in = emit_ins(f, OP_MBWAIT, PT_PRED);
+    in->dst[0] = done;
+    in->ndst = 1;
+    in->src[0] = R(bar);
+    in->src[1] = R(phase);
+    in->nsrc = 2;
+    ir_bra(f, again, done, true);
+}
