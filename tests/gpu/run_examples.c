@@ -487,35 +487,99 @@ done:
     free(ha), free(hb), free(hbias), free(ref);
 }
 
-/* tf32() rounds each operand to nearest, ties away from zero (docs/language.md), bit for bit: A
- * holds f32 values whose low 13 bits sit below, at and above half a tf32 unit, with mantissas that
- * carry into the exponent, B is the identity, so C must be exactly A rounded. K spans k tiles, so
- * the fragments loaded across the pipelined loop's iterations are checked too. */
-static void case_tf32_rounding(tilert_context *ctx)
+/* tf32's rounding of finite f32 (docs/language.md): to nearest, ties to even on wgmma (sm_90a),
+ * ties away from zero on mma.sync. */
+static uint32_t tf32_rne(uint32_t bits) { return (bits + 0xfff + (bits >> 13 & 1)) & ~0x1fffu; }
+static uint32_t tf32_rna(uint32_t bits) { return (bits + 0x1000) & ~0x1fffu; }
+
+/* Does the example's PTX compute its product with wgmma? */
+static bool ptx_has_wgmma(const char *name)
+{
+    char path[1024], line[512];
+    snprintf(path, sizeof path, "%s/%s.ptx", ex_dir, name);
+    FILE *f = fopen(path, "r");
+    bool found = false;
+    while (f && !found && fgets(line, sizeof line, f))
+        found = strstr(line, "wgmma.mma_async") != NULL;
+    if (f)
+        fclose(f);
+    return found;
+}
+
+static bool is_nan_bits(uint32_t b) { return (b & 0x7fffffffu) > 0x7f800000u; }
+
+/* Values whose low 13 bits sit below, at and above half a tf32 unit, with tf32 units both even and
+ * odd and mantissas that carry into the exponent. */
+static void tf32_rounding_values(float *x, int n)
 {
     static const uint32_t low[] = {0, 1, 0x0fff, 0x1000, 0x1001, 0x1fff};
     static const uint32_t high[] = {0, 0x155, 0x3ff};
-    enum { M = 40, K = 96, N = 96 };
-    const char *desc = "matmul_tf32 rounding of the operands (to nearest, ties away)";
+    for (int i = 0; i < n; i++) {
+        uint32_t sign = (uint32_t)(rng_next() & 1) << 31, e = 124 + (uint32_t)(i % 7);
+        uint32_t bits = sign | e << 23 | high[i / 6 % 3] << 13 | low[i % 6];
+        memcpy(&x[i], &bits, 4);
+    }
+}
+
+static void identity(float *x, int n)
+{
+    for (int i = 0; i < n * n; i++)
+        x[i] = i / n == i % n ? 1.0f : 0.0f;
+}
+
+/* The tf32 product bit for bit, one operand the identity, so C is the other operand rounded.
+ * side 0: A (M x K) holds the values, B = I; side 1: A = I, B (K x N) holds them. A few NaNs
+ * (the canonical 0x7fffffff, negative ones, quiet and signalling, and ones whose mantissa would
+ * carry into the sign bit if rounded carelessly) go in as well: one in A poisons its row of C
+ * (NaN * 0 is NaN), one in B its column. mma.sync keeps fewer (docs/language.md): there a NaN
+ * whose payload lies only in the 13 dropped bits reads as infinity, so C holds that infinity where
+ * the NaN meets the identity's one, and the NaNs whose top 11 mantissa bits are all set read as
+ * zeros and are left out. K spans k tiles, so the fragments loaded across the pipelined loop's
+ * iterations are checked too. */
+static void tf32_rounding_side(tilert_context *ctx, int side)
+{
+    static const uint32_t nans[] = {0x7fffffff, 0xffffffff, 0x7fc00000, 0x7f800001, 0xffffe001, 0x7ffff000};
+    enum { K = 96, N = 96, NNAN = sizeof nans / sizeof nans[0] };
+    const int M = side ? K : 40;
     tilert_kernel *k = kernel(ctx, "matmul_tf32");
     if (!k)
         return;
-    static float ha[M * K], hb[K * N];
-    static uint32_t want[M * N], got[M * N];
-    for (int i = 0; i < M * K; i++) {
-        uint32_t sign = (uint32_t)(rng_next() & 1) << 31, e = 124 + (uint32_t)(i % 7);
-        uint32_t bits = sign | e << 23 | high[i / 6 % 3] << 13 | low[i % 6];
-        memcpy(&ha[i], &bits, 4);
+    bool even = ptx_has_wgmma("matmul_tf32");
+    char desc[160];
+    snprintf(desc, sizeof desc, "matmul_tf32 rounding of %s (%s: to nearest, ties %s; NaNs stay)", side ? "B" : "A",
+             even ? "wgmma" : "mma.sync", even ? "to even" : "away");
+    static float ha[K * K], hb[K * N];
+    static uint32_t want[K * N], got[K * N];
+    float *vals = side ? hb : ha;
+    int rows = side ? K : M, cols = side ? N : K;
+    tf32_rounding_values(vals, rows * cols);
+    identity(side ? ha : hb, K);
+    /* the NaNs: in A at row 7 j + 3, in B at column 13 j + 5 */
+    int poisoned[NNAN], at[NNAN];
+    for (int j = 0; j < NNAN; j++) {
+        poisoned[j] = at[j] = -1;
+        if (!even && (nans[j] & 0x007ff000u) == 0x007ff000u)
+            continue;
+        int r = side ? (int)(rng_next() % K) : 7 * j + 3, c = side ? 13 * j + 5 : (int)(rng_next() % K);
+        memcpy(&vals[r * cols + c], &nans[j], 4);
+        poisoned[j] = side ? c : r;
+        at[j] = r * cols + c;
     }
-    for (int i = 0; i < K * N; i++)
-        hb[i] = i / N == i % N ? 1.0f : 0.0f;
     for (int m = 0; m < M; m++)
         for (int n = 0; n < N; n++) {
             uint32_t bits;
-            memcpy(&bits, &ha[m * K + n], 4);
-            want[m * N + n] = (bits + 0x1000) & ~0x1fffu;
+            memcpy(&bits, &vals[m * cols + n], 4);
+            want[m * N + n] = even ? tf32_rne(bits) : tf32_rna(bits);
+            for (int j = 0; j < NNAN; j++)
+                if (poisoned[j] == (side ? n : m))
+                    want[m * N + n] = 0x7fffffff;     /* any NaN */
         }
-    CUdeviceptr da = dev_input(ha, M * K), db = dev_input(hb, K * N), dc = dev_floats(M * N);
+    /* the tensor cores see an infinity where C is that value times one (C's rows are N = cols
+       wide, so the NaN's index in the values is its index in C) */
+    for (int j = 0; j < NNAN && !even; j++)
+        if (at[j] >= 0 && (nans[j] & 0x007fe000u) == 0)
+            want[at[j]] = nans[j] & 0xff800000u;
+    CUdeviceptr da = dev_input(ha, (size_t)M * K), db = dev_input(hb, K * N), dc = dev_floats((size_t)M * N);
     if (!da || !db || !dc) {
         result(false, desc, "device memory setup failed");
         goto done;
@@ -523,20 +587,31 @@ static void case_tf32_rounding(tilert_context *ctx)
     tilert_arg a[] = {tilert_ptr(da), tilert_ptr(db), tilert_ptr(dc), tilert_i32(M), tilert_i32(K), tilert_i32(N)};
     if (!launch(desc, k, a, 6))
         goto done;
-    if (!gpu_download(got, dc, sizeof got)) {
+    if (!gpu_download(got, dc, sizeof(uint32_t) * (size_t)M * N)) {
         result(false, desc, "cannot read the output back");
         goto done;
     }
-    for (int i = 0; i < M * N; i++)
-        if (got[i] != want[i]) {
+    int nan_outputs = 0;
+    for (int i = 0; i < M * N; i++) {
+        bool nan_wanted = is_nan_bits(want[i]);
+        nan_outputs += nan_wanted;
+        if (nan_wanted ? !is_nan_bits(got[i]) : got[i] != want[i]) {
             uint32_t in;
-            memcpy(&in, &ha[i / N * K + i % N], 4);
-            result(false, desc, "C[%d][%d] = 0x%08x, want 0x%08x (A = 0x%08x)", i / N, i % N, got[i], want[i], in);
+            memcpy(&in, &vals[i / N * cols + i % N], 4);
+            result(false, desc, "C[%d][%d] = 0x%08x, want %s0x%08x (%s = 0x%08x)", i / N, i % N, got[i],
+                   nan_wanted ? "a NaN, like " : "", want[i], side ? "B" : "A", in);
             goto done;
         }
-    result(true, desc, "%d outputs exact", M * N);
+    }
+    result(true, desc, "%d outputs exact, %d NaN", M * N - nan_outputs, nan_outputs);
 done:
     free_case();
+}
+
+static void case_tf32_rounding(tilert_context *ctx)
+{
+    tf32_rounding_side(ctx, 0);
+    tf32_rounding_side(ctx, 1);
 }
 
 static void cases_mma(tilert_context *ctx)
