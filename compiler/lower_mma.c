@@ -261,16 +261,19 @@ void mma_sync(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, const 
  * (CUDA's canonical 0x7fffffff among them) carries into the sign bit and reads as a zero, and one
  * whose payload lies only in the low 13 bits reads as an infinity; others stay NaNs
  * (docs/language.md). */
-void round_tf32_even_to(Lower *c, int dst, int v)
+/* cvt of f32 v to tf32 bits into dst: rounding 2 = .rna, 3 = .rn (Ins.cmp of CVT). */
+static void cvt_tf32(Lower *c, int dst, int rounding, int v)
 {
     Ins *cv = emit_ins(c->f, OP_CVT, PT_B32);
     cv->ty2 = PT_F32;
-    cv->cmp = 3;
+    cv->cmp = (uint8_t)rounding;
     cv->dst[0] = dst;
     cv->ndst = 1;
     cv->src[0] = R(v);
     cv->nsrc = 1;
 }
+
+void round_tf32_even_to(Lower *c, int dst, int v) { cvt_tf32(c, dst, 3, v); }
 
 int round_tf32_even(Lower *c, int v)
 {
@@ -300,13 +303,7 @@ int round_tf32_operand(Lower *c, int v)
 int round_tf32_value(Lower *c, int v)
 {
     int d = new_reg(c->f, RC_R);
-    Ins *cv = emit_ins(c->f, OP_CVT, PT_B32);
-    cv->ty2 = PT_F32;
-    cv->cmp = 2;
-    cv->dst[0] = d;
-    cv->ndst = 1;
-    cv->src[0] = R(v);
-    cv->nsrc = 1;
+    cvt_tf32(c, d, 2, v);
     return d;
 }
 

@@ -6,6 +6,7 @@
 
 #include "tilert_internal.h"
 #include "unit.h"
+#include "unit_meta.h"
 
 /* A tf32 product C[M, N] = A[M, K] B[K, N]; B's rows are padded to a multiple of 4 elements.
  * Then a kernel over 2-byte types with a scalar row pitch, and one without maps. */
@@ -116,19 +117,9 @@ static void parse_valid(void)
         rt_meta_free(&m);
 }
 
-/* Text that must be refused with TILERT_ERR_BAD_META, with a message containing `words`. */
 static void malformed(const char *name, const char *text, const char *words)
 {
-    rt_meta m = {(rt_kernel_meta *)1, 99};
-    char full[160];
-    snprintf(full, sizeof full, "tmap malformed: %s", name);
-    tilert_status s = rt_meta_parse(text, &m);
-    unit_check(s == TILERT_ERR_BAD_META && strstr(tilert_last_error(), words) && m.nk == 0 &&
-                   m.k == NULL,
-               full, "status %s, message \"%s\" (wanted \"%s\")", tilert_status_name(s),
-               tilert_last_error(), words);
-    if (s == TILERT_OK)
-        rt_meta_free(&m);
+    unit_meta_malformed("tmap", name, text, words);
 }
 
 /* Line 1 kernel, lines 2-4 arguments: a //@tmap on line 5. */
