@@ -709,6 +709,39 @@ static void case_empty(tilert_context *ctx)
     free_case();
 }
 
+/* matmul_tf32 with K = 0: an empty sum, so C is all zeros, every element written. On sm_90a the
+ * kernel takes a tensor map of A with no columns, which TMA cannot describe: the launcher
+ * substitutes a zeroed 1 x 1 tensor (docs/runtime.md), so this runs that path too. */
+static void case_tf32_empty_k(tilert_context *ctx)
+{
+    enum { M = 70, N = 36 };
+    const char *desc = "matmul_tf32 K=0 (C all zeros)";
+    tilert_kernel *k = kernel(ctx, "matmul_tf32");
+    if (!k)
+        return;
+    static uint32_t got[M * N];
+    CUdeviceptr da = dev_floats(4), db = dev_floats(4), dc = dev_floats(M * N);
+    if (!da || !db || !dc) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    tilert_arg a[] = {tilert_ptr(da), tilert_ptr(db), tilert_ptr(dc), tilert_i32(M), tilert_i32(0), tilert_i32(N)};
+    if (!launch(desc, k, a, 6))
+        goto done;
+    if (!gpu_download(got, dc, sizeof got)) {
+        result(false, desc, "cannot read the output back");
+        goto done;
+    }
+    for (int i = 0; i < M * N; i++)
+        if (got[i] & 0x7fffffffu) {
+            result(false, desc, "C[%d][%d] = 0x%08x, want 0", i / N, i % N, got[i]);
+            goto done;
+        }
+    result(true, desc, "%d zeros", M * N);
+done:
+    free_case();
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -722,6 +755,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof vec_n / sizeof vec_n[0]; i++)
         case_vecadd(ctx, vec_n[i]);
     case_empty(ctx);
+    case_tf32_empty_k(ctx);
 
     /* K and N multiples of 4 (the kernel assumes it); M anything. */
     static const int mm_m[] = {1, 7, 100, 128, 129, 257};
