@@ -243,6 +243,18 @@ void mma_sync(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, const 
     in->nsrc = 10;
 }
 
+/* cvt of f32 v to tf32 bits into dst: rounding 2 = .rna, 3 = .rn (Ins.cmp of CVT). */
+static void cvt_tf32(Lower *c, int dst, int rounding, int v)
+{
+    Ins *cv = emit_ins(c->f, OP_CVT, PT_B32);
+    cv->ty2 = PT_F32;
+    cv->cmp = (uint8_t)rounding;
+    cv->dst[0] = dst;
+    cv->ndst = 1;
+    cv->src[0] = R(v);
+    cv->nsrc = 1;
+}
+
 /* tf32 rounding: f32 operand bits v rounded to tf32 for the tensor cores, which read the top 19
  * bits of a .tf32 operand and drop the low 13 (truncating, were the bits not rounded first).
  *
@@ -261,18 +273,6 @@ void mma_sync(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, const 
  * (CUDA's canonical 0x7fffffff among them) carries into the sign bit and reads as a zero, and one
  * whose payload lies only in the low 13 bits reads as an infinity; others stay NaNs
  * (docs/language.md). */
-/* cvt of f32 v to tf32 bits into dst: rounding 2 = .rna, 3 = .rn (Ins.cmp of CVT). */
-static void cvt_tf32(Lower *c, int dst, int rounding, int v)
-{
-    Ins *cv = emit_ins(c->f, OP_CVT, PT_B32);
-    cv->ty2 = PT_F32;
-    cv->cmp = (uint8_t)rounding;
-    cv->dst[0] = dst;
-    cv->ndst = 1;
-    cv->src[0] = R(v);
-    cv->nsrc = 1;
-}
-
 void round_tf32_even_to(Lower *c, int dst, int v) { cvt_tf32(c, dst, 3, v); }
 
 int round_tf32_even(Lower *c, int v)

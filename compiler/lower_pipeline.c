@@ -288,12 +288,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     }
     f->cur_line = s->loc.line;
     /* the tf32 slabs TMA can bring (lower_tma.c) */
-    bool tma = false;
-    for (int i = 0; i < nops; i++)
-        if (tf32_slab(&ops[i]) && tma_window_ok(c, ops[i].operand, ops[i].pitch, ops[i].swz)) {
-            ops[i].tmap = tma_register(c, ops[i].operand, ops[i].swz);
-            tma |= ops[i].tmap >= 0;
-        }
+    bool tma = tma_choose(c, ops, nops);
     /* stage buffers, contiguous, and their addresses as register tensors */
     bool async_proxy = false;
     for (int i = 0; i < nops; i++) {
@@ -313,20 +308,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             in->label = ops[i].array;
         }
     }
-    int leader_saved = c->pipe_leader, phase = -1;
-    if (tma) {
-        f->cur_what = "TMA issuing thread";
-        c->pipe_leader = ir_setp(f, CMP_EQ, PT_U32, R(c->tid), IMM(0));
-        f->cur_what = "TMA barrier";
-        for (int i = 0; i < nops; i++)
-            if (ops[i].tmap >= 0) {
-                tma_init_barriers(c, &ops[i], S);
-                f->cur_what = "tensor map address";
-                ops[i].map_addr = tma_map_address(c, ops[i].tmap);
-            }
-        f->cur_what = "TMA phase";
-        phase = ir_mov(f, PT_U32, IMM(0));
-    }
+    int leader_saved = c->pipe_leader, phase = tma ? tma_setup(c, ops, nops, S) : -1;
     f->cur_what = "temporary";
     Tile lo = lower_expr(c, s->lo, NULL), hi = lower_expr(c, s->hi, NULL);
     int64_t step = s->step ? s->step->ival : 1;

@@ -9,7 +9,7 @@
  * base). So one thread's few instructions per stage replace every thread's copies and the
  * rounding pass; the other threads only wait.
  *
- * The map. The launcher builds it (runtime/launch.c) from the //@tmap line tma_register adds to
+ * The map. The launcher builds it (runtime/launch.c) from the //@tmap line tma_choose adds to
  * the kernel's metadata, and passes it by value after the arguments; the kernel takes its address
  * with cvta.param. Its box is the window's rows by one slab's 32 columns, so a window of BK
  * columns is BK / 32 copies, slab j at j * rows * 128 bytes. A box's elements outside the tensor
@@ -30,9 +30,11 @@ enum { SLAB_BYTES = 128, SLAB_COLS = SLAB_BYTES / 4, TMA_BOX_MAX = 256 };
 /* A window of an f32 tensor argument the tf32 wgmma reads from a slab: rank 2, both dimensions
  * windowed, unit inner stride, at most 256 rows (the largest box), rows 16-byte aligned (the map's
  * base and pitch must be: the same facts that let cp.async move 16-byte pieces). */
-bool tma_window_ok(Lower *c, Expr *win, int pitch, int swz)
+static bool window_ok(Lower *c, const PipeOperand *p)
 {
-    if (!c->opt || !c->opt->arch || strcmp(c->opt->arch, "sm_90a") || swz != SWZ_SLAB ||
+    Expr *win = p->operand;
+    int pitch = p->pitch;
+    if (!c->opt || !c->opt->arch || strcmp(c->opt->arch, "sm_90a") || p->var || p->swz != SWZ_SLAB ||
         win->kind != E_INDEX || win->type != TY_F32 || win->nidx != 2)
         return false;
     Sym *t = win->sym;
@@ -57,11 +59,12 @@ static bool same_map(const TensorMapMeta *a, const TensorMapMeta *b)
            !strcmp(a->pitch_rpn, b->pitch_rpn);
 }
 
-int tma_register(Lower *c, Expr *win, int swz)
+/* The map of win in the kernel's metadata (one per distinct map): its index, -1 when the kernel
+ * has as many as the launcher takes. */
+static int register_map(Lower *c, Expr *win)
 {
     KernelMeta *m = c->meta;
     Sym *t = win->sym;
-    (void)swz;
     TensorMapMeta tm = {
         t->param_index, "tf32", SLAB_BYTES, (int)win->shape.dim[0], SLAB_COLS,
         extent_rpn(c, t->dim[0]), extent_rpn(c, t->dim[1]),
@@ -82,7 +85,19 @@ int tma_register(Lower *c, Expr *win, int swz)
     return m->ntmaps++;
 }
 
-int tma_map_address(Lower *c, int tmap)
+bool tma_choose(Lower *c, PipeOperand *ops, int nops)
+{
+    bool any = false;
+    for (int i = 0; i < nops; i++)
+        if (window_ok(c, &ops[i])) {
+            ops[i].tmap = register_map(c, ops[i].operand);
+            any |= ops[i].tmap >= 0;
+        }
+    return any;
+}
+
+/* The generic address of map tmap, a by-value parameter after the arguments. */
+static int map_address(Lower *c, int tmap)
 {
     Func *f = c->f;
     int raw = new_reg(f, RC_D), addr = new_reg(f, RC_D);
@@ -103,7 +118,7 @@ int tma_map_address(Lower *c, int tmap)
 
 /* The stages' barriers, 8 bytes each, as a register tensor like the stage buffers; initialised by
  * the issuing thread and made visible to every thread (and to the copies) before any use. */
-void tma_init_barriers(Lower *c, PipeOperand *p, int S)
+static void init_barriers(Lower *c, PipeOperand *p, int S)
 {
     Func *f = c->f;
     int off = smem_alloc_aligned(c, 8 * S, 8);
@@ -125,6 +140,24 @@ void tma_init_barriers(Lower *c, PipeOperand *p, int S)
     }
     emit_ins(f, OP_MBFENCEINIT, PT_B32)->guard = c->pipe_leader;
     ir_bar(f);
+}
+
+int tma_setup(Lower *c, PipeOperand *ops, int nops, int S)
+{
+    Func *f = c->f;
+    f->cur_what = "TMA issuing thread";
+    c->pipe_leader = ir_setp(f, CMP_EQ, PT_U32, R(c->tid), IMM(0));
+    for (int i = 0; i < nops; i++)
+        if (ops[i].tmap >= 0) {
+            f->cur_what = "TMA barrier";
+            init_barriers(c, &ops[i], S);
+            f->cur_what = "tensor map address";
+            ops[i].map_addr = map_address(c, ops[i].tmap);
+        }
+    f->cur_what = "TMA phase";
+    int phase = ir_mov(f, PT_U32, IMM(0));
+    f->cur_what = "temporary";
+    return phase;
 }
 
 void tma_issue(Lower *c, PipeOperand *p, int base, int bar, int valid)

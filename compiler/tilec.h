@@ -769,12 +769,14 @@ void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int gu
 void round_window_tf32(Lower *c, Expr *win, int base, int pitch, int swz);
 /* The bytes per cp.async piece copy_window_async would move win in: below 4, it cannot. */
 int async_piece_bytes(Lower *c, Expr *win, int pitch);
-/* lower_tma.c: operands a pipelined loop moves with TMA (sm_90a) instead of cp.async. */
-bool tma_window_ok(Lower *c, Expr *win, int pitch, int swz);
-int tma_register(Lower *c, Expr *win, int swz);           /* its KernelMeta.tmaps index */
-void tma_init_barriers(Lower *c, PipeOperand *p, int S);  /* before the loop */
+/* lower_tma.c: operands a pipelined loop moves with TMA (sm_90a) instead of cp.async.
+ * tma_choose marks those that can (PipeOperand.tmap, a //@tmap map each) and says whether any
+ * did; tma_setup, before the loop, makes the issuing thread's predicate (Lower.pipe_leader), the
+ * stages' barriers and the maps' addresses, and returns the phase register (0). tma_issue copies
+ * one stage (bar: its barrier) where valid; tma_wait waits for the stage's phase. */
+bool tma_choose(Lower *c, PipeOperand *ops, int nops);
+int tma_setup(Lower *c, PipeOperand *ops, int nops, int S);
 void tma_issue(Lower *c, PipeOperand *p, int base, int bar, int valid);
-int tma_map_address(Lower *c, int tmap);                  /* generic address of the map */
 void tma_wait(Lower *c, int bar, int phase);
 /* lower.c: an extent (a size symbol or constant) as launch-time RPN */
 const char *extent_rpn(Lower *c, Extent e);

@@ -1,6 +1,7 @@
 /* launch.c: tilert_launch, the only place that starts kernels. All decisions are made by
  * rt_plan_launch (args.c) on the CPU; this file only talks to the driver. */
 #include <stdint.h>
+#include <stdio.h>
 
 #include "tilert_internal.h"
 
@@ -29,14 +30,14 @@ static tilert_status allow_smem(tilert_kernel *k)
  * extent, which TMA refuses) is a 1 x 1 tensor over the context's zero buffer instead: every
  * copy through it reads zeros, in bounds or not, which is what a loop over an empty tensor must
  * see. The context must be current. */
-static tilert_status encode_tmaps(tilert_context *ctx, rt_launch_plan *plan)
+static tilert_status encode_tmaps(tilert_kernel *k, rt_launch_plan *plan)
 {
     static const cuuint32_t unit_steps[2] = {1, 1};
     for (int i = 0; i < plan->ntmaps; i++) {
         const rt_tmap_desc *d = &plan->tmap[i];
         CUdeviceptr base = d->base;
         if (d->empty) {
-            tilert_status s = rt_zero_buffer(ctx, &base);
+            tilert_status s = rt_zero_buffer(k->mod->ctx, &base);
             if (s)
                 return s;
         }
@@ -45,8 +46,12 @@ static tilert_status encode_tmaps(tilert_context *ctx, rt_launch_plan *plan)
             &plan->tmap_store[i], d->type, 2, (void *)(uintptr_t)base, d->dim, d->stride, d->box,
             unit_steps, CU_TENSOR_MAP_INTERLEAVE_NONE, d->swizzle,
             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-        if (r != CUDA_SUCCESS)
-            return rt_cuda_error("cuTensorMapEncodeTiled", r);
+        if (r != CUDA_SUCCESS) {
+            char what[RT_MAX_NAME * 2 + 80];
+            snprintf(what, sizeof what, "cuTensorMapEncodeTiled (kernel %s, tensor map %d, of %s)",
+                     k->meta->name, i, k->meta->args[k->meta->tmaps[i].arg].name);
+            return rt_cuda_error(what, r);
+        }
     }
     return TILERT_OK;
 }
@@ -65,7 +70,7 @@ tilert_status tilert_launch(tilert_kernel *k, CUstream stream, const tilert_arg 
         return s;
     s = allow_smem(k);
     if (s == TILERT_OK)
-        s = encode_tmaps(k->mod->ctx, &plan);
+        s = encode_tmaps(k, &plan);
     if (s == TILERT_OK) {
         CUresult r = cuLaunchKernel(k->fn, plan.grid[0], plan.grid[1], plan.grid[2],
                                     (unsigned)k->meta->threads, 1, 1,
