@@ -116,6 +116,8 @@ int smem_alloc_aligned(Lower *c, int bytes, int align)
 {
     int off = (c->smem_top + align - 1) & ~(align - 1);
     c->smem_top = off + bytes;
+    SmemBuf b = { off, bytes, c->f->cur_what, 0 };
+    vec_push(&c->f->smem_bufs, b);
     return off;
 }
 
@@ -778,6 +780,7 @@ void lower_stmt(Lower *c, Stmt *s)
             int S1 = sym->shape.rank ? (int)sym->shape.dim[sym->shape.rank - 1] : 1;
             si->smem_ld = S1 + (S1 >= 32 ? 4 : 0);
             si->smem_off = smem_alloc(c, S0 * si->smem_ld * type_size(sym->type));
+            c->f->smem_bufs.v[c->f->smem_bufs.n - 1].name = sym->name;
             break;
         }
         f->cur_what = reg_value_name(c->a, s->name, sym->type, sym->shape);
@@ -850,6 +853,9 @@ void lower_stmt(Lower *c, Stmt *s)
         ir_label(f, head);
         int p = ir_setp(f, CMP_GE, PT_S32, R(i), R(hreg));
         ir_bra(f, exit, p, false);
+        /* the head is also reached from the end of the body, whose scratch reads (a reduction's
+           last step, say) the next iteration's first scratch write must wait for */
+        c->scratch_read = true;
         lower_block(c, s->then);
         f->cur_line = s->loc.line;
         ir_bin_to(f, OP_ADD, PT_S32, i, R(i), IMM(step));
@@ -863,10 +869,13 @@ void lower_stmt(Lower *c, Stmt *s)
         Tile cnd = lower_expr(c, s->cond, NULL);
         int p = opnd_reg(c, cnd.v[0], PT_PRED);
         int els = new_label(f), end = new_label(f);
+        bool scratch_read = c->scratch_read;
         ir_bra(f, els, p, true);
         lower_block(c, s->then);
         ir_bra(f, end, -1, false);
         ir_label(f, els);
+        /* the else branch starts from the state before the if, not from the end of the then branch */
+        c->scratch_read = scratch_read;
         if (s->els)
             lower_stmt(c, s->els);
         ir_label(f, end);
@@ -1137,6 +1146,8 @@ Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *me
     emit_ins(c->f, OP_RET, PT_B32);
     /* the scratch area goes after the named shared buffers */
     int scratch = c->scratch_size ? smem_alloc(c, c->scratch_size) : c->smem_top;
+    if (c->scratch_size)
+        c->f->smem_bufs.v[c->f->smem_bufs.n - 1].name = "the scratch area";
     c->f->smem_bytes = c->smem_top;
     meta->smem_bytes = c->smem_top;
     check_smem_size(c, k);
