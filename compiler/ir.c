@@ -49,12 +49,13 @@ void func_free(Func *f)
     vec_free(&f->code);
     vec_free(&f->regs);
     vec_free(&f->arrays);
+    vec_free(&f->smem_bufs);
     free(f);
 }
 
 int new_reg(Func *f, RegClass rc)
 {
-    VReg r = { rc, f->cur_what, -1 };
+    VReg r = { rc, f->cur_what, -1, 0, false };
     vec_push(&f->regs, r);
     return f->regs.n - 1;
 }

@@ -692,10 +692,14 @@ typedef struct {
 static void round_piece_tf32(Lower *c, int saddr, int64_t soff, int words, int guard)
 {
     Opnd w[4];
+    int from = c->f->code.n;
     mem_load(c, SP_SHARED, TY_I32, saddr, soff, words, -1, IMM(0), w);
     for (int i = 0; i < words; i++)
         w[i] = R(round_tf32_even(c, w[i].reg));
     mem_store(c, SP_SHARED, -1, TY_I32, saddr, soff, words, guard, w);
+    /* the pieces this thread copied: no other thread touches them before the barrier */
+    for (int i = from; i < c->f->code.n; i++)
+        c->f->code.v[i].own = c->f->code.v[i].op == OP_LD || c->f->code.v[i].op == OP_ST;
 }
 
 static void async_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int mask, int slot)

@@ -160,7 +160,12 @@ void pipe_barrier(Lower *c)
         ir_bar(c->f);
 }
 
-int pipe_first_iteration(Lower *c) { return ir_setp(c->f, CMP_EQ, PT_S32, R(c->pipe_iter), c->pipe_lo); }
+int pipe_first_iteration(Lower *c)
+{
+    int p = ir_setp(c->f, CMP_EQ, PT_S32, R(c->pipe_iter), c->pipe_lo);
+    c->f->regs.v[p].first_iter = true;
+    return p;
+}
 
 int pipe_next_stage_delta(Lower *c, int stage_bytes)
 {
@@ -295,6 +300,9 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         async_proxy |= slab(ops[i].swz) && ops[i].tmap < 0;
         int off = smem_alloc_aligned(c, S * ops[i].bytes, slab(ops[i].swz) ? 1024 : 128);
         const char *nm = ops[i].var ? ops[i].var->name : ops[i].operand->sym->name;
+        SmemBuf *sb = &f->smem_bufs.v[f->smem_bufs.n - 1];
+        sb->name = arena_printf(c->a, "the stage buffers of '%s'", nm);
+        sb->stage_bytes = ops[i].bytes;
         RegArray arr = { arena_printf(c->a, "%s_stages", nm), S, RC_R, s->loc.line, false, false };
         vec_push(&f->arrays, arr);
         ops[i].array = f->arrays.n - 1;
@@ -329,6 +337,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     }
     int stage = ir_mov(f, PT_U32, IMM(0));
     f->regs.v[stage].what = "stage";
+    f->regs.v[stage].stage_S = S;
     int head = new_label(f), exit = new_label(f);
     ir_label(f, head);
     int p = ir_setp(f, CMP_GE, PT_S32, R(i), R(hreg));

@@ -295,6 +295,10 @@ static bool compile_for_arch(Arena *a, Program *p, Cli *cli, const char *arch, A
             ok = false;
             continue;
         }
+        if (!race_check(f)) {
+            ok = false;
+            continue;
+        }
         if (opt.const_reg_elim)
             const_reg_elim(f);
         arrays_to_local(f);

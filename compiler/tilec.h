@@ -443,13 +443,25 @@ typedef struct {
      * SP_PARAM: cvta.param (the address of a by-value parameter). */
     int line;              /* source line that produced it (report) */
     const char *text;      /* COMMENT */
+    /* a shared access that touches only bytes the issuing thread's own async copies fill, until
+       the next barrier (cp.async, TMA, the in-place tf32 rounding): race_check.c */
+    bool own;
 } Ins;
 
 typedef struct {
     RegClass rc;
     const char *what;      /* the source value it belongs to, for the register report */
     int phys;              /* allocated register, -1 before allocation */
+    int stage_S;           /* a pipelined loop's stage counter over stage_S stages (race_check.c); 0 otherwise */
+    bool first_iter;       /* a predicate true exactly in a pipelined loop's first iteration (race_check.c) */
 } VReg;
+
+/* One allocation of the block's shared memory, for race_check.c: which buffer an address is in. */
+typedef struct {
+    int off, bytes;
+    const char *name;
+    int stage_bytes;       /* stage buffers: bytes per stage (0: not one) */
+} SmemBuf;
 
 /* A small per-thread array indexed at run time (stage buffer addresses of pipelined loops):
  * a register tensor. Elements are set once, at creation (ARRSET), and read with ARRGET.
@@ -470,6 +482,7 @@ typedef struct {
     Vec(Ins) code;
     Vec(VReg) regs;
     Vec(RegArray) arrays;
+    Vec(SmemBuf) smem_bufs;
     int nlabels;
     int smem_bytes;        /* dynamic shared memory per block */
     int threads;
@@ -531,6 +544,13 @@ typedef struct {
 
 /* Lowers one checked kernel. Returns NULL after reporting errors (e.g. a tile too large). */
 Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *meta);
+
+/* ---------------------------------------------------------------- race_check.c */
+
+/* Fails (reporting both instructions) where a shared-memory write and another thread's access to
+ * the same buffer can meet without a block barrier between them on some path. Runs on the code as
+ * lowered (register tensors and shared symbols still in place). */
+bool race_check(Func *f);
 
 /* ---------------------------------------------------------------- regalloc.c */
 
