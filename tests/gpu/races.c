@@ -5,6 +5,7 @@
  * time. Every output element is compared with its own error bound (below), poisoned outputs catch
  * unwritten elements. Usage: races EXAMPLES_DIR */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,6 +293,76 @@ static void matmul_rowsum(int m, int n, int kk)
     gpu_free(da), gpu_free(db), gpu_free(dy), free(a), free(b), free(c), free(cb), free(ref), free(bound);
 }
 
+static void cross_entropy(int rows, int v)
+{
+    char desc[96];
+    snprintf(desc, sizeof desc, "cross_entropy R=%d V=%d", rows, v);
+    size_t sz = (size_t)rows * v;
+    float *x = fresh(sz, -8, 8);
+    int *t = malloc((size_t)rows * 4 + 4);
+    double *ref = malloc((size_t)rows * 8 + 8), *bound = malloc((size_t)rows * 8 + 8);
+    for (int r = 0; r < rows; r++) {
+        t[r] = (int)(rng_next() % (uint64_t)v);
+        double m = -INFINITY, s = 0;
+        for (int j = 0; j < v; j++)
+            m = fmax(m, x[(size_t)r * v + j]);
+        for (int j = 0; j < v; j++)
+            s += exp(x[(size_t)r * v + j] - m);
+        double lse = m + log(s), xt = x[(size_t)r * v + t[r]];
+        ref[r] = lse - xt;
+        /* logsumexp as in loop_logsumexp, the picked logit exact, the difference u relative */
+        bound[r] = 4 * ((v + 64) * U + (fabs(lse) + fabs(xt)) * U) + 1e-6;
+    }
+    CUdeviceptr dx = upload(x, sz), dt = upload((const float *)t, (size_t)rows), dl = poisoned((size_t)rows);
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dt), tilert_ptr(dl), tilert_i32(rows), tilert_i32(v) };
+    run(desc, kernel("cross_entropy"), a, 5, dl, ref, bound, (size_t)rows);
+    gpu_free(dx), gpu_free(dt), gpu_free(dl), free(x), free(t), free(ref), free(bound);
+}
+
+/* O = softmax(scale Q K^T) V, row by row. A score's error (64 products, f32) moves each
+ * probability by about that much relative, so an output by twice it times max |V|; the weighted
+ * sum of V adds its own NK u. */
+static void attention(int nq, int nk)
+{
+    char desc[96];
+    snprintf(desc, sizeof desc, "attention (f32, staged P) NQ=%d NK=%d", nq, nk);
+    const int D = 64;
+    const double scale = 0.125;
+    float *q = fresh((size_t)nq * D, -1, 1), *kt = fresh((size_t)D * nk, -1, 1), *v = fresh((size_t)nk * D, -1, 1);
+    size_t so = (size_t)nq * D;
+    double *ref = calloc(so + 1, 8), *bound = malloc(so * 8 + 8), *p = malloc((size_t)nk * 8 + 8);
+    double vmax = 0;
+    for (size_t i = 0; i < (size_t)nk * D; i++)
+        vmax = fmax(vmax, fabs(v[i]));
+    for (int i = 0; i < nq; i++) {
+        double m = -INFINITY, l = 0, serr = 0;
+        for (int j = 0; j < nk; j++) {
+            double s = 0, sa = 0;
+            for (int d = 0; d < D; d++) {
+                s += (double)q[(size_t)i * D + d] * kt[(size_t)d * nk + j];
+                sa += fabs((double)q[(size_t)i * D + d] * kt[(size_t)d * nk + j]);
+            }
+            p[j] = s * scale;
+            m = fmax(m, p[j]);
+            serr = fmax(serr, (D + 4) * U * sa * scale);
+        }
+        for (int j = 0; j < nk; j++)
+            l += p[j] = exp(p[j] - m);
+        for (int j = 0; j < nk; j++)
+            for (int d = 0; d < D; d++)
+                ref[(size_t)i * D + d] += p[j] / l * v[(size_t)j * D + d];
+        for (int d = 0; d < D; d++)
+            bound[(size_t)i * D + d] = 4 * (2 * serr * vmax + (nk + 40) * U * vmax) + 1e-6;
+    }
+    CUdeviceptr dq = upload(q, (size_t)nq * D), dk = upload(kt, (size_t)D * nk), dv = upload(v, (size_t)nk * D),
+                dout = poisoned(so);
+    tilert_arg a[] = { tilert_ptr(dq), tilert_ptr(dk), tilert_ptr(dv), tilert_ptr(dout), tilert_f32((float)scale),
+                       tilert_i32(nq), tilert_i32(nk) };
+    run(desc, kernel("attention"), a, 7, dout, ref, bound, so);
+    gpu_free(dq), gpu_free(dk), gpu_free(dv), gpu_free(dout);
+    free(q), free(kt), free(v), free(ref), free(bound), free(p);
+}
+
 int main(int argc, char **argv)
 {
     tilert_context *ctx;
@@ -320,6 +391,16 @@ int main(int argc, char **argv)
     for (int i = 0; i < 4; i++) {
         staged_matmul(mm[i][0], mm[i][1], mm[i][2]);
         matmul_rowsum(mm[i][0], mm[i][1], mm[i][2]);
+    }
+    static const int vocab[] = { 1, 1000, 5000 };
+    for (int i = 0; i < 3; i++) {
+        cross_entropy(1, vocab[i]);
+        cross_entropy(37, vocab[i]);
+    }
+    static const int keys[] = { 1, 45, 200 };
+    for (int i = 0; i < 3; i++) {
+        attention(1, keys[i]);
+        attention(37, keys[i]);
     }
     tilert_unload(mod);
     gpu_close(ctx);
