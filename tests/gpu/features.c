@@ -3,13 +3,15 @@
  * (inside a warp and through shared memory), a column reduction, a bias broadcast over the FFMA
  * accumulator, atomic_max with positive and negative values. Fresh random inputs, poisoned
  * outputs, sizes that are not tile multiples; every element within its own error bound of the
- * reference (ref_util.h). Usage: features EXAMPLES_DIR */
+ * reference (ref_util.h). TILEC_TEST_SMALL: a few small sizes of each. Usage: features EXAMPLES_DIR */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "gpu_util.h"
 #include "ref_util.h"
+
+#define COUNT(a) (sizeof (a) / sizeof *(a))
 
 static int passed, failed;
 static tilert_module *mod;
@@ -448,39 +450,65 @@ int main(int argc, char **argv)
         printf("FAIL load %s: %s\n0 passed, 1 failed\n", path, tilert_last_error());
         return 1;
     }
+    /* Each kernel's sizes, and their small subset for TILEC_TEST_SMALL (x_small): smaller than
+       the kernel's tile, a tile multiple, neither. */
+    bool small = test_small();
+    const int *r;
     static const int rs[][2] = { { 1, 1 }, { 33, 64 }, { 100, 50 }, { 257, 7 } };
-    for (size_t i = 0; i < sizeof rs / sizeof *rs; i++)
-        softmax_rows(rs[i][0], rs[i][1]);
+    static const int rs_small[][2] = { { 1, 1 }, { 32, 64 }, { 33, 50 } };
+    for (size_t i = 0; i < (small ? COUNT(rs_small) : COUNT(rs)); i++) {
+        r = small ? rs_small[i] : rs[i];
+        softmax_rows(r[0], r[1]);
+    }
     static const int cs[][2] = { { 1, 1 }, { 3, 2048 }, { 7, 1000 } };
-    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
-        center_rows(cs[i][0], cs[i][1]);
+    static const int cs_small[][2] = { { 1, 1 }, { 2, 2048 }, { 3, 1000 } };
+    for (size_t i = 0; i < (small ? COUNT(cs_small) : COUNT(cs)); i++) {
+        r = small ? cs_small[i] : cs[i];
+        center_rows(r[0], r[1]);
+    }
     static const int ss[][2] = { { 1, 1 }, { 17, 100 }, { 1000, 129 } };
-    for (size_t i = 0; i < sizeof ss / sizeof *ss; i++)
-        colsum(ss[i][0], ss[i][1]);
+    static const int ss_small[][2] = { { 1, 1 }, { 16, 64 }, { 17, 100 } };
+    for (size_t i = 0; i < (small ? COUNT(ss_small) : COUNT(ss)); i++) {
+        r = small ? ss_small[i] : ss[i];
+        colsum(r[0], r[1]);
+    }
     static const int gs[][3] = { { 1, 1, 1 }, { 65, 70, 9 }, { 200, 129, 100 } };
-    for (size_t i = 0; i < sizeof gs / sizeof *gs; i++)
-        gemm_bias_relu(gs[i][0], gs[i][1], gs[i][2]);
+    static const int gs_small[][3] = { { 1, 1, 1 }, { 64, 64, 16 }, { 65, 70, 9 } };
+    for (size_t i = 0; i < (small ? COUNT(gs_small) : COUNT(gs)); i++) {
+        r = small ? gs_small[i] : gs[i];
+        gemm_bias_relu(r[0], r[1], r[2]);
+    }
     static const int ms[][3] = { { 1, 8, 8 }, { 33, 38, 45 }, { 100, 72, 200 }, { 130, 136, 264 } };
-    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
-        mma_staged_a(ms[i][0], ms[i][1], ms[i][2]);
+    static const int ms_small[][3] = { { 1, 8, 8 }, { 64, 64, 96 }, { 33, 38, 45 } };
+    for (size_t i = 0; i < (small ? COUNT(ms_small) : COUNT(ms)); i++) {
+        r = small ? ms_small[i] : ms[i];
+        mma_staged_a(r[0], r[1], r[2]);
+    }
     static const int ts[][3] = { { 5, 12, 16 }, { 70, 132, 36 }, { 129, 260, 100 }, { 200, 384, 260 } };
-    for (size_t i = 0; i < sizeof ts / sizeof *ts; i++)
-        tf32_products(ts[i][0], ts[i][1], ts[i][2]);
+    static const int ts_small[][3] = { { 5, 12, 16 }, { 64, 128, 96 }, { 70, 132, 36 } };
+    for (size_t i = 0; i < (small ? COUNT(ts_small) : COUNT(ts)); i++) {
+        r = small ? ts_small[i] : ts[i];
+        tf32_products(r[0], r[1], r[2]);
+    }
     static const int us[][3] = { { 3, 7, 5 }, { 65, 131, 37 }, { 130, 257, 101 } };
-    for (size_t i = 0; i < sizeof us / sizeof *us; i++)
-        tf32_unaligned(us[i][0], us[i][1], us[i][2]);
+    static const int us_small[][3] = { { 3, 7, 5 }, { 64, 128, 64 }, { 65, 131, 37 } };
+    for (size_t i = 0; i < (small ? COUNT(us_small) : COUNT(us)); i++) {
+        r = small ? us_small[i] : us[i];
+        tf32_unaligned(r[0], r[1], r[2]);
+    }
     maxes(1, false);
-    maxes(100000, false);
-    maxes(100001, true);
+    maxes(small ? 5000 : 100000, false);
+    maxes(small ? 5001 : 100001, true);
     mathfns(1);
-    mathfns(5000);
+    mathfns(small ? 1000 : 5000);
     ints(1, 1);
     ints(1000, 1);
     ints(1000, 0);
     ints(4097, -3);
     types(1);
     types(1000);
-    types(70000);
+    if (!small)
+        types(70000);
     tilert_unload(mod);
     gpu_close(ctx);
     printf("%d passed, %d failed\n", passed, failed);

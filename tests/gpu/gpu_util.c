@@ -174,7 +174,13 @@ int gpu_test_begin(tilert_context **ctx, const char *title)
     }
     uint64_t seed = rng_seed_from("TILEC_TEST_SEED");
     rng_seed(seed);
-    printf("%s, device sm_%d, seed %llu (TILEC_TEST_SEED=%llu repeats it)\n", title, tilert_device_arch(*ctx),
-           (unsigned long long)seed, (unsigned long long)seed);
+    printf("%s, device sm_%d, seed %llu (TILEC_TEST_SEED=%llu repeats it)%s\n", title, tilert_device_arch(*ctx),
+           (unsigned long long)seed, (unsigned long long)seed, test_small() ? ", small cases (TILEC_TEST_SMALL)" : "");
     return -1;
+}
+
+bool test_small(void)
+{
+    const char *s = getenv("TILEC_TEST_SMALL");
+    return s && *s && strcmp(s, "0") != 0;
 }

@@ -55,4 +55,10 @@ uint64_t rng_seed_from(const char *env);
  * program's exit status, after printing the skip line (no device: 0) or the failure (1). */
 int gpu_test_begin(tilert_context **ctx, const char *title);
 
+/* TILEC_TEST_SMALL set and not "0": run a small subset of the cases -- every kernel and every
+ * code path (sizes smaller than a tile, tile multiples, neither; pipelined and tensor-core
+ * variants), all at small sizes -- for compute-sanitizer, which slows kernels down 10 to 100
+ * times (tests/sanitize-run.sh). */
+bool test_small(void);
+
 #endif

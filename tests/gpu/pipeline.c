@@ -1,7 +1,8 @@
 /* pipeline.c: the matmul unpipelined and pipelined at S = 1, 2, 3, 4 stages against a CPU reference, at trip
  * counts that are zero, one, smaller than S, and not multiples of the tile. Inputs are fresh
  * random values; outputs are poisoned first, so every element must be written, and each must be
- * within its error bound of IEEE FFMA (ref_util.h; K = 0: exactly 0). */
+ * within its error bound of IEEE FFMA (ref_util.h; K = 0: exactly 0). TILEC_TEST_SMALL: fewer
+ * sizes, the same trip counts. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,9 +66,12 @@ int main(int argc, char **argv)
     int rc = gpu_test_begin(&ctx, "pipelined matmul");
     if (rc >= 0)
         return rc;
-    /* K = 0 (no iteration), 8 (one), 16 (two: fewer than S = 3, 4), 24, 100 (ragged), 1000 */
+    /* K = 0 (no iteration), 8 (one), 16 (two: fewer than S = 3, 4), 24, 100 (ragged), 1000;
+       small: all but 1000, on one tile (128 x 128) and on less and more than one */
+    bool small = test_small();
     static const int ks[] = { 0, 8, 16, 24, 100, 1000 };
     static const int mn[][2] = { { 1, 4 }, { 129, 100 }, { 256, 256 }, { 200, 132 } };
+    static const int mn_small[][2] = { { 1, 4 }, { 128, 128 }, { 129, 100 } };
     for (int stages = 0; stages <= 4; stages++) {   /* 0: the unpipelined loop */
         if (only >= 0 && stages != only)
             continue;
@@ -80,9 +84,11 @@ int main(int argc, char **argv)
             failed++;
             continue;
         }
-        for (size_t i = 0; i < sizeof ks / sizeof *ks; i++)
-            for (size_t j = 0; j < sizeof mn / sizeof *mn; j++)
-                run_case(k, stages, mn[j][0], mn[j][1], ks[i]);
+        size_t nks = sizeof ks / sizeof *ks - (small ? 1 : 0);
+        size_t nmn = small ? sizeof mn_small / sizeof *mn_small : sizeof mn / sizeof *mn;
+        for (size_t i = 0; i < nks; i++)
+            for (size_t j = 0; j < nmn; j++)
+                run_case(k, stages, small ? mn_small[j][0] : mn[j][0], small ? mn_small[j][1] : mn[j][1], ks[i]);
         tilert_unload(mod);
     }
     gpu_close(ctx);

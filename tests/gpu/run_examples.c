@@ -10,7 +10,8 @@
  *
  * usage: run_examples [DIR]    (DIR defaults to build/examples; DIR/mma_shapes/SHAPE/ holds the
  *                              tensor-core examples at other tile shapes, when built)
- * Without a CUDA driver or device: prints that it skipped and succeeds. */
+ * Without a CUDA driver or device: prints that it skipped and succeeds. With TILEC_TEST_SMALL
+ * set, every kernel runs at a few small sizes: smaller than its tile, a tile multiple, neither. */
 #include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 #include "tilert_internal.h"   /* the kernels' metadata: to check the argument order */
 
 enum { GUARD = 1024 };          /* poisoned floats after every output */
+#define COUNT(a) (sizeof (a) / sizeof *(a))
 
 static const char *ex_dir = "build/examples";
 static int passed, failed;
@@ -650,8 +652,16 @@ static void cases_mma(tilert_context *ctx)
         {"matmul_f16", T_F16, false}, {"matmul_bf16", T_BF16, false},
         {"gemm_bias_relu", T_F16, true}, {"matmul_tf32", T_TF32, false},
     };
+    /* small: M N K smaller than the tile, a tile multiple over two k steps, and neither over five
+       (more than the three stages: the pipeline goes round) */
+    static const int small16[][3] = {{7, 8, 8}, {128, 256, 128}, {100, 136, 264}};
+    static const int small32[][3] = {{7, 4, 4}, {256, 128, 64}, {100, 100, 132}};
     for (size_t e = 0; e < sizeof ks / sizeof ks[0]; e++) {
-        for (size_t i = 0; i < sizeof m_sizes / sizeof m_sizes[0]; i++)
+        for (size_t i = 0; test_small() && i < COUNT(small16); i++) {
+            const int *mnk = ks[e].t == T_TF32 ? small32[i] : small16[i];
+            case_mma(ctx, ks[e].name, ks[e].t, ks[e].bias, mnk[0], mnk[1], mnk[2], false);
+        }
+        for (size_t i = 0; !test_small() && i < sizeof m_sizes / sizeof m_sizes[0]; i++)
             for (size_t j = 0; j < 6; j++) {
                 const int *nk = ks[e].t == T_TF32 ? nk32[j] : nk16[j];
                 case_mma(ctx, ks[e].name, ks[e].t, ks[e].bias, m_sizes[i], nk[0], nk[1], false);
@@ -663,7 +673,7 @@ static void cases_mma(tilert_context *ctx)
 
 /* The tensor-core examples at other tile shapes (tests/gpu/mma_shapes.mk builds them into
  * DIR/mma_shapes/SHAPE/NAME.ptx): each shape lays its shared tiles out differently, so each
- * runs a few sizes that are not tile multiples. A DIR without shapes runs none. */
+ * runs a few sizes that are not tile multiples (small: one). A DIR without shapes runs none. */
 static int name_order(const void *a, const void *b) { return strcmp(a, b); }
 
 static void cases_mma_shapes(tilert_context *ctx)
@@ -709,6 +719,8 @@ static void cases_mma_shapes(tilert_context *ctx)
             printf("shape %s: %s\n", names[i], path);
             for (size_t a = 0; a < sizeof m_sizes / sizeof m_sizes[0]; a++)
                 for (size_t b = 0; b < 3; b++) {
+                    if (test_small() && (a != 1 || b != 1))
+                        continue;
                     const int *nk = ks[j].t == T_TF32 || any ? nk4[b] : nk16[b];
                     case_mma(ctx, ks[j].name, ks[j].t, false, m_sizes[a], nk[0], nk[1], false);
                 }
@@ -777,17 +789,23 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
 
-    static const int vec_n[] = {1, 1000, 1024, 4097, 1 << 20};
-    for (size_t i = 0; i < sizeof vec_n / sizeof vec_n[0]; i++)
-        case_vecadd(ctx, vec_n[i]);
+    /* Each list of sizes has a small subset for TILEC_TEST_SMALL: smaller than a tile, a tile
+       multiple, neither. */
+    bool small = test_small();
+    static const int vec_n[] = {1, 1000, 1024, 4097, 1 << 20}, vec_small[] = {1, 1024, 4097};
+    for (size_t i = 0; i < (small ? COUNT(vec_small) : COUNT(vec_n)); i++)
+        case_vecadd(ctx, small ? vec_small[i] : vec_n[i]);
     case_empty(ctx);
     case_tf32_empty_k(ctx);
 
-    /* K and N multiples of 4 (the kernel assumes it); M anything. */
+    /* K and N multiples of 4 (the kernel assumes it); M anything. Tiles of 128 x 128 x 8. */
     static const int mm_m[] = {1, 7, 100, 128, 129, 257};
     static const int mm_nk[][2] = {{4, 4}, {100, 100}, {128, 128}, {100, 4}, {4, 128},
                                    {256, 100}, {128, 256}, {256, 256}};
-    for (size_t i = 0; i < sizeof mm_m / sizeof mm_m[0]; i++)
+    static const int mm_small[][3] = {{7, 4, 4}, {128, 128, 128}, {129, 100, 100}};
+    for (size_t i = 0; small && i < COUNT(mm_small); i++)
+        case_matmul(ctx, mm_small[i][0], mm_small[i][1], mm_small[i][2], false);
+    for (size_t i = 0; !small && i < sizeof mm_m / sizeof mm_m[0]; i++)
         for (size_t j = 0; j < sizeof mm_nk / sizeof mm_nk[0]; j++)
             case_matmul(ctx, mm_m[i], mm_nk[j][0], mm_nk[j][1], false);
     case_matmul(ctx, 128, 128, 7, true);
@@ -799,15 +817,17 @@ int main(int argc, char **argv)
     } else
         printf("skipped: tensor-core examples need sm_80 or later\n");
 
-    static const int sum_n[] = {1, 1000, 32768, (1 << 22) + 3};
-    for (size_t i = 0; i < sizeof sum_n / sizeof sum_n[0]; i++)
-        case_sum(ctx, sum_n[i]);
+    /* one block sums 4096 x 8 */
+    static const int sum_n[] = {1, 1000, 32768, (1 << 22) + 3}, sum_small[] = {1, 32768, 40000};
+    for (size_t i = 0; i < (small ? COUNT(sum_small) : COUNT(sum_n)); i++)
+        case_sum(ctx, small ? sum_small[i] : sum_n[i]);
 
     static const int rows[][2] = {{1, 1}, {3, 1000}, {64, 2048}, {257, 8192}};
+    static const int rows_small[][2] = {{1, 1}, {2, 1000}, {2, 8192}};
     for (RowKind kind = ROWSUM; kind <= LAYERNORM; kind++)
-        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-            case_rows(ctx, kind, rows[i][0], rows[i][1], false);
-    case_rows(ctx, ROWSUM, 5, 10000, false);   /* several BN steps, a ragged last one */
+        for (size_t i = 0; i < (small ? COUNT(rows_small) : COUNT(rows)); i++)
+            case_rows(ctx, kind, small ? rows_small[i][0] : rows[i][0], small ? rows_small[i][1] : rows[i][1], false);
+    case_rows(ctx, ROWSUM, small ? 2 : 5, small ? 5000 : 10000, false);   /* several BN steps, a ragged last one */
     case_rows(ctx, SOFTMAX, 2, 8193, true);
     case_rows(ctx, LAYERNORM, 2, 8193, true);
 
