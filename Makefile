@@ -172,7 +172,8 @@ $(EX_DIR)/%.ptx: examples/%.tile $(TILEC)
 
 # ---------------------------------------------------------------- goals
 
-.PHONY: all check check-gpu run-gpu demo bench install uninstall clean distclean
+.PHONY: all check check-gpu run-gpu check-sanitize run-sanitize demo bench install uninstall clean \
+        distclean
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 # Keep generated sources and objects that make reaches through pattern chains: they are
@@ -196,6 +197,30 @@ run-gpu:
 
 define MAKE_GPU_RUN
 sh tests/gpu-run.sh $(EX_DIR) $(GPU_PROGS)
+endef
+
+# Every GPU test program under compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on
+# its small cases, for each arch of SANITIZE_ARCHS ("default": tilec's); tests/sanitize-run.sh
+# says more. One make run builds the kernels of one arch (EX_DIR follows ARCH), so check-sanitize
+# builds each arch's with a make of its own, one after the other. run-sanitize builds nothing.
+# `make run-sanitize SANITIZE_TOOLS=racecheck SANITIZE_ARCHS=sm_90a` runs a part.
+SANITIZE_ARCHS ?= default sm_90a
+SANITIZE_TOOLS ?= memcheck racecheck synccheck initcheck
+SANITIZE_PROGS ?= $(filter %/run_examples,$(GPU_PROGS)) $(filter-out %/run_examples,$(GPU_PROGS))
+
+check-sanitize: all $(GPU_PROGS)
+	@for a in $(SANITIZE_ARCHS); do \
+		[ "$$a" = default ] && a=; \
+		$(MAKE) --no-print-directory ARCH=$$a all || exit 1; \
+	done
+	@$(MAKE_SANITIZE_RUN)
+
+run-sanitize:
+	@$(MAKE_SANITIZE_RUN)
+
+define MAKE_SANITIZE_RUN
+SANITIZE_ARCHS='$(SANITIZE_ARCHS)' SANITIZE_TOOLS='$(SANITIZE_TOOLS)' CUDA_HOME='$(CUDA_HOME)' \
+    sh tests/sanitize-run.sh $(B) $(SANITIZE_PROGS)
 endef
 
 HAVE_GPU = nvidia-smi -L >/dev/null 2>&1 || [ -e /dev/nvidia0 ]
