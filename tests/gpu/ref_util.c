@@ -48,8 +48,9 @@ double gamma_n(double n, double u)
  * Pranesh, "Numerical behavior of NVIDIA tensor cores", PeerJ CS 2021, on V100 to A100) show exact
  * products, then each block of n_b products and the accumulator c aligned to the largest of them,
  * the bits below the 24 of f32 cut off (truncation, not rounding), summed, and the sum truncated
- * to 24 bits. We take that as the worst case on every GPU (Hopper keeps no fewer bits). Per block,
- * with T the sum of the magnitudes entering it: each of the n_b terms that is not the largest loses
+ * to 24 bits. We take that as the worst case on every GPU: that Hopper keeps no fewer bits is an
+ * assumption, which the GPU runs test. Per block, with T the sum of the magnitudes entering it:
+ * each of the n_b terms that is not the largest loses
  * less than 2^-23 of the largest <= 2^-23 T, and the final truncation less than 2^-23 T, so at most
  * (n_b + 1) 2^-23 T. T <= S + E (S = sum |a||b| over all of K, E the error so far), and the
  * blocks' n_b + 1 add up to at most 2K (each block holds at least one product; zeros padding a
