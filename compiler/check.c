@@ -48,15 +48,24 @@ Sym *new_sym(Check *c, SymKind kind, const char *name, Loc loc)
     return s;
 }
 
+/* Names are hashed: a file of 100000 consts must not take a scan of them per use. There is no
+ * shadowing (declare), so a name maps to one symbol at a time. */
 Sym *lookup(Check *c, const char *name)
 {
-    for (int i = c->scope.n - 1; i >= 0; i--)
-        if (!strcmp(c->scope.v[i]->name, name))
-            return c->scope.v[i];
-    for (int i = c->consts.n - 1; i >= 0; i--)
-        if (!strcmp(c->consts.v[i]->name, name))
-            return c->consts.v[i];
-    return NULL;
+    Sym *s = map_get(&c->scope_names, name);
+    return s ? s : map_get(&c->const_names, name);
+}
+
+void scope_push(Check *c, Sym *s)
+{
+    vec_push(&c->scope, s);
+    map_put(&c->scope_names, s->name, s);
+}
+
+void scope_pop(Check *c, int mark)
+{
+    while (c->scope.n > mark)
+        map_del(&c->scope_names, c->scope.v[--c->scope.n]->name);
 }
 
 /* Adds s to the innermost scope, or reports the clash with a visible name of the same spelling
@@ -69,10 +78,12 @@ static bool declare(Check *c, Sym *s)
         note_at(old->loc, "'%s' was declared here", s->name);
         return false;
     }
-    if (s->kind == SYM_CONST)
+    if (s->kind == SYM_CONST) {
         vec_push(&c->consts, s);
-    else
-        vec_push(&c->scope, s);
+        map_put(&c->const_names, s->name, s);
+    } else {
+        scope_push(c, s);
+    }
     return true;
 }
 
@@ -162,7 +173,7 @@ static Extent check_extent(Check *c, Expr *e, bool is_stride)
             s->type = TY_I32;
             s->size_index = c->sizes.n;
             vec_push(&c->sizes, s);
-            vec_push(&c->scope, s);
+            scope_push(c, s);
         }
         if (s->kind == SYM_SIZE) {
             e->sym = s;
@@ -303,7 +314,7 @@ static void check_block(Check *c, Stmt *st)
     int mark = c->scope.n;
     for (int i = 0; i < st->nbody; i++)
         check_stmt(c, st->body[i]);
-    c->scope.n = mark;
+    scope_pop(c, mark);
 }
 
 /* A constant tile dimension of a var: positive and a power of two. */
@@ -547,7 +558,7 @@ static void check_for(Check *c, Stmt *st)
     Sym *s = declare_local(c, st, SYM_LOOP);
     s->type = TY_I32;
     check_stmt(c, st->then);
-    c->scope.n = mark;
+    scope_pop(c, mark);
 }
 
 static void check_atomic(Check *c, Stmt *st)
@@ -618,7 +629,7 @@ static void check_stmt(Check *c, Stmt *st)
 static void check_kernel(Check *c, Kernel *k)
 {
     c->k = k;
-    c->scope.n = 0;
+    scope_pop(c, 0);
     c->sizes.n = 0;
     c->assumes.n = 0;
     c->depth = 0;
@@ -641,17 +652,22 @@ bool check_program(Arena *a, Program *p, Define *defs, int ndefs)
 {
     int before = diag.nerrors;
     Check c = {.a = a, .p = p};
+    Map kernels = {0};
     check_consts(&c, defs, ndefs);
     for (int i = 0; i < p->nkernels; i++) {
         Kernel *k = p->kernels[i];
-        for (int j = 0; j < i; j++)
-            if (!strcmp(p->kernels[j]->name, k->name)) {
-                error_at(k->loc, "kernel '%s' is already defined", k->name);
-                note_at(p->kernels[j]->loc, "'%s' was defined here", k->name);
-                break;
-            }
+        Kernel *old = map_get(&kernels, k->name);
+        if (old) {
+            error_at(k->loc, "kernel '%s' is already defined", k->name);
+            note_at(old->loc, "'%s' was defined here", k->name);
+        } else {
+            map_put(&kernels, k->name, k);
+        }
         check_kernel(&c, k);
     }
+    map_free(&kernels);
+    map_free(&c.const_names);
+    map_free(&c.scope_names);
     vec_free(&c.consts);
     vec_free(&c.scope);
     vec_free(&c.sizes);

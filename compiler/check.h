@@ -14,6 +14,7 @@ typedef struct {
     Kernel *k;
     Vec(Sym *) consts;     /* global, in declaration order */
     Vec(Sym *) scope;      /* the kernel's parameters, sizes and visible locals, innermost last */
+    Map const_names, scope_names;   /* the same by name: a name is visible at most once */
     Vec(Sym *) sizes;      /* the kernel's size symbols in order of first appearance */
     Vec(Stmt *) assumes;
     int depth, edepth;     /* statement and expression recursion */
@@ -23,6 +24,8 @@ typedef struct {
 /* check.c */
 Sym *new_sym(Check *c, SymKind kind, const char *name, Loc loc);
 Sym *lookup(Check *c, const char *name);
+void scope_push(Check *c, Sym *s);
+void scope_pop(Check *c, int mark);     /* forgets the names declared since scope.n was mark */
 
 /* check_expr.c */
 void check_expr(Check *c, Expr *e);

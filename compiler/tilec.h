@@ -32,6 +32,16 @@ char *arena_printf(Arena *a, const char *fmt, ...);
 #define vec_free(vec) (free((vec)->v), (vec)->v = NULL, (vec)->n = (vec)->cap = 0)
 void vec_grow_(void **v, int *cap, int need, size_t elem);
 
+/* Names to pointers, hashed (open addressing), so that finding a name costs the same with 10 or
+ * 100000 names about. Heap-backed; keys are not copied (they live in the arena or the source).
+ * map_get gives NULL for a missing name; map_put replaces; map_del removes. */
+typedef struct { const char *key; void *val; size_t hash; } MapEntry;
+typedef struct { MapEntry *e; size_t n, cap; } Map;
+void *map_get(const Map *m, const char *key);
+void map_put(Map *m, const char *key, void *val);
+void map_del(Map *m, const char *key);
+void map_free(Map *m);
+
 /* Growable text buffer: all output is built in memory first. */
 typedef struct { char *s; size_t len, cap; } Buf;
 void buf_printf(Buf *b, const char *fmt, ...);

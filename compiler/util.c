@@ -117,6 +117,81 @@ void vec_grow_(void **v, int *cap, int need, size_t elem)
     *cap = ncap;
 }
 
+/* ---------------------------------------------------------------- Map */
+
+/* FNV-1a: short identifiers, no adversary to defend against beyond a pathological source, which
+ * the linear probing below still bounds by the table size. */
+static size_t hash_name(const char *s)
+{
+    uint64_t h = 14695981039346656037u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return (size_t)h;
+}
+
+/* The slot of key, or the empty slot where it would go. cap is a power of two, never full. */
+static size_t map_slot(const Map *m, const char *key, size_t h)
+{
+    size_t i = h & (m->cap - 1);
+    while (m->e[i].key && (m->e[i].hash != h || strcmp(m->e[i].key, key)))
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+void *map_get(const Map *m, const char *key)
+{
+    if (!m->n)
+        return NULL;
+    return m->e[map_slot(m, key, hash_name(key))].val;
+}
+
+void map_put(Map *m, const char *key, void *val)
+{
+    if (2 * (m->n + 1) > m->cap) {   /* at most half full: probes stay short */
+        Map g = { NULL, 0, m->cap ? 2 * m->cap : 64 };
+        g.e = calloc(g.cap, sizeof *g.e);
+        if (!g.e)
+            die("out of memory (%zu bytes)", g.cap * sizeof *g.e);
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->e[i].key)
+                g.e[map_slot(&g, m->e[i].key, m->e[i].hash)] = m->e[i];
+        g.n = m->n;
+        free(m->e);
+        *m = g;
+    }
+    size_t h = hash_name(key), i = map_slot(m, key, h);
+    if (!m->e[i].key)
+        m->n++;
+    m->e[i] = (MapEntry){ key, val, h };
+}
+
+void map_del(Map *m, const char *key)
+{
+    if (!m->n)
+        return;
+    size_t mask = m->cap - 1, i = map_slot(m, key, hash_name(key));
+    if (!m->e[i].key)
+        return;
+    m->n--;
+    /* Backward shift: move up every later entry of the run whose home slot does not lie in
+     * (i, j], so that no probe sequence meets a hole before its key. */
+    for (size_t j = (i + 1) & mask; m->e[j].key; j = (j + 1) & mask) {
+        size_t home = m->e[j].hash & mask;
+        bool stays = i <= j ? i < home && home <= j : i < home || home <= j;
+        if (!stays) {
+            m->e[i] = m->e[j];
+            i = j;
+        }
+    }
+    m->e[i] = (MapEntry){ NULL, NULL, 0 };
+}
+
+void map_free(Map *m)
+{
+    free(m->e);
+    *m = (Map){ NULL, 0, 0 };
+}
+
 /* ---------------------------------------------------------------- Buf */
 
 static void buf_reserve(Buf *b, size_t extra)

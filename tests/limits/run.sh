@@ -1,0 +1,61 @@
+#!/bin/sh
+# tests/limits/run.sh BUILD_DIR: inputs at the edges of the language's limits (docs/language.md,
+# "Limits"), made here by gen.sh at test time, never committed (some are megabytes).
+#
+# Each case says what tilec must do: `ok` (compile, exit 0) or `error PATTERN` (exit 1 with an
+# error line matching PATTERN, as grep -E reads it). A case is run under `timeout 10` only to
+# catch a hang: the limits exist so that every one of these answers well under a second, but
+# the test asserts no time, since a loaded machine must not fail it.
+# Prints one line per failure, then `N passed, M failed`.
+
+B=${1:-build}
+[ -x "$B" ] && [ ! -d "$B" ] && B=$(dirname "$B")
+TILEC=$B/tilec
+case $TILEC in /*) ;; *) TILEC=$PWD/$TILEC ;; esac
+cd "$(dirname "$0")/../.." || exit 2
+if [ ! -x "$TILEC" ]; then
+	echo "limits: $TILEC is not built"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tilec-limits.XXXXXX") || exit 2
+trap 'rm -rf "$tmp"' EXIT INT TERM
+sh tests/limits/gen.sh "$tmp/in" || { echo "FAIL gen.sh"; echo "0 passed, 1 failed"; exit 1; }
+
+pass=0 fail=0
+guard() {
+	if command -v timeout >/dev/null 2>&1; then timeout 10 "$@"; else "$@"; fi
+}
+
+# expect NAME ok|error [PATTERN] [FLAGS...]: compiles $tmp/in/NAME.tile.
+expect() {
+	name=$1 want=$2
+	shift 2
+	pattern=
+	if [ "$want" = error ]; then pattern=$1; shift; fi
+	guard "$TILEC" --no-ptxas "$@" "$tmp/in/$name.tile" -o "$tmp/out.ptx" >/dev/null 2>"$tmp/err"
+	rc=$?
+	why=
+	case $want.$rc in
+	ok.0) ;;
+	error.1) grep -Eq "$pattern" "$tmp/err" || why="no error matching '$pattern'" ;;
+	*.124) why="no answer within 10 s" ;;
+	*) why="exit status $rc, expected $([ "$want" = ok ] && echo 0 || echo 1)" ;;
+	esac
+	if [ -z "$why" ] && grep -q 'internal error' "$tmp/err"; then why="internal error"; fi
+	if [ -n "$why" ]; then
+		echo "FAIL $name: $why"
+		sed -n '1,4s/^/    /p' "$tmp/err"
+		fail=$((fail + 1))
+	else
+		pass=$((pass + 1))
+	fi
+}
+
+# Names: hashed, so many of them cost little.
+expect consts_100k ok
+expect lets_100k ok
+expect kernels_5k ok
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
