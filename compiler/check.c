@@ -371,6 +371,8 @@ static void check_let(Check *c, Stmt *st)
         check_matmul(c, e);
     else
         check_expr(c, e);
+    if (is_literal(e) && st->decl_type == TY_NONE)
+        adapt_literal(c, e, e->type);   /* a constant held as its own type must fit it */
     Sym *s = declare_local(c, st, SYM_LET);
     s->type = e->type;
     s->shape = e->shape;
@@ -420,6 +422,8 @@ static void check_var(Check *c, Stmt *st)
             s->type = TY_NONE;
             return;
         }
+        if (is_literal(e))
+            adapt_literal(c, e, e->type);
         s->type = e->type;
         s->shape = e->shape;
         if (e->type == TY_TF32)

@@ -34,6 +34,8 @@ bool check_matmul(Check *c, Expr *e);
 bool is_matmul(const Expr *e);
 bool is_literal(const Expr *e);          /* a number constant: adapts to the other operand */
 bool adapt_literal(Check *c, Expr *e, ElemType t);
+/* A float constant v held as type t (f32, f16, bf16) stays finite (inf as written does). */
+bool float_const_fits(double v, ElemType t);
 bool broadcast_shapes(Shape a, Shape b, Shape *out);
 const char *shape_str(Check *c, ElemType t, Shape s);   /* "f32[128,64]", "f32" */
 

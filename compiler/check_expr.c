@@ -81,9 +81,40 @@ static bool broadcast_into(Check *c, Expr *e, Expr *a, Expr *b)
     return true;
 }
 
+/* Where a value of the float type t rounds to infinity (to nearest even): f32 from 2^128 - 2^103
+ * up; f16 and bf16, which are rounded from f32, from the midpoint past their largest value. */
+static double float_overflow_at(ElemType t)
+{
+    return t == TY_F16 ? 65520.0 : t == TY_BF16 ? 0x1.ffp+127 : 0x1.ffffffp+127;
+}
+
+bool float_const_fits(double v, ElemType t)
+{
+    if (!isfinite(v))
+        return true;   /* inf as written */
+    if (fabs(v) >= 0x1.ffffffp+127)
+        return false;
+    return fabs((double)(float)v) < float_overflow_at(t);
+}
+
+/* The integer constant v as an f32 value, rounded once (as cvt.rn.f32.s64 does); through double
+ * it would be rounded twice, to 53 bits first, and could land on the other neighbour. */
+static double int_to_f32(int64_t v) { return (double)(float)v; }
+
+/* v in the fewest digits that read back as v: 2147483648, not %g's 2.14748e+09. */
+static const char *float_text(Check *c, double v)
+{
+    if (v == trunc(v) && fabs(v) < 1e16)
+        return arena_printf(c->a, "%.0f", v);
+    for (int digits = 1;; digits++) {
+        char *t = arena_printf(c->a, "%.*g", digits, v);
+        if (digits >= 17 || strtod(t, NULL) == v)
+            return t;
+    }
+}
+
 bool adapt_literal(Check *c, Expr *e, ElemType t)
 {
-    (void)c;
     if (t == TY_NONE)
         return false;
     if (t == TY_BOOL) {
@@ -92,7 +123,7 @@ bool adapt_literal(Check *c, Expr *e, ElemType t)
     }
     if (e->kind == E_INT) {
         if (type_is_float(t)) {
-            double v = (double)e->ival;
+            double v = int_to_f32(e->ival);
             set_float(e, v);
             e->type = t == TY_TF32 ? TY_F32 : t;
             return true;
@@ -108,6 +139,10 @@ bool adapt_literal(Check *c, Expr *e, ElemType t)
         return true;
     }
     if (type_is_float(t)) {
+        if (!float_const_fits(e->fval, TY_F32)) {
+            error_at(e->loc, "the float constant %s is out of the range of f32", float_text(c, e->fval));
+            return fail(e);
+        }
         e->type = t == TY_TF32 ? TY_F32 : t;
         return true;
     }
@@ -163,16 +198,28 @@ static bool is_compare(int op)
 
 /* ---------------------------------------------------------------- constant folding */
 
+/* Integer constants are exact: 64-bit arithmetic, and an error where the exact result does not
+ * fit (never a detour through double, which holds 53 bits). */
+static bool mul_overflows(int64_t a, int64_t b)
+{
+    if (a == 0 || b == 0)
+        return false;
+    if (a > 0)
+        return b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a;
+    return b > 0 ? a < INT64_MIN / b : a < INT64_MAX / b;
+}
+
 static bool int_overflows(int op, int64_t a, int64_t b)
 {
     switch (op) {
     case '+': return (b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b);
     case '-': return (b < 0 && a > INT64_MAX + b) || (b > 0 && a < INT64_MIN + b);
-    case '*': { double p = (double)a * (double)b; return p >= 9.2e18 || p <= -9.2e18; }
+    case '*': return mul_overflows(a, b);
     case '/': case '%': return a == INT64_MIN && b == -1;
     default: return false;
     }
 }
+
 
 /* Folds a binary operator on two constants (numbers or bools). Returns false after an error. */
 static bool fold_binary(Check *c, Expr *e, Expr *a, Expr *b)
@@ -576,6 +623,56 @@ static bool check_call(Check *c, Expr *e)
 
 /* ---------------------------------------------------------------- casts, names, indexing */
 
+/* The exact value of a cast of a number constant, computed here, never by the target's hardware
+ * or through double: an integer keeps its value (and must fit), a float becomes an integer by
+ * truncation toward zero (and must fit), a float type takes the value rounded to nearest even
+ * (to f32, then to f16 or bf16 as at run time), where it must not become infinite. The cast
+ * stays an E_CAST of the converted constant, so the result keeps the cast's type. */
+static bool fold_cast(Check *c, Expr *e)
+{
+    Expr *a = e->a;
+    ElemType t = e->to;
+    if (!is_literal(a) || t == TY_BOOL)
+        return true;
+    if (type_is_int(t)) {
+        int64_t v;
+        if (a->kind == E_INT) {
+            v = a->ival;
+        } else {
+            double x = trunc(a->fval);
+            /* the range of i64, as doubles: [-2^63, 2^63) */
+            if (!(x >= -0x1p63 && x < 0x1p63)) {
+                error_at(a->loc, "%s is out of the range of %s", float_text(c, a->fval), type_name(t));
+                return false;
+            }
+            v = (int64_t)x;
+        }
+        bool fits = t == TY_I64 || (t == TY_I32 && v >= INT32_MIN && v <= INT32_MAX) ||
+                    (t == TY_U32 && v >= 0 && v <= (int64_t)UINT32_MAX);
+        if (!fits) {
+            if (a->kind == E_INT)
+                error_at(a->loc, "%lld is out of the range of %s", (long long)v, type_name(t));
+            else
+                error_at(a->loc, "%s is out of the range of %s", float_text(c, a->fval), type_name(t));
+            return false;
+        }
+        set_int(a, v);
+        a->type = t;
+        return true;
+    }
+    if (a->kind == E_FLOAT && !float_const_fits(a->fval, t)) {
+        error_at(a->loc, "%s is out of the range of %s", float_text(c, a->fval), type_name(t));
+        return false;
+    }
+    double v = a->kind == E_INT ? int_to_f32(a->ival) : (double)(float)a->fval;
+    if (a->kind == E_INT && !float_const_fits(v, t)) {
+        error_at(a->loc, "%lld is out of the range of %s", (long long)a->ival, type_name(t));
+        return false;
+    }
+    set_float(a, v);
+    return true;
+}
+
 static bool check_cast(Check *c, Expr *e)
 {
     check_expr(c, e->a);
@@ -584,6 +681,8 @@ static bool check_cast(Check *c, Expr *e)
         return fail(e);
     }
     if (e->a->type == TY_NONE || e->a->type == TY_TF32)
+        return fail(e);
+    if (!fold_cast(c, e))
         return fail(e);
     e->type = e->to;
     e->shape = e->a->shape;

@@ -305,6 +305,35 @@ static bool same_opnd(Opnd a, Opnd b)
 
 static double imm_val(Opnd o) { return o.kind == O_IMM ? (double)o.i : o.f; }
 
+/* v as a value of integer type t: two's complement wrapping, as the hardware computes (an i32
+ * immediate must print within i32). Folding integers through double would keep 53 bits. */
+static int64_t wrap_int(ElemType t, uint64_t v)
+{
+    if (t == TY_U32)
+        return (int64_t)(v & 0xffffffffu);
+    if (t == TY_I32) {
+        v &= 0xffffffffu;
+        return v >= 0x80000000u ? (int64_t)v - 0x100000000 : (int64_t)v;
+    }
+    return v <= INT64_MAX ? (int64_t)v : -(int64_t)(UINT64_MAX - v) - 1;
+}
+
+/* A float immediate converted to integer type t as cvt.rzi does: toward zero, clamped to the
+ * type's range, NaN to 0. */
+static int64_t float_to_int(ElemType t, double v)
+{
+    if (isnan(v))
+        return 0;
+    double lo = t == TY_U32 ? 0 : t == TY_I32 ? INT32_MIN : -0x1p63;
+    double hi = t == TY_U32 ? UINT32_MAX : t == TY_I32 ? INT32_MAX : 0x1p63;
+    v = trunc(v);
+    if (v <= lo)
+        return (int64_t)lo;
+    if (v >= hi)
+        return t == TY_I64 ? INT64_MAX : (int64_t)hi;
+    return (int64_t)v;
+}
+
 /* The layout of a broadcast result of shape s from operands a, b. */
 static Layout result_layout(Lower *c, Shape s, Tile *a, Tile *b, const Layout *want)
 {
@@ -333,12 +362,21 @@ static Opnd binop_slot(Lower *c, int op, ElemType t, Opnd a, Opnd b)
     Func *f = c->f;
     PType pt = held_ptype(t);
     bool fl = type_is_float(t);
-    if (is_imm(a) && is_imm(b) && pt != PT_PRED) {
+    if (is_imm(a) && is_imm(b) && pt != PT_PRED && fl) {
         double x = imm_val(a), y = imm_val(b);
         switch (op) {
-        case '+': return fl ? FIMM(x + y) : IMM((int64_t)x + (int64_t)y);
-        case '-': return fl ? FIMM(x - y) : IMM((int64_t)x - (int64_t)y);
-        case '*': return fl ? FIMM(x * y) : IMM((int64_t)x * (int64_t)y);
+        case '+': return FIMM(x + y);
+        case '-': return FIMM(x - y);
+        case '*': return FIMM(x * y);
+        default: break;
+        }
+    }
+    if (a.kind == O_IMM && b.kind == O_IMM && pt != PT_PRED && !fl) {
+        uint64_t x = (uint64_t)a.i, y = (uint64_t)b.i;
+        switch (op) {
+        case '+': return IMM(wrap_int(t, x + y));
+        case '-': return IMM(wrap_int(t, x - y));
+        case '*': return IMM(wrap_int(t, x * y));
         default: break;
         }
     }
@@ -510,12 +548,14 @@ static Opnd cast_slot(Lower *c, ElemType to, ElemType from, Opnd x)
     if (to == TY_TF32)
         return R(ir_mov(f, PT_F32, R(round_tf32_value(c, opnd_reg(c, x, PT_F32)))));
     if (is_imm(x) && pt != PT_PRED && pf != PT_PRED) {
-        double v = imm_val(x);
-        if (type_is_float(to) && to != TY_F32) {
-            int r = opnd_reg(c, FIMM(v), PT_F32);
-            return narrow_slot(c, to, R(r));
+        if (type_is_float(to)) {
+            /* an integer rounds to f32 once, as cvt.rn.f32.s64 does */
+            double v = x.kind == O_IMM ? (double)(float)x.i : x.f;
+            if (to == TY_F32)
+                return FIMM(v);
+            return narrow_slot(c, to, R(opnd_reg(c, FIMM(v), PT_F32)));
         }
-        return type_is_float(to) ? FIMM(v) : IMM((int64_t)v);
+        return IMM(x.kind == O_IMM ? wrap_int(to, (uint64_t)x.i) : float_to_int(to, x.f));
     }
     if (pf == PT_PRED)
         return R(ir_tern(f, OP_SELP, pt == PT_PRED ? PT_S32 : pt, pt == PT_F32 ? FIMM(1) : IMM(1),
@@ -664,7 +704,7 @@ Tile lower_expr(Lower *c, Expr *e, const Layout *want)
         r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
         for (int i = 0; i < n; i++) {
             if (e->op == '-' && is_imm(x.v[i]))
-                r.v[i] = x.v[i].kind == O_IMM ? IMM(-x.v[i].i) : FIMM(-x.v[i].f);
+                r.v[i] = x.v[i].kind == O_IMM ? IMM(wrap_int(e->type, -(uint64_t)x.v[i].i)) : FIMM(-x.v[i].f);
             else if (e->op == '-')
                 r.v[i] = R(ir_un(f, OP_NEG, held_ptype(e->type), x.v[i]));
             else

@@ -27,13 +27,17 @@ guard() {
 	if command -v timeout >/dev/null 2>&1; then timeout 10 "$@"; else "$@"; fi
 }
 
-# expect NAME ok|error [PATTERN] [FLAGS...]: compiles $tmp/in/NAME.tile.
+# expect NAME ok|error [PATTERN] [FLAGS...]: compiles tests/limits/NAME.tile, or the generated
+# $tmp/in/NAME.tile; the PTX is left in $tmp/out.ptx.
 expect() {
 	name=$1 want=$2
 	shift 2
 	pattern=
 	if [ "$want" = error ]; then pattern=$1; shift; fi
-	guard "$TILEC" --no-ptxas "$@" "$tmp/in/$name.tile" -o "$tmp/out.ptx" >/dev/null 2>"$tmp/err"
+	src=tests/limits/$name.tile
+	[ -f "$src" ] || src=$tmp/in/$name.tile
+	rm -f "$tmp/out.ptx"
+	guard "$TILEC" --no-ptxas "$@" "$src" -o "$tmp/out.ptx" >/dev/null 2>"$tmp/err"
 	rc=$?
 	why=
 	case $want.$rc in
@@ -51,6 +55,25 @@ expect() {
 		pass=$((pass + 1))
 	fi
 }
+
+# ptx_has NAME TEXT...: each TEXT (a fixed string) is in the PTX the last expect wrote.
+ptx_has() {
+	name=$1
+	shift
+	for text in "$@"; do
+		if grep -Fq -e "$text" "$tmp/out.ptx" 2>/dev/null; then
+			pass=$((pass + 1))
+		else
+			echo "FAIL $name: no '$text' in the PTX"
+			fail=$((fail + 1))
+		fi
+	done
+}
+
+# Constants are exact in their type.
+expect const_exact ok
+ptx_has const_exact 9223372036854775807 9007199254740993 -9223372036854775808 \
+	1000000000000000000 0f5D800001 '%r1, -2;' 2147483647 4294967295
 
 # Names: hashed, so many of them cost little.
 expect consts_100k ok
