@@ -270,6 +270,41 @@ static bool launch_expr_ok(Check *c, Expr *e, int depth)
     }
 }
 
+/* Tokens of the RPN the launcher evaluates for e (lower.c's rpn writes one per node; a cast
+ * writes none of its own). */
+static int rpn_tokens(const Expr *e)
+{
+    switch (e->kind) {
+    case E_UNARY: return 1 + rpn_tokens(e->a);
+    case E_BINARY: return 1 + rpn_tokens(e->a) + rpn_tokens(e->b);
+    case E_CAST: return rpn_tokens(e->a);
+    case E_CALL: {
+        int n = 1;
+        for (int i = 0; i < e->nargs; i++)
+            n += rpn_tokens(e->args[i]);
+        return n;
+    }
+    default: return 1;
+    }
+}
+
+/* Where an expression's text starts: a binary operator's location is the operator's. */
+static Loc start_loc(const Expr *e)
+{
+    while (e->kind == E_BINARY)
+        e = e->a;
+    return e->loc;
+}
+
+/* A checked launch expression the runtime can evaluate: at most TILERT_MAX_RPN tokens. */
+static void launch_expr_size(Expr *e, const char *what)
+{
+    int n = rpn_tokens(e);
+    if (n > TILERT_MAX_RPN)
+        error_at(start_loc(e), "this %s takes %d terms to evaluate at launch; the launcher takes "
+                 "at most %d", what, n, TILERT_MAX_RPN);
+}
+
 static void check_grid(Check *c, Kernel *k)
 {
     for (int i = 0; i < k->ngrid; i++) {
@@ -284,6 +319,8 @@ static void check_grid(Check *c, Kernel *k)
         if (!type_is_int(e->type) || e->shape.rank != 0)
             error_at(e->loc, "a grid dimension must be an integer scalar, not %s",
                      shape_str(c, e->type, e->shape));
+        else
+            launch_expr_size(e, "grid expression");
     }
     k->threads = 256;
     if (k->threads_expr) {
@@ -387,6 +424,13 @@ static void check_let(Check *c, Stmt *st)
     }
 }
 
+/* A shared tile of this shape and type takes no more than a block's shared memory. */
+static bool shared_fits(Shape s, ElemType t)
+{
+    int64_t d0 = s.rank == 2 ? s.dim[0] : 1, d1 = s.dim[s.rank - 1];
+    return d0 <= MAX_SMEM_BYTES && d1 <= MAX_SMEM_BYTES && d0 * d1 * type_size(t) <= MAX_SMEM_BYTES;
+}
+
 static void check_var(Check *c, Stmt *st)
 {
     Shape shape = {0};
@@ -408,6 +452,16 @@ static void check_var(Check *c, Stmt *st)
     }
     Sym *s = declare_local(c, st, SYM_VAR);
     s->is_shared = st->is_shared;
+    if (shape_ok && st->decl_rank > 0) {
+        Loc at = st->decl_dims[0]->loc;
+        if (st->is_shared && !shared_fits(shape, st->decl_type)) {
+            error_at(at, "shared var '%s' of %s needs more shared memory than a block has (%d "
+                     "bytes)", st->name, shape_str(c, st->decl_type, shape), MAX_SMEM_BYTES);
+            shape_ok = false;
+        } else if (!st->is_shared && !tile_fits(c, at, st->decl_type, shape)) {
+            shape_ok = false;
+        }
+    }
     if (st->is_shared) {
         if (st->decl_rank < 1)
             error_at(st->loc, "a shared var needs a written shape, e.g. var %s: shared %s[64, 64]",
@@ -594,6 +648,8 @@ static void check_assume(Check *c, Stmt *st)
     if (st->cond->type != TY_NONE && (st->cond->type != TY_BOOL || st->cond->shape.rank != 0))
         error_at(st->cond->loc, "assume() needs a bool condition, not %s",
                  shape_str(c, st->cond->type, st->cond->shape));
+    else if (st->cond->type != TY_NONE)
+        launch_expr_size(st->cond, "assume");
 }
 
 static void check_stmt(Check *c, Stmt *st)
@@ -630,14 +686,38 @@ static void check_stmt(Check *c, Stmt *st)
 
 /* ---------------------------------------------------------------- kernels */
 
+/* The kernel's arguments (parameters, then size symbols: the ABI in tilec.h) within what the
+ * runtime passes; the error points at the first one too many. */
+static void check_arg_count(Check *c, Kernel *k)
+{
+    int n = k->nparams + c->sizes.n;
+    if (n <= TILERT_MAX_ARGS)
+        return;
+    Loc at = k->nparams > TILERT_MAX_ARGS ? k->params[TILERT_MAX_ARGS].loc
+                                          : c->sizes.v[TILERT_MAX_ARGS - k->nparams]->loc;
+    error_at(at, "kernel '%s' has %d arguments (its parameters, then its sizes); a kernel takes "
+             "at most %d", k->name, n, TILERT_MAX_ARGS);
+}
+
+/* PTX names the compiler or the assembler owns: a kernel may not take one. */
+static void check_kernel_name(Kernel *k)
+{
+    if (!strcmp(k->name, "_") || !strcmp(k->name, "WARP_SZ") || !strncmp(k->name, "tilec_", 6))
+        error_at(k->loc, "'%s' cannot name a kernel: %s", k->name,
+                 k->name[0] == 't' ? "names starting with tilec_ are the compiler's own"
+                                   : "PTX reserves it");
+}
+
 static void check_kernel(Check *c, Kernel *k)
 {
     c->k = k;
     scope_pop(c, 0);
+    check_kernel_name(k);
     c->sizes.n = 0;
     c->assumes.n = 0;
     c->depth = 0;
     check_params(c, k);
+    check_arg_count(c, k);
     check_grid(c, k);
     if (k->body)
         check_stmt(c, k->body);

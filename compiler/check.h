@@ -37,6 +37,7 @@ bool adapt_literal(Check *c, Expr *e, ElemType t);
 /* A float constant v held as type t (f32, f16, bf16) stays finite (inf as written does). */
 bool float_const_fits(double v, ElemType t);
 bool broadcast_shapes(Shape a, Shape b, Shape *out);
+bool tile_fits(Check *c, Loc loc, ElemType t, Shape s);   /* else an error at loc */
 const char *shape_str(Check *c, ElemType t, Shape s);   /* "f32[128,64]", "f32" */
 
 #endif

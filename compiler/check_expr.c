@@ -46,6 +46,28 @@ static bool set_bool(Expr *e, bool v)
     return true;
 }
 
+/* A tile of shape s fits a block of the kernel's threads: at most MAX_TILE_PER_THREAD elements a
+ * thread. Said at the value (a window, a var, an operation that broadcasts), before lowering
+ * would make a register and instructions for each element. */
+bool tile_fits(Check *c, Loc loc, ElemType t, Shape s)
+{
+    if (s.rank == 0)
+        return true;
+    int threads = c->k && c->k->threads ? c->k->threads : 256;
+    int64_t most = (int64_t)MAX_TILE_PER_THREAD * threads;
+    int64_t d0 = s.rank == 2 ? s.dim[0] : 1, d1 = s.dim[s.rank - 1];
+    if (d0 <= most && d1 <= most && d0 * d1 <= most)   /* each <= 2^22: no overflow */
+        return true;
+    if (d0 <= INT64_MAX / d1)
+        error_at(loc, "%s is too large for a block of %d threads: %lld elements per thread, at "
+                 "most %d", shape_str(c, t, s), threads, (long long)(d0 * d1 / threads),
+                 MAX_TILE_PER_THREAD);
+    else
+        error_at(loc, "%s is too large for a block of %d threads: more than %d elements per "
+                 "thread", shape_str(c, t, s), threads, MAX_TILE_PER_THREAD);
+    return false;
+}
+
 const char *shape_str(Check *c, ElemType t, Shape s)
 {
     if (s.rank == 0)
@@ -793,7 +815,7 @@ bool check_index(Check *c, Expr *e, bool is_target)
             bad = true;
         }
     }
-    if (bad)
+    if (bad || !tile_fits(c, e->loc, s->type, shape))
         return fail(e);
     e->type = s->type;
     e->shape = shape;
@@ -847,6 +869,8 @@ bool check_matmul(Check *c, Expr *e)
     }
     e->type = TY_F32;
     e->shape = (Shape){.rank = 2, .dim = {a->shape.dim[0], b->shape.dim[1]}};
+    if (!tile_fits(c, e->loc, e->type, e->shape))
+        return fail(e);
     return true;
 }
 
@@ -875,5 +899,7 @@ void check_expr(Check *c, Expr *e)
     case E_CAST: check_cast(c, e); break;
     case E_INDEX: check_index(c, e, false); break;
     }
+    if (e->type != TY_NONE && e->kind != E_INDEX && !tile_fits(c, e->loc, e->type, e->shape))
+        fail(e);
     c->edepth--;
 }

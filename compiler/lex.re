@@ -11,9 +11,10 @@
 #include "parse.h"
 
 enum {
-    MAX_IDENT = 255,      /* bytes in a name */
+    MAX_IDENT = 255,      /* bytes in a name: kernel and argument names go into the metadata */
     MAX_NUMBER = 64,      /* bytes in a numeric literal */
 };
+_Static_assert((int)MAX_IDENT <= (int)TILERT_MAX_NAME, "names longer than the runtime reads");
 
 void lexer_init(Lexer *lx, Arena *a)
 {

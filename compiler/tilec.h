@@ -14,6 +14,31 @@
 
 #define TILEC_VERSION "0.1.0"
 
+/* What libtilert accepts in a module's metadata: one definition for the compiler and the runtime. */
+#include "../runtime/tilert_limits.h"
+
+/* ---------------------------------------------------------------- limits
+ *
+ * Where a program stops being meaningful, each refused at its source before the work it would
+ * take (docs/language.md, "Limits"; docs/internals.md, "Limits"). No kernel worth running comes
+ * near one; they exist so that every input gets an answer in well under a second and every size
+ * the compiler computes fits its integers. */
+enum {
+    /* Elements of one tile value per thread of the block: 16 times the registers a thread can
+     * have. Bounds every layout's slot count, so sizes in elements stay below 2^22. */
+    MAX_TILE_PER_THREAD = 4096,
+    /* Shared memory of one block: the most any GPU offers (227 KB on sm_90). */
+    MAX_SMEM_BYTES = 232448,
+    /* Copies of a statement that unrolling nested constant loops may make; past it the inner
+     * loops stay loops. */
+    MAX_UNROLL_COPIES = 64,
+    /* Thread-level instructions of one kernel, after unrolling: the largest example has under
+     * 10000. */
+    MAX_KERNEL_INS = 1 << 18,
+    /* Bytes of an assume's source text kept for the launcher's message. */
+    MAX_ASSUME_TEXT = 1024,
+};
+
 /* ---------------------------------------------------------------- util.c */
 
 /* Memory by lifetime: everything of one compilation lives in one arena. */
@@ -87,7 +112,7 @@ int type_size(ElemType t);                  /* bytes: bool 1, f16 2, f32 4, i64 
 bool type_is_float(ElemType t);             /* f16 bf16 f32 tf32 */
 bool type_is_int(ElemType t);               /* i32 u32 i64 */
 
-enum { MAX_TILE_RANK = 2, MAX_TENSOR_RANK = 4, MAX_GRID = 3 };
+enum { MAX_TILE_RANK = 2, MAX_TENSOR_RANK = 4, MAX_GRID = TILERT_MAX_GRID };
 
 /* The shape of a value: rank 0 is a scalar. Tile dims are compile-time constants. */
 typedef struct { int rank; int64_t dim[MAX_TILE_RANK]; } Shape;
@@ -326,7 +351,7 @@ typedef struct {
     int swizzle, box_rows, box_cols;
     const char *rows_rpn, *cols_rpn, *pitch_rpn;
 } TensorMapMeta;
-enum { MAX_TMAPS = 8 };
+enum { MAX_TMAPS = TILERT_MAX_TMAPS };
 
 typedef struct {
     const char *name;

@@ -24,7 +24,7 @@
 
 #include "tilert_internal.h"
 
-enum { LINE_MAX_LEN = 4096 };
+enum { LINE_MAX_LEN = TILERT_MAX_META_LINE + 1 };
 
 static const char *const type_names[RT_TYPE_COUNT] = {
     [RT_BOOL] = "bool", [RT_I32] = "i32", [RT_U32] = "u32", [RT_I64] = "i64",
@@ -95,7 +95,7 @@ tilert_status rt_rpn_parse(const char *text, int nargs, rpn_expr *out)
             p++;
         if (!*p)
             break;
-        char tok[32];
+        char tok[TILERT_MAX_RPN_TOKEN + 1];
         size_t len = strcspn(p, " \t");
         if (len >= sizeof tok)
             return rt_error(TILERT_ERR_BAD_META, "RPN token too long in \"%s\"", text);

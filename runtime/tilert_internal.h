@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "tilert.h"
+#include "tilert_limits.h"
 
 /* ---------------------------------------------------------------- error.c */
 
@@ -34,7 +35,11 @@ typedef enum { RT_ARG_PTR, RT_ARG_SIZE, RT_ARG_SCALAR } rt_arg_class;
 /* Element/scalar types as spelled in the metadata ("f32", "i32", ...). */
 typedef enum { RT_BOOL, RT_I32, RT_U32, RT_I64, RT_F16, RT_BF16, RT_F32, RT_TYPE_COUNT } rt_type;
 
-enum { RT_MAX_GRID = 3, RT_MAX_NAME = 256, RT_MAX_ARGS = 64, RT_MAX_RPN = 64, RT_MAX_TMAPS = 8 };
+/* The limits tilec also keeps (tilert_limits.h); names are stored with their NUL. */
+enum {
+    RT_MAX_GRID = TILERT_MAX_GRID, RT_MAX_NAME = TILERT_MAX_NAME + 1, RT_MAX_ARGS = TILERT_MAX_ARGS,
+    RT_MAX_RPN = TILERT_MAX_RPN, RT_MAX_TMAPS = TILERT_MAX_TMAPS
+};
 
 /* A parsed RPN expression: tokens as a small program. */
 typedef enum {
