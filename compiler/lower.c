@@ -481,9 +481,10 @@ static Tile lower_binary(Lower *c, Expr *e, const Layout *want)
     int n = layout_slots(&L);
     r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
     for (int i = 0; i < n; i++) {
-        /* slots that repeat operands (broadcast scalars) repeat the result */
+        /* slots that repeat operands (broadcast scalars) repeat the result; looked for among
+           the first 64 only, so a tile of thousands of slots costs no quadratic search */
         int j = 0;
-        while (j < i && !(same_opnd(a.v[j], a.v[i]) && same_opnd(b.v[j], b.v[i])))
+        while (i < 64 && j < i && !(same_opnd(a.v[j], a.v[i]) && same_opnd(b.v[j], b.v[i])))
             j++;
         if (j < i && i < 64) {
             r.v[i] = r.v[j];

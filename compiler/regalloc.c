@@ -17,8 +17,18 @@ typedef struct { uint64_t *w; } Bits;
 
 static int nwords;
 
-static bool bit(const uint64_t *b, int i) { return b[i >> 6] >> (i & 63) & 1; }
 static void set(uint64_t *b, int i) { b[i >> 6] |= 1ull << (i & 63); }
+
+/* The index of the lowest set bit of x != 0 (a de Bruijn sequence picks it out). */
+static int lowest_bit(uint64_t x)
+{
+    static const int index[64] = {
+        0, 1, 48, 2, 57, 49, 28, 3, 61, 58, 50, 42, 38, 29, 17, 4, 62, 55, 59, 36, 53, 51, 43, 22,
+        45, 39, 33, 30, 24, 18, 12, 5, 63, 47, 56, 27, 60, 41, 37, 16, 54, 35, 52, 21, 44, 32, 23,
+        11, 46, 26, 40, 15, 34, 20, 31, 10, 25, 14, 19, 9, 13, 8, 7, 6,
+    };
+    return index[((x & -x) * 0x03f79d71b4cb0a89u) >> 58];
+}
 static void clr(uint64_t *b, int i) { b[i >> 6] &= ~(1ull << (i & 63)); }
 
 const char *reg_value_name(Arena *a, const char *name, ElemType t, Shape s)
@@ -97,6 +107,43 @@ static int by_start(const void *a, const void *b)
     return x->start != y->start ? x->start - y->start : x->v - y->v;
 }
 
+/* A binary min-heap of (key, phys); the idle heaps use the register number as the key. */
+typedef struct { int key, phys; } HeapItem;
+typedef Vec(HeapItem) Heap;
+
+static bool heap_less(HeapItem a, HeapItem b) { return a.key != b.key ? a.key < b.key : a.phys < b.phys; }
+
+static void heap_push(Heap *h, int key, int phys)
+{
+    HeapItem x = { key, phys };
+    vec_push(h, x);
+    for (int i = h->n - 1; i > 0 && heap_less(h->v[i], h->v[(i - 1) / 2]); i = (i - 1) / 2) {
+        HeapItem t = h->v[i];
+        h->v[i] = h->v[(i - 1) / 2];
+        h->v[(i - 1) / 2] = t;
+    }
+}
+
+static HeapItem heap_pop(Heap *h)
+{
+    HeapItem top = h->v[0];
+    h->v[0] = h->v[--h->n];
+    for (int i = 0;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < h->n && heap_less(h->v[l], h->v[m]))
+            m = l;
+        if (r < h->n && heap_less(h->v[r], h->v[m]))
+            m = r;
+        if (m == i)
+            break;
+        HeapItem t = h->v[i];
+        h->v[i] = h->v[m];
+        h->v[m] = t;
+        i = m;
+    }
+    return top;
+}
+
 typedef struct { const char *what; int regs; } Holder;
 
 static int by_regs(const void *a, const void *b)
@@ -108,7 +155,6 @@ static int by_regs(const void *a, const void *b)
 bool regalloc(Func *f, int budget)
 {
     int n = f->code.n, nv = f->regs.n;
-    nwords = (nv + 63) / 64 + 1;
     /* basic blocks */
     int *label_block = malloc(sizeof(int) * (size_t)(f->nlabels + 1));
     int *block_of = malloc(sizeof(int) * (size_t)(n + 1));
@@ -141,11 +187,38 @@ bool regalloc(Func *f, int budget)
         if (falls && bi + 1 < blocks.n)
             b->succ[b->nsucc++] = bi + 1;
     }
-    /* backward dataflow: live-in = use ∪ (live-out − def) */
+    /* Only a register read in a block before any write of it there (upward exposed) can be
+       live into a block, so the dataflow's bit sets hold those alone, renumbered densely: tile
+       code's registers mostly live and die inside one block, and sets over every register made
+       ifs and loops by the thousand take blocks x registers of time and memory. */
     int nb = blocks.n;
+    int uses[24];
+    int *gid = malloc(sizeof(int) * (size_t)(nv + 1)), *greg = malloc(sizeof(int) * (size_t)(nv + 1));
+    int *seen_def = malloc(sizeof(int) * (size_t)(nv + 1));
+    int ng = 0;
+    for (int v = 0; v < nv; v++)
+        gid[v] = -1, seen_def[v] = -1;
+    for (int bi = 0; bi < nb; bi++) {
+        Block *b = &blocks.v[bi];
+        for (int i = b->first; i <= b->last; i++) {
+            Ins *in = &f->code.v[i];
+            int nu = ir_uses(in, uses);
+            for (int u = 0; u < nu; u++)
+                if (seen_def[uses[u]] != bi && gid[uses[u]] < 0) {
+                    gid[uses[u]] = ng;
+                    greg[ng++] = uses[u];
+                }
+            for (int d = 0; d < in->ndst; d++)
+                seen_def[in->dst[d]] = bi;
+        }
+    }
+    free(seen_def);
+    nwords = (ng + 63) / 64 + 1;
+    /* backward dataflow: live-in = use ∪ (live-out − def) */
     uint64_t *livein = calloc((size_t)nb * (size_t)nwords, 8), *liveout = calloc((size_t)nb * (size_t)nwords, 8);
     uint64_t *tmp = calloc((size_t)nwords, 8);
-    int uses[24];
+    if (!gid || !greg || !livein || !liveout || !tmp)
+        die("out of memory");
     for (bool changed = true; changed;) {
         changed = false;
         for (int bi = nb - 1; bi >= 0; bi--) {
@@ -160,10 +233,12 @@ bool regalloc(Func *f, int budget)
             for (int i = b->last; i >= b->first; i--) {
                 Ins *in = &f->code.v[i];
                 for (int d = 0; d < in->ndst; d++)
-                    clr(tmp, in->dst[d]);
+                    if (gid[in->dst[d]] >= 0)
+                        clr(tmp, gid[in->dst[d]]);
                 int nu = ir_uses(in, uses);
                 for (int u = 0; u < nu; u++)
-                    set(tmp, uses[u]);
+                    if (gid[uses[u]] >= 0)
+                        set(tmp, gid[uses[u]]);
             }
             uint64_t *li = livein + (size_t)bi * nwords;
             if (memcmp(li, tmp, (size_t)nwords * 8)) {
@@ -179,11 +254,13 @@ bool regalloc(Func *f, int budget)
 #define TOUCH(v, pos) do { if ((pos) < iv[v].start) iv[v].start = (pos); if ((pos) > iv[v].end) iv[v].end = (pos); } while (0)
     for (int bi = 0; bi < nb; bi++) {
         Block *b = &blocks.v[bi];
-        for (int v = 0; v < nv; v++) {
-            if (bit(livein + (size_t)bi * nwords, v))
-                TOUCH(v, b->first);
-            if (bit(liveout + (size_t)bi * nwords, v))
-                TOUCH(v, b->last);
+        for (int side = 0; side < 2; side++) {
+            const uint64_t *set_ = (side ? liveout : livein) + (size_t)bi * nwords;
+            for (int w = 0; w < nwords; w++)
+                for (uint64_t x = set_[w]; x; x &= x - 1) {
+                    int v = greg[w * 64 + lowest_bit(x)];
+                    TOUCH(v, side ? b->last : b->first);
+                }
         }
         for (int i = b->first; i <= b->last; i++) {
             Ins *in = &f->code.v[i];
@@ -221,19 +298,25 @@ bool regalloc(Func *f, int budget)
         else
             f->regs.v[v].phys = 0;      /* never used: any name will do */
     qsort(order, (size_t)m, sizeof *order, by_start);
-    int *free_at = calloc((size_t)(nv + 1) * RC_COUNT, sizeof(int));   /* phys -> end of holder */
+    /* Each interval takes the lowest-numbered register of its class whose holder has ended
+       before it starts: per class, the holders in a heap by end, the free registers in a heap by
+       number, so thousands of live values cost a logarithm each, not a scan of them. */
+    Heap busy[RC_COUNT] = { { 0 } }, idle[RC_COUNT] = { { 0 } };
     int nphys[RC_COUNT] = { 0 };
     for (int k = 0; k < m; k++) {
         Interval *x = &order[k];
         RegClass rc = f->regs.v[x->v].rc;
-        int *slots = free_at + (size_t)rc * (nv + 1);
-        int p = 0;
-        while (p < nphys[rc] && slots[p] >= x->start)
-            p++;
-        if (p == nphys[rc])
-            nphys[rc]++;
-        slots[p] = x->end;
+        while (busy[rc].n && busy[rc].v[0].key < x->start) {
+            int freed = heap_pop(&busy[rc]).phys;
+            heap_push(&idle[rc], freed, freed);
+        }
+        int p = idle[rc].n ? heap_pop(&idle[rc]).phys : nphys[rc]++;
+        heap_push(&busy[rc], x->end, p);
         f->regs.v[x->v].phys = p;
+    }
+    for (int rc = 0; rc < RC_COUNT; rc++) {
+        vec_free(&busy[rc]);
+        vec_free(&idle[rc]);
     }
     memcpy(f->nphys, nphys, sizeof nphys);
     /* two registers hold the thread's own program counter since Volta */
@@ -244,18 +327,21 @@ bool regalloc(Func *f, int budget)
     f->peak_line = n ? f->code.v[peak_at].line : 0;
     /* group the values live at the peak by the source value they belong to */
     Holder *h = calloc((size_t)nv + 1, sizeof(Holder));
+    Map index = { 0 };   /* what -> 1 + its position in h */
     int nh = 0;
     for (int v = 0; v < nv; v++) {
         if (iv[v].end < 0 || iv[v].start > peak_at || iv[v].end < peak_at || !weight(f->regs.v[v].rc))
             continue;
         const char *w = f->regs.v[v].what;
-        int j = 0;
-        while (j < nh && strcmp(h[j].what, w))
-            j++;
-        if (j == nh)
+        int j = (int)(intptr_t)map_get(&index, w) - 1;
+        if (j < 0) {
+            j = nh;
             h[nh++] = (Holder){ w, 0 };
+            map_put(&index, w, (void *)(intptr_t)nh);
+        }
         h[j].regs += weight(f->regs.v[v].rc);
     }
+    map_free(&index);
     qsort(h, (size_t)nh, sizeof *h, by_regs);
     f->ntop = nh < 5 ? nh : 5;
     for (int j = 0; j < f->ntop; j++) {
@@ -279,7 +365,8 @@ bool regalloc(Func *f, int budget)
                 reg_budget(half));
         ok = false;
     }
-    free(free_at);
+    free(gid);
+    free(greg);
     free(order);
     free(delta);
     free(iv);

@@ -80,5 +80,11 @@ expect consts_100k ok
 expect lets_100k ok
 expect kernels_5k ok
 
+# Passes linear in the kernel: once quadratic in a block's length (schedule.c) or in blocks x
+# registers (regalloc.c's liveness and its scan for a free register).
+expect straight_3k ok
+expect ifs_5k ok
+expect loops_5k ok
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
