@@ -112,13 +112,27 @@ int primary_pred(Lower *c, const Layout *L)
 
 /* ---- shared memory */
 
+/* The sizes are counted in 64 bits and the limit is checked here, at the statement that asks:
+ * past what any GPU offers, the first allocation over is an error there and every later one gets
+ * offset 0 (the kernel fails; its code is never emitted). */
 int smem_alloc_aligned(Lower *c, int bytes, int align)
 {
-    int off = (c->smem_top + align - 1) & ~(align - 1);
-    c->smem_top = off + bytes;
-    SmemBuf b = { off, bytes, c->f->cur_what, 0 };
+    int64_t off = ((int64_t)c->smem_top + align - 1) & ~(int64_t)(align - 1);
+    if (bytes < 0 || off + bytes > MAX_SMEM_BYTES) {
+        if (!c->smem_over)
+            error_at(c->loc, "kernel '%s' needs %lld bytes of shared memory per block here; no GPU "
+                     "offers more than %d: use smaller tiles or fewer pipeline stages", c->k->name,
+                     (long long)off + bytes, MAX_SMEM_BYTES);
+        c->smem_over = c->failed = true;
+        off = bytes = 0;
+    }
+    /* every allocation is listed (an empty one past the limit), so callers may name the last */
+    SmemBuf b = { (int)off, bytes, c->f->cur_what, 0 };
     vec_push(&c->f->smem_bufs, b);
-    return off;
+    if (c->smem_over)
+        return 0;
+    c->smem_top = (int)(off + bytes);
+    return (int)off;
 }
 
 int smem_alloc(Lower *c, int bytes) { return smem_alloc_aligned(c, bytes, 128); }
@@ -128,7 +142,7 @@ int smem_alloc(Lower *c, int bytes) { return smem_alloc_aligned(c, bytes, 128); 
  * than the named architecture offers is a warning (the launch fails there). */
 static void check_smem_size(Lower *c, Kernel *k)
 {
-    enum { MOST = 232448 };
+    enum { MOST = MAX_SMEM_BYTES };
     const char *arch = c->opt && c->opt->arch ? c->opt->arch : "sm_80";
     int limit = !strcmp(arch, "sm_86") || !strcmp(arch, "sm_89") ? 101376 : !strncmp(arch, "sm_90", 5) ? MOST : 166912;
     if (c->smem_top > MOST) {
@@ -771,27 +785,39 @@ static bool is_matmul(Expr *e) { return e && e->kind == E_BINARY && e->op == OP_
 
 /* A loop with constant bounds and a few iterations is unrolled: ptxas would unroll it anyway, and
  * the register prediction must describe the code ptxas really schedules. The loop variable becomes
- * a constant in each copy. */
-enum { MAX_UNROLL_TRIPS = 8 };
+ * a constant in each copy. Nested, only up to MAX_UNROLL_COPIES copies (unroll_trips). */
 
 static bool unroll_constant_loop(Lower *c, Stmt *s)
 {
-    if (s->lo->kind != E_INT || s->hi->kind != E_INT || (s->step && s->step->kind != E_INT))
-        return false;
-    int64_t step = s->step ? s->step->ival : 1;
-    int64_t trips = s->hi->ival > s->lo->ival ? (s->hi->ival - s->lo->ival + step - 1) / step : 0;
-    if (trips > MAX_UNROLL_TRIPS)
+    int64_t trips = unroll_trips(s, c->unroll_copies), step = s->step ? s->step->ival : 1;
+    if (trips < 0)
         return false;
     SymInfo *si = info(c, s->sym);
     si->loop = s;
+    int64_t copies = c->unroll_copies;
+    c->unroll_copies = copies * (trips ? trips : 1);
     for (int64_t t = 0; t < trips; t++) {
         si->val = tile_splat(c, TY_I32, layout_scalar(c->threads), IMM(s->lo->ival + t * step));
         lower_block(c, s->then);
     }
+    c->unroll_copies = copies;
     return true;
 }
 
+static void lower_stmt_kind(Lower *c, Stmt *s);
+
 void lower_stmt(Lower *c, Stmt *s)
+{
+    if (!lower_budget_before(c, s))
+        return;
+    Loc saved = c->loc;
+    c->loc = s->loc;
+    lower_stmt_kind(c, s);
+    c->loc = saved;
+    lower_budget_after(c, s);
+}
+
+static void lower_stmt_kind(Lower *c, Stmt *s)
 {
     Func *f = c->f;
     f->cur_line = s->loc.line;
@@ -1164,6 +1190,8 @@ Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *me
     c->meta = meta;
     c->pipe_leader = c->pipe_phase = -1;
     c->threads = k->threads;
+    c->loc = k->loc;
+    c->unroll_copies = 1;
     c->f = func_new(k);
     c->f->arena = a;
     c->f->threads = k->threads;
@@ -1185,6 +1213,7 @@ Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *me
     mark_matmul_vars(c, k->body);
     lower_block(c, k->body);
     emit_ins(c->f, OP_RET, PT_B32);
+    c->loc = k->loc;   /* the scratch serves the whole kernel */
     /* the scratch area goes after the named shared buffers */
     int scratch = c->scratch_size ? smem_alloc(c, c->scratch_size) : c->smem_top;
     if (c->scratch_size)

@@ -117,14 +117,13 @@ static void swapped_wgmma(Lower *c, Tile *acc, SmemMatrix a, const BtFrags *F, i
     const Layout *L = &acc->L;
     int M = L->S[0], K = a.cols, per = 4 * tall, nfrag = per * (K / K_STEP);
     WgInflight *inflight = c->pipe_inflight;
-    if (inflight && nfrag > (int)(sizeof inflight->regs / sizeof *inflight->regs))
-        die("lower_mma_swapped: %d fragment registers in flight", nfrag);
-    /* the fragment registers exist before the barrier, which holds them when in flight */
-    int *frag = malloc(sizeof(int) * (size_t)nfrag);
+    /* the fragment registers exist before the barrier, which holds them when in flight (as many
+       as the k tile has steps: regalloc, not this, says when that is too many for a thread) */
+    int *frag = arena_alloc(c->a, sizeof(int) * (size_t)nfrag);
     for (int i = 0; i < nfrag; i++)
         frag[i] = new_reg(f, RC_R);
     if (inflight) {
-        memcpy(inflight->regs, frag, sizeof(int) * (size_t)nfrag);
+        inflight->regs = frag;
         inflight->n = nfrag;
     }
     if (pipe_take_barrier(c))
@@ -163,7 +162,6 @@ static void swapped_wgmma(Lower *c, Tile *acc, SmemMatrix a, const BtFrags *F, i
         emit_ins(f, OP_WGWAIT, PT_B32)->label = 0;
         wg_hold(f, frag, nfrag);
     }
-    free(frag);
 }
 
 /* mma.sync's B, A^T (k8 x n8, n = C rows 8 jc ..): b_i = A[8 jc + g][k + q + 4 i], rounded. */

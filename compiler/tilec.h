@@ -33,8 +33,8 @@ enum {
      * loops stay loops. */
     MAX_UNROLL_COPIES = 64,
     /* Thread-level instructions of one kernel, after unrolling: the largest example has under
-     * 10000. */
-    MAX_KERNEL_INS = 1 << 18,
+     * 2000. */
+    MAX_KERNEL_INS = 1 << 17,
     /* Bytes of an assume's source text kept for the launcher's message. */
     MAX_ASSUME_TEXT = 1024,
 };
@@ -669,7 +669,7 @@ typedef struct {
 } SymInfo;
 
 /* Registers in-flight wgmma read across a pipelined loop's iterations (Lower.pipe_inflight). */
-typedef struct WgInflight { int regs[128]; int n; } WgInflight;
+typedef struct WgInflight { int *regs; int n; } WgInflight;   /* regs in the arena */
 /* A matmul operand of a pipelined loop: its stage buffers' addresses are a register tensor. */
 typedef struct {
     Expr *operand; Sym *var; int array; int pitch; ElemType type; int bytes; int swz;
@@ -717,6 +717,12 @@ typedef struct Lower {
     /* inside a pipelined loop with TMA operands: the parity of the current stage's mbarrier
      * phase (flips each time the stage wraps), and the predicate of the thread that issues */
     int pipe_phase, pipe_leader;
+    /* limits (lower_limits.c): the statement being lowered (errors found deeper point at it),
+     * the copies unrolling makes of it (1 outside unrolled loops), and whether the kernel went
+     * past one of them, which ends its lowering */
+    Loc loc;
+    int64_t unroll_copies;
+    bool too_big, smem_over;
 } Lower;
 void pipe_issue_pending(Lower *c);
 /* lower_pipeline.c, for the matmul that takes the loop's barrier: */
@@ -833,6 +839,12 @@ bool tma_choose(Lower *c, PipeOperand *ops, int nops);
 int tma_setup(Lower *c, PipeOperand *ops, int nops, int S);
 void tma_issue(Lower *c, PipeOperand *p, int base, int bar, int valid);
 void tma_wait(Lower *c, int bar, int phase);
+/* lower_limits.c: the trips of a constant loop that unrolls inside `copies` unrolled copies
+ * (-1: it stays a loop); the instruction limit before and after lowering a statement (false
+ * before: the statement would take the kernel past it, reported, and is not lowered). */
+int64_t unroll_trips(const Stmt *s, int64_t copies);
+bool lower_budget_before(Lower *c, Stmt *s);
+void lower_budget_after(Lower *c, Stmt *s);
 /* lower.c: an extent (a size symbol or constant) as launch-time RPN */
 const char *extent_rpn(Lower *c, Extent e);
 /* lower_pipeline.c */

@@ -34,8 +34,10 @@ expect() {
 	shift 2
 	pattern=
 	if [ "$want" = error ]; then pattern=$1; shift; fi
-	src=tests/limits/$name.tile
-	[ -f "$src" ] || src=$tmp/in/$name.tile
+	case $name in
+	*/*) src=$name ;;
+	*) src=tests/limits/$name.tile; [ -f "$src" ] || src=$tmp/in/$name.tile ;;
+	esac
 	rm -f "$tmp/out.ptx"
 	guard "$TILEC" --no-ptxas "$@" "$src" -o "$tmp/out.ptx" >/dev/null 2>"$tmp/err"
 	rc=$?
@@ -85,6 +87,21 @@ expect kernels_5k ok
 expect straight_3k ok
 expect ifs_5k ok
 expect loops_5k ok
+
+# Unrolling stops at 64 copies of a statement: six nested loops of 8 trips once made 262144
+# copies (over 120 s); past the limit the inner loops stay loops.
+expect nest_8x6 ok
+
+# Instructions per kernel: the statement that goes past 131072 is the error, before its work
+# where the estimate sees it (a million FMAs), else right after it.
+expect ins_matmul error 'ins_matmul.tile:3:.*instructions per thread'
+expect ins_many error 'instructions per thread'
+expect ins_sums error 'instructions per thread'
+
+# Shared memory: the statement whose buffers go past a block's is the error (matmul_tf32 with
+# BK=512 once aborted in lower_mma_swap.c with its wgmma fragments overflowing an array).
+expect examples/matmul_tf32.tile error 'matmul_tf32.tile:26:.*shared memory per block here' \
+	-D BK=512 -D STAGES=2 --arch=sm_90a
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
