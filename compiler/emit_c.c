@@ -10,23 +10,96 @@
 
 #include "tilec.h"
 
-/* C keywords and the launcher's own names: a kernel parameter spelled like one gets a '_'. */
+/* Words of C and C++ (the header is both) and the launcher's own names. */
 static const char *const reserved[] = {
     "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
     "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
     "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
     "union", "unsigned", "void", "volatile", "while", "bool", "true", "false", "asm",
-    "stream", "tilert_args",
+    "alignas", "alignof", "and", "and_eq", "bitand", "bitor", "catch", "class", "compl",
+    "concept", "consteval", "constexpr", "constinit", "const_cast", "co_await", "co_return",
+    "co_yield", "decltype", "delete", "dynamic_cast", "explicit", "export", "friend", "mutable",
+    "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq",
+    "private", "protected", "public", "reinterpret_cast", "requires", "static_assert",
+    "static_cast", "template", "this", "thread_local", "throw", "try", "typeid", "typename",
+    "using", "virtual", "wchar_t", "xor", "xor_eq", "char8_t", "char16_t", "char32_t",
+    "stream", "tilert_args", "errno", "assert", "offsetof",
 };
 
-static const char *c_param_name(Buf *scratch, const char *name)
+/* Could a C parameter of this name clash with something the generated files or the headers they
+ * include (tilert.h, cuda.h, the C library's) define? Keywords and the launcher's names; names
+ * reserved to the implementation (a leading '_'); the type names (`*_t`, cuda.h's CU... and
+ * cu..., tilert's own, and this file's PREFIX_...); and every name of capitals, digits and '_'
+ * of two characters or more, the macros' style (NULL, CUDAAPI, INT32_MAX): a macro would
+ * replace the parameter's name. Single capitals (M, N, K) stay as they are. */
+static bool clashes(const char *name, const char *prefix)
 {
-    scratch->len = 0;
-    buf_puts(scratch, name);
+    size_t n = strlen(name), np = strlen(prefix);
     for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
         if (strcmp(name, reserved[i]) == 0)
-            buf_puts(scratch, "_");
-    return scratch->s;
+            return true;
+    if (name[0] == '_' || (n >= 2 && strcmp(name + n - 2, "_t") == 0) ||
+        strncmp(name, "cu", 2) == 0 || strncmp(name, "CU", 2) == 0 ||
+        strncmp(name, "tilert", 6) == 0 || strncmp(name, "TILERT", 6) == 0 ||
+        (strncmp(name, prefix, np) == 0 && name[np] == '_'))
+        return true;
+    bool caps = n >= 2;
+    for (size_t i = 0; i < n && caps; i++)
+        caps = (name[i] >= 'A' && name[i] <= 'Z') || (name[i] >= '0' && name[i] <= '9') ||
+               name[i] == '_';
+    return caps;
+}
+
+/* The C names of a kernel's parameters: the source names, as identifiers, with a '_' after each
+ * that clashes, and more until each is distinct from the others. Freed with free_names. */
+static char **c_param_names(const KernelMeta *k, const char *prefix)
+{
+    char **names = calloc((size_t)k->nargs + 1, sizeof *names);
+    if (!names)
+        die("out of memory");
+    for (int i = 0; i < k->nargs; i++) {
+        Buf b = {0};
+        const char *src = k->args[i].name && *k->args[i].name ? k->args[i].name : "arg";
+        if (*src >= '0' && *src <= '9')
+            buf_puts(&b, "a");
+        for (const char *p = src; *p; p++) {
+            char c = *p;
+            bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+            buf_printf(&b, "%c", ok ? c : '_');
+        }
+        if (clashes(b.s, prefix))
+            buf_puts(&b, "_");
+        for (int j = 0; j < i; j++)
+            if (strcmp(names[j], b.s) == 0) {
+                buf_puts(&b, "_");
+                j = -1;   /* compare with all again */
+            }
+        names[i] = b.s;
+    }
+    return names;
+}
+
+static void free_names(char **names, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* Text from the source or the command line inside a C comment: printable ASCII, nothing that
+ * ends the comment or opens another (the text of an assume, cleaned by the parser already), and
+ * no trigraph, which could turn into a backslash and join lines. */
+static void c_comment_text(Buf *out, const char *s)
+{
+    char last = ' ';
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        char o = c < 0x20 || c >= 0x7f ? '?' : (char)c;
+        if ((last == '*' && o == '/') || (last == '/' && o == '*') || (last == '?' && o == '?'))
+            buf_puts(out, " ");
+        buf_printf(out, "%c", o);
+        last = o;
+    }
 }
 
 /* base as a C identifier: other characters become '_', a leading digit gets a '_' before it. */
@@ -156,20 +229,20 @@ static const char *arg_comment(Buf *scratch, const KernelArg *a)
 /* The declaration puts one argument a line with what it must be; the definition is plain. */
 static void launcher_signature(Buf *out, const char *prefix, const KernelMeta *k, bool decl)
 {
-    Buf name = {0}, note = {0};
+    Buf note = {0};
+    char **names = c_param_names(k, prefix);
     buf_printf(out, "tilert_status %s_%s_launch(CUstream stream", prefix, k->name);
     for (int i = 0; i < k->nargs; i++) {
         const KernelArg *a = &k->args[i];
         const char *sep = i + 1 < k->nargs ? "," : decl ? ");" : ")";
-        buf_printf(out, "%s\n    %s %s%s", i ? "" : ",", c_type(a), c_param_name(&name, a->name),
-                   sep);
+        buf_printf(out, "%s\n    %s %s%s", i ? "" : ",", c_type(a), names[i], sep);
         if (decl)
             buf_printf(out, "   /* %s */", arg_comment(&note, a));
     }
     if (k->nargs == 0)
         buf_puts(out, decl ? ");" : ")");
     buf_puts(out, "\n");
-    buf_free(&name);
+    free_names(names, k->nargs);
     buf_free(&note);
 }
 
@@ -220,9 +293,11 @@ static void emit_header(Buf *h, const char *prefix, const char *guard, KernelMet
     for (int i = 0; i < nk; i++) {
         KernelMeta *k = &ks[i];
         buf_printf(h, "/* kernel %s: %d threads per block", k->name, k->threads);
-        for (int j = 0; j < k->nassumes; j++)
-            buf_printf(h, "%s assume(%s)", j ? "," : "; checked at launch:",
-                       k->assume_text[j]);
+        for (int j = 0; j < k->nassumes; j++) {
+            buf_printf(h, "%s assume(", j ? "," : "; checked at launch:");
+            c_comment_text(h, k->assume_text[j] ? k->assume_text[j] : "");
+            buf_puts(h, ")");
+        }
         buf_puts(h, " */\n");
         buf_printf(h, "extern const %s_kernel_info %s_%s_info;\n", prefix, prefix, k->name);
         launcher_signature(h, prefix, k, true);
@@ -236,7 +311,7 @@ static void emit_source(Buf *c, const char *prefix, const char *header_name, Ker
                         int nk, const char *ptx, const Cubin *cubins, int ncubins,
                         const char *archs, const char *ptx_arch)
 {
-    Buf decl = {0}, name = {0};
+    Buf decl = {0};
     buf_printf(c, "/* %s.c: generated by tilec %s (--emit=c). Do not edit. */\n", prefix,
                TILEC_VERSION);
     buf_printf(c, "#include \"%s\"\n\n", header_name);
@@ -308,22 +383,23 @@ static void emit_source(Buf *c, const char *prefix, const char *header_name, Ker
             continue;
         }
         buf_printf(c, "    tilert_arg tilert_args[%d];\n", k->nargs);
+        char **names = c_param_names(k, prefix);
         for (int j = 0; j < k->nargs; j++) {
             const char *kind, *field;
             arg_kind(&k->args[j], &kind, &field);
-            const char *pname = c_param_name(&name, k->args[j].name);
+            const char *pname = names[j];
             buf_printf(c, "    tilert_args[%d].kind = %s;\n", j, kind);
             if (k->args[j].kind == ARG_SCALAR && k->args[j].type == TY_BOOL)
                 buf_printf(c, "    tilert_args[%d].v.b = %s != 0;\n", j, pname);
             else
                 buf_printf(c, "    tilert_args[%d].v.%s = %s;\n", j, field, pname);
         }
+        free_names(names, k->nargs);
         buf_printf(c, "    return tilert_embedded_launch(&%s_module_, %d, stream, tilert_args, %d);\n",
                    prefix, i, k->nargs);
         buf_puts(c, "}\n\n");
     }
     buf_free(&decl);
-    buf_free(&name);
 }
 
 void emit_c(Buf *c_out, Buf *h_out, const char *base, const char *header_name,

@@ -541,6 +541,11 @@ int main(int argc, char **argv)
         const char *slash = strrchr(stem, '/');
         const char *base = slash ? slash + 1 : stem;
         const char *hname = arena_printf(a, "%s.h", base);
+        for (const unsigned char *q = (const unsigned char *)hname; *q; q++)
+            if (*q == '"' || *q == '\\' || *q < 0x20 || *q >= 0x7f)
+                return usage_error("--emit=c: the header '%s' cannot be named in a C #include "
+                                   "(quotes, backslashes, control characters and non-ASCII bytes "
+                                   "cannot be): choose another output name", hname);
         Buf c = { 0 }, h = { 0 };
         emit_c(&c, &h, base, hname, outs[0].metas, outs[0].nk, outs[0].ptx.s, cubins, ncubins);
         ok = write_output(hpath, h.s, h.len) && write_output(cpath, c.s, c.len);

@@ -37,12 +37,15 @@ static const char *kind_word(ArgKind k)
     return k == ARG_PTR ? "ptr" : k == ARG_SIZE ? "size" : "scalar";
 }
 
-/* Assume text goes on one line: newlines and tabs from the source become spaces. */
-static void put_one_line(Buf *out, const char *s)
+/* Assume text goes on one line of printable ASCII, cut to what the runtime reads of a line: the
+ * parser (parse.y, assume_text) already made it so; this holds for any KernelMeta. Only //@ lines
+ * are metadata, so a byte that could end the line would let the text add lines of its own. */
+static void put_one_line(Buf *out, const char *s, size_t room)
 {
-    for (; *s; s++) {
-        char c[2] = {*s == '\n' || *s == '\r' || *s == '\t' ? ' ' : *s, 0};
-        buf_puts(out, c);
+    for (size_t i = 0; s[i] && i < room; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char one[2] = {c < 0x20 || c >= 0x7f ? ' ' : (char)c, 0};
+        buf_puts(out, one);
     }
 }
 
@@ -62,8 +65,10 @@ void meta_write(Buf *out, KernelMeta *k)
     for (int i = 0; i < k->nassumes; i++) {
         const char *text = k->assume_text && k->assume_text[i] && k->assume_text[i][0]
                                ? k->assume_text[i] : k->assume_rpn[i];
+        size_t start = out->len;
         buf_printf(out, "//@assume %s | ", k->assume_rpn[i]);
-        put_one_line(out, text);
+        size_t used = out->len - start;
+        put_one_line(out, text, used < TILERT_MAX_META_LINE ? TILERT_MAX_META_LINE - used : 0);
         buf_puts(out, "\n");
     }
     for (int i = 0; i < k->ntmaps; i++) {

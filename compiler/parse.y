@@ -708,11 +708,54 @@ static Stmt *new_atomic(Lexer *lx, Span s, int op, Expr *target, Expr *value)
     return st;
 }
 
+/* The source of an assume's condition as the launcher's message shows it: one line of printable
+ * ASCII in which each comment and each run of white space is one space, at most MAX_ASSUME_TEXT
+ * bytes (then "..."). It goes into the metadata, a line of its own, and into a C comment
+ * (emit_c.c): nothing of a comment may reach either, since a comment may hold a newline and a
+ * //@ line, or a star and a slash. */
+static const char *assume_text(Arena *a, const char *s, size_t n)
+{
+    char *t = arena_alloc(a, MAX_ASSUME_TEXT + 4);
+    size_t len = 0;
+    bool space = false;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '/' && i + 1 < n && (s[i + 1] == '/' || s[i + 1] == '*')) {
+            if (s[i + 1] == '/') {
+                while (i < n && s[i] != '\n')
+                    i++;
+            } else {
+                for (i += 2; i < n && !(s[i] == '*' && i + 1 < n && s[i + 1] == '/'); i++)
+                    ;
+                i += 2;
+            }
+            space = true;
+            continue;
+        }
+        i++;
+        if (c <= ' ' || c >= 0x7f) {   /* white space; nothing else outside comments lexes */
+            space = true;
+            continue;
+        }
+        if (len + (space && len) + 1 > MAX_ASSUME_TEXT) {
+            memcpy(t + len, "...", 3);
+            len += 3;
+            break;
+        }
+        if (space && len)
+            t[len++] = ' ';
+        space = false;
+        t[len++] = (char)c;
+    }
+    t[len] = '\0';
+    return t;
+}
+
 static Stmt *new_assume(Lexer *lx, Span s, Expr *cond, Span cs)
 {
     Stmt *st = new_stmt(lx, S_ASSUME, s);
     st->cond = cond;
-    st->text = arena_strndup(lx->a, lx->src + cs.off, cs.end - cs.off);
+    st->text = assume_text(lx->a, lx->src + cs.off, cs.end - cs.off);
     return st;
 }
 

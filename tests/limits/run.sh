@@ -103,5 +103,57 @@ expect ins_sums error 'instructions per thread'
 expect examples/matmul_tf32.tile error 'matmul_tf32.tile:26:.*shared memory per block here' \
 	-D BK=512 -D STAGES=2 --arch=sm_90a
 
+# Source text in what tilec writes: the C of --emit=c must compile (cc -fsyntax-only, the
+# header as C++ too) whatever the names and the assume comments hold, and the metadata must
+# hold exactly the lines tilec wrote.
+emit_c_compiles() {
+	name=$1
+	CC=${CC:-$(sed -n 's/^CC = //p' config.mk 2>/dev/null)}
+	inc=$(sed -n 's/^CUDA_INC = //p' config.mk 2>/dev/null)
+	mkdir -p "$tmp/c"
+	if ! guard "$TILEC" --emit=c "tests/limits/$name.tile" -o "$tmp/c/$name.c" 2>"$tmp/err"; then
+		echo "FAIL $name --emit=c: $(head -n 1 "$tmp/err")"
+		fail=$((fail + 1))
+		return
+	fi
+	if ${CC:-cc} -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only -Iruntime \
+		${inc:+-I"$inc"} "$tmp/c/$name.c" 2>"$tmp/err"; then
+		pass=$((pass + 1))
+	else
+		echo "FAIL $name: the generated C does not compile"
+		sed -n '1,6s/^/    /p' "$tmp/err"
+		fail=$((fail + 1))
+	fi
+	if command -v c++ >/dev/null 2>&1; then
+		if c++ -x c++ -fsyntax-only -Wall -Werror -Iruntime ${inc:+-I"$inc"} "$tmp/c/$name.h" 2>"$tmp/err"; then
+			pass=$((pass + 1))
+		else
+			echo "FAIL $name: the generated header is not C++"
+			sed -n '1,6s/^/    /p' "$tmp/err"
+			fail=$((fail + 1))
+		fi
+	fi
+	guard "$TILEC" --no-ptxas --emit=meta "tests/limits/$name.tile" -o "$tmp/c/$name.meta" 2>/dev/null
+	if [ "$(grep -c '^//@kernel' "$tmp/c/$name.meta")" = 1 ] &&
+	   [ "$(grep -c '^//@end' "$tmp/c/$name.meta")" = 1 ] &&
+	   ! grep -q 'evil\|#error\|[^ -~]' "$tmp/c/$name.meta" "$tmp/c/$name.h"; then
+		pass=$((pass + 1))
+	else
+		echo "FAIL $name: metadata or header lines from the source's comments"
+		fail=$((fail + 1))
+	fi
+}
+emit_c_compiles escape
+# an output name the generated source could not #include is a usage error, nothing written
+"$TILEC" --emit=c tests/limits/escape.tile -o "$tmp/c/a\"b.c" 2>"$tmp/err"
+rc=$?
+grep -q "cannot be named in a C #include" "$tmp/err" || rc="$rc (another error)"
+if [ "$rc" = 2 ] && [ ! -e "$tmp/c/a\"b.c" ] && [ ! -e "$tmp/c/a\"b.h" ]; then
+	pass=$((pass + 1))
+else
+	echo "FAIL --emit=c -o 'a\"b.c': exit status $rc, expected 2 and no output"
+	fail=$((fail + 1))
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -82,7 +82,22 @@ int main(void)
     };
     const char *assume_text[] = { "R <= 64" };
     const char *assume_rpn[] = { "a6 64 <=" };
-    KernelMeta ks[3];
+    /* Names that would break the C if copied as they are (a macro, a typedef, a C++ keyword, the
+       launcher's own, two that become the same), and texts that try to leave the comment they
+       are put in: the generated files must still compile, and say nothing of them as code. */
+    KernelArg hostile[] = {
+        { "NULL", ARG_SCALAR, TY_F32, 0 }, { "int32_t", ARG_SCALAR, TY_I32, 0 },
+        { "class", ARG_PTR, TY_F32, 4 }, { "_Bool", ARG_SCALAR, TY_BOOL, 0 },
+        { "stream", ARG_SCALAR, TY_U32, 0 }, { "stream_", ARG_SCALAR, TY_U32, 0 },
+        { "CUdeviceptr", ARG_PTR, TY_F32, 4 }, { "my_kernels_module_", ARG_SCALAR, TY_I64, 0 },
+        { "tilert_args", ARG_SCALAR, TY_F32, 0 }, { "N", ARG_SIZE, TY_I32, 0 },
+    };
+    const char *hostile_text[] = {
+        "N > 0 */ int evil_code = 1; /*", "N > 1 ?\?/", "N > 2 \\", "N > 3 \xc3\xa9 /* x",
+        "N > 4\n//@kernel evil threads 1 smem 0 regs 1\n//@end\n#error injected",
+    };
+    const char *hostile_rpn[] = { "a9 0 >", "a9 1 >", "a9 2 >", "a9 3 >", "a9 4 >" };
+    KernelMeta ks[4];
     memset(ks, 0, sizeof ks);
     ks[0] = (KernelMeta){ .name = "vecadd", .args = va, .nargs = 5, .threads = 256,
                           .ngrid = 1, .grid_rpn = { "a4 1024 cdiv" }, .pred_regs = 24,
@@ -92,6 +107,10 @@ int main(void)
                           .assume_rpn = assume_rpn, .assume_text = assume_text, .nassumes = 1,
                           .pred_regs = 40, .ptxas_regs = 38 };
     ks[2] = (KernelMeta){ .name = "noargs", .threads = 32, .ngrid = 0, .pred_regs = 8,
+                          .ptxas_regs = -1 };
+    ks[3] = (KernelMeta){ .name = "hostile", .args = hostile, .nargs = 10, .threads = 32,
+                          .ngrid = 1, .grid_rpn = { "1" }, .assume_rpn = hostile_rpn,
+                          .assume_text = hostile_text, .nassumes = 5, .pred_regs = 8,
                           .ptxas_regs = -1 };
     static const char ptx[] =
         "//@tilec 1\n"
@@ -105,7 +124,7 @@ int main(void)
     Cubin cubins[2] = { { "sm_90a", elf, 8 }, { "sm_80", elf, 5 } };
 
     Buf c = {0}, h = {0};
-    emit_c(&c, &h, "my-kernels", "my-kernels.h", ks, 3, ptx, cubins, 2);
+    emit_c(&c, &h, "my-kernels", "my-kernels.h", ks, 4, ptx, cubins, 2);
 
     expect("prefix sanitized", has(&h, "tilert_status my_kernels_load(tilert_context *ctx);"),
            "no my_kernels_load");
@@ -123,6 +142,16 @@ int main(void)
     expect("info declared", has(&h, "extern const my_kernels_kernel_info my_kernels_mixed_info;"),
            "missing");
     expect("assume in the header comment", has(&h, "assume(R <= 64)"), "missing");
+    expect("hostile names renamed", has(&h, "float NULL_,") && has(&h, "int32_t int32_t_,") &&
+                                        has(&h, "CUdeviceptr class_,") && has(&h, "int _Bool_,") &&
+                                        has(&h, "uint32_t stream_,") && has(&h, "uint32_t stream__,") &&
+                                        has(&h, "CUdeviceptr CUdeviceptr_,") &&
+                                        has(&h, "int64_t my_kernels_module__,") &&
+                                        has(&h, "float tilert_args_,") && has(&h, "int32_t N);"),
+           "a clashing name kept");
+    expect("no comment ends early", !has(&h, "*/ int evil_code") && has(&h, "* / int evil_code") &&
+                                        !has(&h, "/* x") && !has(&h, "\n//@") && !has(&h, "?\?"),
+           "a text left its comment");
     expect("source includes its header", has(&c, "#include \"my-kernels.h\""), "missing");
     expect("info values", has(&c, "\"mixed\", 128, 65536, 40, 38, 7, \"sm_90a,sm_80\", \"sm_80\""),
            "wrong values");

@@ -10,9 +10,12 @@ static KernelArg matmul_args[] = {
     {"A", ARG_PTR, TY_F32, 16}, {"B", ARG_PTR, TY_F32, 16}, {"C", ARG_PTR, TY_F32, 4},
     {"M", ARG_SIZE, TY_I32, 4}, {"K", ARG_SIZE, TY_I32, 4}, {"N", ARG_SIZE, TY_I32, 4},
 };
-static const char *matmul_assume_rpn[] = {"a4 4 % 0 ==", "a5 4 % 0 == a3 0 > ||", "a5 8192 <="};
+static const char *matmul_assume_rpn[] = {"a4 4 % 0 ==", "a5 4 % 0 == a3 0 > ||", "a5 8192 <=",
+                                          "a3 0 >"};
+/* the last tries to add metadata lines of its own: a text never ends its line */
 static const char *matmul_assume_text[] = {"K % 4 == 0", "N % 4 == 0 || M > 0 | x",
-                                           "N <=\n\t8192"};
+                                           "N <=\n\t8192",
+                                           "M > 0\n//@end\r//@kernel evil threads 1 smem 0 regs 1\v"};
 
 static TensorMapMeta matmul_tmaps[] = {
     {0, "tf32", 128, 256, 32, "a3", "a4", "a4"},
@@ -39,7 +42,7 @@ static void roundtrip(void)
     k[0].grid_rpn[1] = "a5 128 cdiv";
     k[0].assume_rpn = matmul_assume_rpn;
     k[0].assume_text = matmul_assume_text;
-    k[0].nassumes = 3;
+    k[0].nassumes = 4;
     k[0].pred_regs = 122;
     k[0].tmaps = matmul_tmaps;
     k[0].ntmaps = 2;
@@ -120,9 +123,10 @@ static void roundtrip(void)
     unit_check(maps_ok, "roundtrip tensor maps", "%s", b.s);
     unit_check(!strcmp(m.k[0].assume_text[0], "K % 4 == 0") &&
                    !strcmp(m.k[0].assume_text[1], "N % 4 == 0 || M > 0 | x") &&
-                   !strcmp(m.k[0].assume_text[2], "N <=  8192"),
-               "roundtrip assume texts", "\"%s\" \"%s\" \"%s\"", m.k[0].assume_text[0],
-               m.k[0].assume_text[1], m.k[0].assume_text[2]);
+                   !strcmp(m.k[0].assume_text[2], "N <=  8192") &&
+                   !strcmp(m.k[0].assume_text[3], "M > 0 //@end //@kernel evil threads 1 smem 0 regs 1"),
+               "roundtrip assume texts", "\"%s\" \"%s\" \"%s\" \"%s\"", m.k[0].assume_text[0],
+               m.k[0].assume_text[1], m.k[0].assume_text[2], m.k[0].assume_text[3]);
     rt_meta_free(&m);
 
     /* --emit=meta: the groups alone, as a cubin's companion string. */
