@@ -1075,22 +1075,34 @@ static void load_params(Lower *c)
         si->ptr = ir_un(f, OP_CVTA, PT_U64, R(raw));
         for (int d = 0; d < s->rank; d++)
             si->dim[d] = s->dim[d].size ? ((SymInfo *)s->dim[d].size->lower)->val.v[0] : IMM(s->dim[d].cval);
-        /* strides in elements, as s64 registers or immediates */
+        /* strides in elements, as s64 registers or immediates. A default stride, the product of
+           the later dimensions, is computed in 64 bits: the M K of a [B, M, K] tensor passes
+           2^31 at 8 GiB of f32, and wrapped in 32 bits it addressed the wrong elements. */
         for (int d = s->rank - 1; d >= 0; d--) {
             Opnd st;
+            si->stride64[d] = -1;
             if (!s->has_default_strides)
                 st = s->stride[d].size ? ((SymInfo *)s->stride[d].size->lower)->val.v[0] : IMM(s->stride[d].cval);
             else if (d == s->rank - 1)
                 st = IMM(1);
             else if (si->stride[d + 1].kind == O_IMM && si->dim[d + 1].kind == O_IMM)
-                st = IMM(si->stride[d + 1].i * si->dim[d + 1].i);
-            else {
+                st = IMM(wrap_int(TY_I64, (uint64_t)si->stride[d + 1].i * (uint64_t)si->dim[d + 1].i));
+            else if (d == s->rank - 2) {   /* one extent: fits s32 */
                 int a = opnd_reg(c, si->stride[d + 1], PT_S32);
                 st = R(ir_bin(f, OP_MUL, PT_S32, R(a), si->dim[d + 1]));
+            } else {
+                Opnd later = si->stride64[d + 1] >= 0 ? R(si->stride64[d + 1]) : si->stride[d + 1];
+                Opnd dim = si->dim[d + 1].kind == O_IMM ? si->dim[d + 1]
+                                                       : R(ir_cvt(f, PT_S64, PT_S32, si->dim[d + 1]));
+                if (later.kind == O_IMM && dim.kind == O_IMM)
+                    die("lower: constant stride of a run-time extent");
+                st = later.kind == O_IMM && later.i == 1 ? dim
+                     : later.kind == O_IMM ? R(ir_bin(f, OP_MUL, PT_S64, dim, later))
+                                           : R(ir_bin(f, OP_MUL, PT_S64, later, dim));
+                si->stride64[d] = st.reg;
             }
             si->stride[d] = st;
-            si->stride64[d] = -1;
-            if (st.kind == O_REG)
+            if (st.kind == O_REG && si->stride64[d] < 0)
                 si->stride64[d] = ir_cvt(f, PT_S64, PT_S32, st);
         }
     }

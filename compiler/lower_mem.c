@@ -157,6 +157,13 @@ static int narrow(Lower *c, ElemType t, Opnd v)
     }
 }
 
+/* Constant parts of 64-bit addresses, folded as the GPU computes them: modulo 2^64. An element
+ * index times a constant stride can pass 2^63 (f32[2147483647, 2147483647]: no such tensor fits
+ * a GPU, but the compiler must not overflow a signed integer computing its address). */
+static int64_t wrap64(uint64_t v) { return v <= INT64_MAX ? (int64_t)v : -(int64_t)(UINT64_MAX - v) - 1; }
+static int64_t add64(int64_t a, int64_t b) { return wrap64((uint64_t)a + (uint64_t)b); }
+static int64_t mul64(int64_t a, int64_t b) { return wrap64((uint64_t)a * (uint64_t)b); }
+
 static void mem_load(Lower *c, int space, ElemType t, int addr, int64_t off, int vm, int guard, Opnd fill, Opnd *out)
 {
     Func *f = c->f;
@@ -239,7 +246,7 @@ static void mem_store(Lower *c, int space, int red, ElemType t, int addr, int64_
             in->src[0] = R(addr);
             in->src[1] = R(bits);
             in->nsrc = 2;
-            in->off = off + i * 4;
+            in->off = add64(off, i * 4);
             in->guard = pos;
             ir_naive_addr(f);
             in = emit_ins(f, OP_RED, PT_U32);
@@ -248,7 +255,7 @@ static void mem_store(Lower *c, int space, int red, ElemType t, int addr, int64_
             in->src[0] = R(addr);
             in->src[1] = R(bits);
             in->nsrc = 2;
-            in->off = off + i * 4;
+            in->off = add64(off, i * 4);
             in->guard = neg;
             ir_naive_addr(f);
             continue;
@@ -259,7 +266,7 @@ static void mem_store(Lower *c, int space, int red, ElemType t, int addr, int64_
         in->src[0] = R(addr);
         in->src[1] = R(v[i]);
         in->nsrc = 2;
-        in->off = off + (int64_t)i * type_size(t);
+        in->off = add64(off, (int64_t)i * type_size(t));
         in->guard = guard;
         ir_naive_addr(f);
     }
@@ -377,7 +384,7 @@ typedef struct {
 static Opnd mul_s64(Lower *c, Opnd a, Opnd b)
 {
     if (a.kind == O_IMM && b.kind == O_IMM)
-        return IMM(a.i * b.i);
+        return IMM(mul64(a.i, b.i));
     if (a.kind == O_IMM) {
         Opnd t = a;
         a = b;
@@ -430,7 +437,7 @@ static void access_addr(Lower *c, Access *a, const Layout *L, Addr *ad)
         }
         Opnd term = mul_s64(c, s64_of(c, idx), stride64(c, a, d));
         if (term.kind == O_IMM && off.kind == O_IMM)
-            off = IMM(off.i + term.i);
+            off = IMM(add64(off.i, term.i));
         else if (term.kind == O_IMM && term.i == 0)
             ;
         else if (off.kind == O_IMM && off.i == 0)
@@ -441,7 +448,7 @@ static void access_addr(Lower *c, Access *a, const Layout *L, Addr *ad)
     (void)t0;
     (void)t1;
     if (off.kind == O_IMM)
-        ad->base = ir_bin(f, OP_ADD, PT_S64, R(a->ti->ptr), IMM(off.i * a->es));
+        ad->base = ir_bin(f, OP_ADD, PT_S64, R(a->ti->ptr), IMM(mul64(off.i, a->es)));
     else
         ad->base = ir_tern(f, OP_MAD, PT_S64, off, IMM(a->es), R(a->ti->ptr));
     ad->rowstep = a->wd[0] >= 0 ? mul_s64(c, stride64(c, a, a->wd[0]), IMM(a->es)) : IMM(0);
@@ -486,7 +493,7 @@ static void for_each_chunk(Lower *c, Access *a, const Layout *L, int vm, int ext
             int idx = cd ? ir_bin(f, OP_ADD, PT_S32, R(ad.col0), IMM(cd)) : ad.col0;
             cpred[j] = ir_setp(f, CMP_LO, PT_U32, R(idx), a->ti->dim[a->wd[1]]);
         }
-        coff[j] = ad.colstep.kind == O_IMM ? cd * ad.colstep.i : 0;
+        coff[j] = ad.colstep.kind == O_IMM ? mul64(cd, ad.colstep.i) : 0;
     }
     for (int o0 = 0; o0 < L->O[0]; o0++)
         for (int i0 = 0; i0 < L->V[0]; i0++) {
@@ -501,14 +508,14 @@ static void for_each_chunk(Lower *c, Access *a, const Layout *L, int vm, int ext
             int64_t roff = 0;
             if (rd) {
                 if (ad.rowstep.kind == O_IMM)
-                    roff = rd * ad.rowstep.i;
+                    roff = mul64(rd, ad.rowstep.i);
                 else
                     raddr = ir_tern(f, OP_MAD, PT_S64, ad.rowstep, IMM(rd), R(ad.base));
             }
             for (int j = 0; j < ncol; j++) {
                 int o1 = (j * vm) / L->V[1], i1 = (j * vm) % L->V[1];
                 int addr = raddr;
-                int64_t off = roff + coff[j];
+                int64_t off = add64(roff, coff[j]);
                 if (ad.colstep.kind != O_IMM && caddr_delta[j])
                     addr = ir_tern(f, OP_MAD, PT_S64, ad.colstep, IMM(caddr_delta[j]), R(raddr));
                 int g = and_pred(c, rguard, cpred[j]);

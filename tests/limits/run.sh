@@ -77,6 +77,10 @@ expect const_exact ok
 ptx_has const_exact 9223372036854775807 9007199254740993 -9223372036854775808 \
 	1000000000000000000 0f5D800001 '%r1, -2;' 2147483647 4294967295
 
+# Offsets in 64 bits.
+expect offsets ok
+ptx_has offsets 'mul.lo.s64'
+
 # Names: hashed, so many of them cost little.
 expect consts_100k ok
 expect lets_100k ok
