@@ -8,11 +8,10 @@
  * The instruction limit is checked before the work: each statement outside any unrolled loop is
  * estimated first (an unrolled loop with everything it will copy), and one that would take the
  * kernel past MAX_KERNEL_INS is an error at that statement, with nothing lowered. The estimate
- * counts a tile's elements per thread for each operation on it (every one costs at least that
- * many instructions, loads and stores with vectors aside) and M N K / threads for a product on
- * the FFMA path; it can fall short, so the count is checked again after each statement, and the
- * first that goes past the limit is the error. Either way lowering stops there: what is left
- * would only make more code for a kernel that fails. */
+ * (est_expr) never counts more than lowering makes, so it cannot refuse a kernel that fits; it
+ * falls short instead (address arithmetic, masks, reductions' shuffles), so the count is checked
+ * again after each statement, and the first that goes past the limit is the error. Either way
+ * lowering stops there: what is left would only make more code for a kernel that fails. */
 #include "tilec.h"
 
 /* Estimates saturate here: far past the limit, and safe to add and multiply below it. */
@@ -42,6 +41,11 @@ static int64_t per_thread(Lower *c, Shape s)
     return n > c->threads ? n / c->threads : 1;
 }
 
+/* Instructions e takes per thread, at least: one per element for an operation on a tile, one per
+ * 16-byte vector (four elements) for a window's or a shared tile's access, M N K / threads FMAs
+ * for a product on the FFMA path; nothing for constants, scalars (often folded), casts (free
+ * between types held alike), the tensor cores' products (one instruction for many) and the
+ * operands of a product or a shared tile's assignment (a pipelined loop copies them). */
 static int64_t est_expr(Lower *c, Expr *e)
 {
     if (!e)
@@ -51,24 +55,25 @@ static int64_t est_expr(Lower *c, Expr *e)
     case E_INT: case E_FLOAT: case E_BOOL: case E_BLOCK:
         return 0;
     case E_NAME:
-        return e->sym && e->sym->kind == SYM_VAR && e->sym->is_shared ? per_thread(c, e->shape) : 0;
+        return e->sym && e->sym->kind == SYM_VAR && e->sym->is_shared ? (per_thread(c, e->shape) + 3) / 4 : 0;
     case E_INDEX:
         for (int i = 0; i < e->nidx; i++)
             n = sat(n + est_expr(c, e->idx[i].start));
-        return sat(n + per_thread(c, e->shape));
+        return sat(n + (per_thread(c, e->shape) + 3) / 4);
     case E_BINARY:
-        n = sat(est_expr(c, e->a) + est_expr(c, e->b));
-        if (e->op == OP_MATMUL && e->shape.rank == 2 && e->a->shape.rank == 2) {
+        if (e->op == OP_MATMUL) {   /* its operands may come by a pipelined loop's copies */
             int M = (int)e->shape.dim[0], N = (int)e->shape.dim[1], K = (int)e->a->shape.dim[1];
-            if (!matmul_uses_mma(c, e->a, e->b, M, N, K))
-                return sat(n + sat_mul((int64_t)M * N / c->threads, K));
+            return matmul_uses_mma(c, e->a, e->b, M, N, K) ? 0 : sat_mul((int64_t)M * N / c->threads, K);
         }
+        n = sat(est_expr(c, e->a) + est_expr(c, e->b));
         return sat(n + per_thread(c, e->shape));
     case E_CALL:
         for (int i = 0; i < e->nargs; i++)
             n = sat(n + est_expr(c, e->args[i]));
         return sat(n + per_thread(c, e->shape));
-    default:   /* unary, cast */
+    case E_CAST:
+        return est_expr(c, e->a);
+    default:   /* unary */
         return sat(est_expr(c, e->a) + per_thread(c, e->shape));
     }
 }
@@ -88,6 +93,8 @@ static int64_t est_stmt(Lower *c, Stmt *s, int64_t copies)
     case S_LET: case S_VAR:
         return est_expr(c, s->init);
     case S_ASSIGN: case S_ATOMIC:
+        if (s->lhs->kind == E_NAME && s->lhs->sym && s->lhs->sym->is_shared)
+            return 0;   /* a pipelined loop may copy it, ahead of time */
         return sat(est_expr(c, s->lhs) + est_expr(c, s->rhs));
     case S_IF:
         return sat(est_expr(c, s->cond) + est_stmt(c, s->then, copies) + est_stmt(c, s->els, copies));
