@@ -31,8 +31,9 @@ static bool compile_meta(const char *src, Buf *meta)
     return ok;
 }
 
-/* 60 + extra scalar parameters (q... and p1...), a tensor of 3 sizes, names of 255 bytes, and a grid
- * of exactly TILERT_MAX_RPN terms. */
+/* 60 + extra scalar parameters (q... and p1...), a tensor of 3 sizes, names of 255 bytes, a grid
+ * of exactly TILERT_MAX_RPN terms, and an assume whose text (5000 bytes) the compiler must cut to
+ * fit the runtime's lines. */
 static void widest(Buf *src, int extra)
 {
     char name[TILERT_MAX_NAME + 1];
@@ -40,14 +41,17 @@ static void widest(Buf *src, int extra)
     name[TILERT_MAX_NAME] = 0;
     buf_printf(src, "kernel %s(", name);
     name[0] = 'q';
-    buf_printf(src, "%s: f32, ", name);
+    buf_printf(src, "%s: i32, ", name);
     for (int i = 1; i < TILERT_MAX_ARGS - 4 + extra; i++)
         buf_printf(src, "p%d: i32, ", i);
     buf_puts(src, "X: f32[N0, N1, N2])\n    grid(");
     /* 32 leaves and one negation: 2 * 32 - 1 + 1 tokens */
     for (int i = 0; i < 31; i++)
         buf_puts(src, "N0 + ");
-    buf_puts(src, "-N1)\n    threads(32)\n{\n    X[0, 0, 0] = 1.0;\n}\n");
+    buf_puts(src, "-N1)\n    threads(32)\n{\n    assume(");
+    for (int i = 0; i < 20; i++)
+        buf_printf(src, "%s + ", name);
+    buf_puts(src, "1 > 0);\n    X[0, 0, 0] = 1.0;\n}\n");
 }
 
 int main(void)
@@ -60,11 +64,14 @@ int main(void)
         rt_meta m;
         tilert_status s = rt_meta_parse(meta.s, &m);
         if (unit_check(s == TILERT_OK, "libtilert loads its metadata", "%s", tilert_last_error())) {
+            const char *text = m.k[0].nassumes == 1 ? m.k[0].assume_text[0] : "";
+            size_t tl = strlen(text);
             unit_check(m.nk == 1 && m.k[0].nargs == TILERT_MAX_ARGS &&
                            strlen(m.k[0].name) == TILERT_MAX_NAME &&
-                           m.k[0].grid[0].n == TILERT_MAX_RPN,
-                       "every limit reached", "%d args, %d grid terms", m.k[0].nargs,
-                       m.k[0].grid[0].n);
+                           m.k[0].grid[0].n == TILERT_MAX_RPN && tl == MAX_ASSUME_TEXT + 3 &&
+                           !strcmp(text + tl - 3, "..."),
+                       "every limit reached", "%d args, %d grid terms, assume text of %zu bytes",
+                       m.k[0].nargs, m.k[0].grid[0].n, tl);
             rt_meta_free(&m);
         }
     }
