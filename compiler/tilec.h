@@ -57,8 +57,8 @@ char *arena_printf(Arena *a, const char *fmt, ...);
 #define vec_free(vec) (free((vec)->v), (vec)->v = NULL, (vec)->n = (vec)->cap = 0)
 void vec_grow_(void **v, int *cap, int need, size_t elem);
 
-/* Names to pointers, hashed (open addressing), so that finding a name costs the same with 10 or
- * 100000 names about. Heap-backed; keys are not copied (they live in the arena or the source).
+/* Names to pointers, hashed (open addressing), so that a lookup costs about the same among 10
+ * names or 100000. Heap-backed; keys are not copied (they live in the arena or the source).
  * map_get gives NULL for a missing name; map_put replaces; map_del removes. */
 typedef struct { const char *key; void *val; size_t hash; } MapEntry;
 typedef struct { MapEntry *e; size_t n, cap; } Map;
