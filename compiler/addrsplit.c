@@ -85,19 +85,8 @@ static bool is_pure_int(const Ins *in)
 }
 
 /* What DCE may delete when its result is unused: pure work of any type. */
-static bool is_removable(const Ins *in)
-{
-    switch (in->op) {
-    case OP_MOV: case OP_ADD: case OP_SUB: case OP_MUL: case OP_MULHI: case OP_MULWIDE:
-    case OP_MAD: case OP_FMA: case OP_MIN: case OP_MAX: case OP_NEG: case OP_ABS: case OP_BAND:
-    case OP_BOR: case OP_BXOR: case OP_BNOT: case OP_SHL: case OP_SHR: case OP_SETP: case OP_SELP:
-    case OP_CVT: case OP_EX2: case OP_LG2: case OP_SQRT: case OP_RSQRT: case OP_RCP: case OP_TANH:
-    case OP_MOVSYM: case OP_CVTA: case OP_LDPARAM:
-        return in->ndst > 0;
-    default:
-        return false;
-    }
-}
+/* Pure instructions whose results nobody reads go (ops.h says which are pure). */
+static bool is_removable(const Ins *in) { return ir_pure(in->op) && in->ndst > 0; }
 
 /* ---------------------------------------------------------------- facts about the code */
 

@@ -89,34 +89,14 @@ static void put_opcode(Buf *out, Ins *in)
     const char *ts = ptype_suffix(t);
     bool fl = ptype_is_float(t);
     bool pred = t == PT_PRED;
+    const OpInfo *op = &op_info[in->op];
     switch (in->op) {
-    case OP_MOV: buf_printf(out, "mov%s", ts); break;
-    case OP_ADD: buf_printf(out, "add%s", ts); break;
-    case OP_SUB: buf_printf(out, "sub%s", ts); break;
-    case OP_MUL: buf_printf(out, fl ? "mul%s" : "mul.lo%s", ts); break;
-    case OP_MULHI: buf_printf(out, "mul.hi%s", ts); break;
-    case OP_MULWIDE: buf_printf(out, "mul.wide%s", ts); break;
-    case OP_MAD: buf_printf(out, "mad.lo%s", ts); break;
-    case OP_FMA: buf_printf(out, "fma.rn%s", ts); break;
-    case OP_DIV: buf_printf(out, fl ? "div.rn%s" : "div%s", ts); break;
-    case OP_REM: buf_printf(out, "rem%s", ts); break;
-    case OP_MIN: buf_printf(out, "min%s", ts); break;
-    case OP_MAX: buf_printf(out, "max%s", ts); break;
-    case OP_NEG: buf_printf(out, "neg%s", ts); break;
-    case OP_ABS: buf_printf(out, "abs%s", ts); break;
-    case OP_BAND: buf_printf(out, "and%s", pred ? ".pred" : t == PT_B64 || t == PT_S64 || t == PT_U64 ? ".b64" : ".b32"); break;
-    case OP_BOR: buf_printf(out, "or%s", pred ? ".pred" : ptype_class(t) == RC_D ? ".b64" : ".b32"); break;
-    case OP_BXOR: buf_printf(out, "xor%s", pred ? ".pred" : ".b32"); break;
-    case OP_BNOT: buf_printf(out, "not%s", pred ? ".pred" : ".b32"); break;
-    case OP_SHL: buf_printf(out, "shl%s", ptype_class(t) == RC_D ? ".b64" : ".b32"); break;
-    case OP_SHR: buf_printf(out, "shr%s", ts); break;
-    case OP_SETP: buf_printf(out, "setp.%s%s", cmp_name[in->cmp], ts); break;
-    case OP_SELP: buf_printf(out, "selp%s", ts); break;
+    case OP_SETP: buf_printf(out, "setp.%s%s", cmp_name[in->cmp], ts); return;
     case OP_CVT: {
         PType from = (PType)in->ty2;
         if (in->cmp == 2 || in->cmp == 3) {   /* f32 -> tf32 bits: ties away, ties to even */
             buf_puts(out, in->cmp == 2 ? "cvt.rna.tf32.f32" : "cvt.rn.tf32.f32");
-            break;
+            return;
         }
         const char *rnd = "";
         if (fl && !ptype_is_float(from))
@@ -126,15 +106,18 @@ static void put_opcode(Buf *out, Ins *in)
         else if (fl && ptype_is_float(from) && t != PT_F32)
             rnd = ".rn";     /* narrowing f32 -> f16/bf16 */
         buf_printf(out, "cvt%s%s%s", rnd, ts, ptype_suffix(from));
-        break;
+        return;
     }
-    case OP_EX2: buf_printf(out, "ex2.approx.ftz%s", ts); break;
-    case OP_LG2: buf_printf(out, "lg2.approx.ftz%s", ts); break;
-    case OP_SQRT: buf_printf(out, "sqrt.rn%s", ts); break;
-    case OP_RSQRT: buf_printf(out, "rsqrt.approx.ftz%s", ts); break;
-    case OP_RCP: buf_printf(out, "rcp.rn%s", ts); break;
-    case OP_TANH: buf_printf(out, "tanh.approx%s", ts); break;
-    default: die("emit: no opcode spelling for %s", op_name(in->op));
+    default: break;
+    }
+    const char *name = fl ? op->ptx_float : op->ptx_int;
+    if (!name)
+        die("emit: no opcode spelling for %s", op->name);
+    switch (op->suffix) {
+    case SFX_TYPE: buf_printf(out, "%s%s", name, ts); break;
+    case SFX_BITS: buf_printf(out, "%s%s", name, pred ? ".pred" : ptype_class(t) == RC_D ? ".b64" : ".b32"); break;
+    case SFX_BITS32: buf_printf(out, "%s%s", name, pred ? ".pred" : ".b32"); break;
+    default: buf_puts(out, name); break;
     }
 }
 

@@ -4,13 +4,15 @@
 #include <string.h>
 #include "tilec.h"
 
-static const char *const op_names[] = {
-#define X(n) #n,
+const OpInfo op_info[OP_COUNT_] = {
+#define X(n, i, f, sfx, flags, fields) { #n, i, f, sfx, flags, fields },
     IR_OPS(X)
 #undef X
 };
 
-const char *op_name(int op) { return op >= 0 && op < OP_COUNT_ ? op_names[op] : "?"; }
+const char *op_name(int op) { return op >= 0 && op < OP_COUNT_ ? op_info[op].name : "?"; }
+
+bool op_has(int op, int flags) { return op >= 0 && op < OP_COUNT_ && (op_info[op].flags & flags) == flags; }
 
 RegClass ptype_class(PType t)
 {
@@ -173,19 +175,7 @@ void ir_naive_addr(Func *f)
 }
 
 /* Side-effect-free register operations: the passes may move, copy or delete them. */
-bool ir_pure(int op)
-{
-    switch (op) {
-    case OP_MOV: case OP_ADD: case OP_SUB: case OP_MUL: case OP_MULHI: case OP_MULWIDE: case OP_MAD:
-    case OP_FMA: case OP_DIV: case OP_REM: case OP_MIN: case OP_MAX: case OP_NEG: case OP_ABS:
-    case OP_BAND: case OP_BOR: case OP_BXOR: case OP_BNOT: case OP_SHL: case OP_SHR: case OP_SETP:
-    case OP_SELP: case OP_CVT: case OP_EX2: case OP_LG2: case OP_SQRT: case OP_RSQRT: case OP_RCP:
-    case OP_TANH: case OP_LDPARAM: case OP_CVTA: case OP_MOVSYM:
-        return true;
-    default:
-        return false;
-    }
-}
+bool ir_pure(int op) { return op_has(op, OPF_PURE); }
 
 /* Registers the instruction reads. A guarded definition also reads its destinations: where the
  * guard is false the old value survives. out needs room for 5 + 1 + 4 + 10 entries at most. */
@@ -280,6 +270,31 @@ static void dump_opnd(FILE *out, Opnd o)
 }
 
 /* A stable, readable text form: one instruction a line. */
+/* The fields ops.h says the operation uses, each with its name. */
+static void dump_fields(FILE *out, const Ins *in)
+{
+    static const char *const space[] = { "global", "shared", "param", "local" };
+    int fl = op_info[in->op].fields;
+    if (fl & FL_OFF)
+        fprintf(out, " +%lld", (long long)in->off);
+    if (fl & FL_OFF2)
+        fprintf(out, " off2=%lld", (long long)in->off2);
+    if (fl & FL_LABEL)
+        fprintf(out, " L%d", in->label);
+    if (fl & FL_COUNT)
+        fprintf(out, " n=%d", in->label);
+    if (fl & FL_CMP)
+        fprintf(out, " cmp=%d", in->cmp);
+    if (fl & FL_SPACE)
+        fprintf(out, " %s", in->space < 4 ? space[in->space] : "?");
+    if (fl & FL_REDOP)
+        fprintf(out, " redop=%d", in->redop);
+    if (fl & FL_TY2)
+        fprintf(out, " ty2=%s", ptype_suffix((PType)in->ty2) + 1);
+    if ((fl & FL_OWN) && in->own)
+        fprintf(out, " own");
+}
+
 void ir_dump(Func *f, FILE *out)
 {
     fprintf(out, "func %s threads %d smem %d\n", f->k->name, f->threads, f->smem_bytes);
@@ -305,10 +320,7 @@ void ir_dump(Func *f, FILE *out)
             fprintf(out, (s || in->ndst) ? ", " : " ");
             dump_opnd(out, in->src[s]);
         }
-        if (in->op == OP_LD || in->op == OP_ST || in->op == OP_RED || in->op == OP_ATOM)
-            fprintf(out, " +%lld", (long long)in->off);
-        if (in->op == OP_BRA)
-            fprintf(out, " L%d", in->label);
+        dump_fields(out, in);
         fprintf(out, "\n");
     }
 }

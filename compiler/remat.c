@@ -26,17 +26,13 @@ enum { REMAT_MAX = 4 };
 
 typedef struct { Ins *v; int n, cap; } InsList;
 
+/* Recomputing it costs one instruction (ops.h): integer arithmetic only, floats cost more. */
 static bool cheap_op(const Ins *in)
 {
-    switch (in->op) {
-    case OP_LDPARAM: case OP_MOVSYM: case OP_CVTA:
+    if (op_has(in->op, OPF_CHEAP))
         return true;
-    case OP_MOV: case OP_ADD: case OP_SUB: case OP_MUL: case OP_MAD: case OP_SHL: case OP_SHR:
-    case OP_BAND: case OP_BOR: case OP_CVT: case OP_MULWIDE:
-        return in->ty != PT_F32 && in->ty != PT_F16 && in->ty != PT_BF16 && in->ty != PT_PRED;
-    default:
-        return false;
-    }
+    return op_has(in->op, OPF_CHEAP_INT) && in->ty != PT_F32 && in->ty != PT_F16 && in->ty != PT_BF16 &&
+           in->ty != PT_PRED;
 }
 
 typedef struct {
@@ -102,7 +98,7 @@ static int clone(Remat *r, int v, InsList *out, int line, int *touched, int *nto
     return nr;
 }
 
-static bool ends_block(const Ins *in) { return in->op == OP_BRA || in->op == OP_RET; }
+static bool ends_block(const Ins *in) { return op_has(in->op, OPF_JUMP); }
 
 void remat_cheap(Func *f)
 {

@@ -19,7 +19,7 @@
 #include <string.h>
 #include "tilec.h"
 
-static bool ends_block(const Ins *in) { return in->op == OP_BRA || in->op == OP_RET; }
+static bool ends_block(const Ins *in) { return op_has(in->op, OPF_JUMP); }
 
 static int weight(RegClass rc) { return rc == RC_D ? 2 : rc == RC_P ? 0 : 1; }
 

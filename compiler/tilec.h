@@ -16,6 +16,7 @@
 
 /* What libtilert accepts in a module's metadata: one definition for the compiler and the runtime. */
 #include "../runtime/tilert_limits.h"
+#include "ops.h"
 
 /* ---------------------------------------------------------------- limits
  *
@@ -414,23 +415,15 @@ const char *ptype_suffix(PType t);          /* ".f32" ... */
 typedef enum { O_NONE, O_REG, O_IMM, O_FIMM, O_SYM } OpndKind;
 typedef struct { OpndKind kind; int reg; int64_t i; double f; const char *sym; } Opnd;
 
-#define IR_OPS(X) \
-    X(MOV)  X(ADD) X(SUB) X(MUL) X(MULHI) X(MULWIDE) X(MAD) X(FMA) X(DIV) X(REM) \
-    X(MIN)  X(MAX) X(NEG) X(ABS) X(BAND) X(BOR) X(BXOR) X(BNOT) X(SHL) X(SHR) \
-    X(SETP) X(SELP) X(CVT) X(EX2) X(LG2) X(SQRT) X(RSQRT) X(RCP) X(TANH) \
-    X(LD) X(ST) X(RED) X(ATOM) X(SHFL) X(BAR) X(LDPARAM) X(CVTA) X(MOVSYM) \
-    X(CPASYNC) X(CPCOMMIT) X(CPWAIT) X(ARRSET) X(ARRGET) \
-    X(LABEL) X(BRA) X(RET) X(COMMENT) \
-    X(LDMATRIX) X(MMA) \
-    X(WGFENCE) X(WGMMA) X(WGACC) X(WGCOMMIT) X(WGWAIT) X(WGHOLD) X(FENCEPROXY) \
-    X(MBINIT) X(MBFENCEINIT) X(MBEXPECT) X(MBWAIT) X(TMALOAD)
 typedef enum {
-#define X(n) OP_##n,
+#define X(n, i, f, sfx, flags, fields) OP_##n,
     IR_OPS(X)
 #undef X
     OP_COUNT_
 } Opcode;
+extern const OpInfo op_info[OP_COUNT_];        /* ops.h's table, indexed by Opcode */
 const char *op_name(int op);
+bool op_has(int op, int flags);                /* every one of the OPF_ flags */
 
 typedef enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_LO, CMP_HS } Cmp;
 typedef enum { SP_GLOBAL, SP_SHARED, SP_PARAM, SP_LOCAL } Space;

@@ -3,8 +3,9 @@
 # byte, for a change that must not alter code generation (a refactoring, a new check).
 #
 # Inputs: every examples/*.tile, tests/*/*.tile that compiles and tests/gpu/kernels/*.tile, for
-# ARCHS (default sm_80 sm_90 sm_90a), plus the stage counts and tile shapes the pipeline tests
-# use. Not part of `make check` (it needs a second build); run it by hand:
+# ARCHS (default sm_80 sm_90 sm_90a), with and without -fno-addr-split, plus the stage counts
+# (0 to 4) and tile shapes the pipeline tests use. Not part of `make check` (it needs a second
+# build); run it by hand:
 #
 #   git archive main | tar -x -C /tmp/old && (cd /tmp/old && ./configure && make build/tilec)
 #   sh tests/ptx/same_ptx.sh /tmp/old/build/tilec build/tilec
@@ -45,10 +46,14 @@ for arch in $archs; do
 		flags=$(sed -n '1s|^// flags: *||p' "$t")
 		# shellcheck disable=SC2086  # flags are words
 		same "$t $arch" --arch="$arch" $flags "$t"
+		# shellcheck disable=SC2086
+		same "$t $arch -fno-addr-split" --arch="$arch" -fno-addr-split $flags "$t"
 	done
 	for s in 0 1 2 3 4; do
 		for ex in matmul_f32 matmul_f16 matmul_bf16 matmul_tf32; do
 			same "$ex STAGES=$s $arch" --arch="$arch" -D STAGES=$s "examples/$ex.tile"
+			same "$ex STAGES=$s $arch -fno-addr-split" --arch="$arch" -fno-addr-split -D STAGES=$s \
+				"examples/$ex.tile"
 		done
 	done
 	same "matmul_tf32 small $arch" --arch="$arch" -D BM=128 -D BN=128 -D BK=32 -D THREADS=128 \
