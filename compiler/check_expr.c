@@ -419,19 +419,11 @@ static bool check_binary(Check *c, Expr *e)
 
 /* ---------------------------------------------------------------- calls */
 
-typedef struct {
-    const char *name;
-    Builtin b;
-    int min_args, max_args;
-} BuiltinInfo;
 
-static const BuiltinInfo builtins[] = {
-    {"exp", B_EXP, 1, 1},         {"exp2", B_EXP2, 1, 1},   {"log", B_LOG, 1, 1},
-    {"log2", B_LOG2, 1, 1},       {"sqrt", B_SQRT, 1, 1},   {"rsqrt", B_RSQRT, 1, 1},
-    {"tanh", B_TANH, 1, 1},       {"sigmoid", B_SIGMOID, 1, 1},
-    {"abs", B_ABS, 1, 1},         {"max", B_MAX, 1, 2},     {"min", B_MIN, 1, 2},
-    {"sum", B_SUM, 1, 1},         {"select", B_SELECT, 3, 3},
-    {"where", B_SELECT, 3, 3},    {"cdiv", B_CDIV, 2, 2},   {"arange", B_ARANGE, 1, 1},
+const BuiltinInfo builtin_info[B_COUNT_] = {
+#define X(n, name, alias, lo, hi, kind) { name, alias, lo, hi, kind },
+    BUILTINS(X)
+#undef X
 };
 
 static bool check_math(Check *c, Expr *e, Expr *x)
@@ -580,9 +572,11 @@ static bool check_call(Check *c, Expr *e)
     e->nargs = n;
 
     const BuiltinInfo *bi = NULL;
-    for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
-        if (!strcmp(builtins[i].name, e->name))
-            bi = &builtins[i];
+    Builtin b = B_COUNT_;
+    for (int i = 0; i < B_COUNT_ && !bi; i++)
+        if ((builtin_info[i].name && !strcmp(builtin_info[i].name, e->name)) ||
+            (builtin_info[i].alias && !strcmp(builtin_info[i].alias, e->name)))
+            bi = &builtin_info[i], b = (Builtin)i;
     if (!bi) {
         error_at(e->loc, "unknown function '%s'", e->name);
         return fail(e);
@@ -596,10 +590,10 @@ static bool check_call(Check *c, Expr *e)
                      bi->max_args, n);
         return fail(e);
     }
-    e->builtin = bi->b;
+    e->builtin = b;
     if ((e->builtin == B_MAX || e->builtin == B_MIN) && n == 2)
         e->builtin = e->builtin == B_MAX ? B_MAXIMUM : B_MINIMUM;
-    bool reduction = e->builtin == B_SUM || e->builtin == B_MAX || e->builtin == B_MIN;
+    bool reduction = builtin_info[e->builtin].kind == BK_REDUCE;
     if (axis && !reduction) {
         error_at(axis->loc, "'%s' takes no axis=%s", e->name,
                  n == 2 ? " (max(x, axis=K) reduces; max(x, y) is elementwise)" : "");
@@ -614,17 +608,16 @@ static bool check_call(Check *c, Expr *e)
         return fail(e);
 
     Expr *x = e->args[0];
-    switch (e->builtin) {
-    case B_EXP: case B_EXP2: case B_LOG: case B_LOG2: case B_SQRT: case B_RSQRT: case B_TANH:
-    case B_SIGMOID: case B_ABS:
+    switch (builtin_info[e->builtin].kind) {
+    case BK_MATH:
         return check_math(c, e, x);
-    case B_SUM: case B_MAX: case B_MIN:
+    case BK_REDUCE:
         return check_reduction(c, e, x, axis);
-    case B_MAXIMUM: case B_MINIMUM: case B_CDIV:
+    case BK_PAIR:
         return check_pair(c, e, x, e->args[1]);
-    case B_SELECT:
+    case BK_SELECT:
         return check_select(c, e);
-    case B_ARANGE:
+    case BK_ARANGE:
         if (x->kind != E_INT || x->ival <= 0) {
             error_at(x->loc, "arange(W) needs a positive integer constant width");
             return fail(e);
@@ -637,10 +630,8 @@ static bool check_call(Check *c, Expr *e)
         e->type = TY_I32;
         e->shape = (Shape){.rank = 1, .dim = {x->ival}};
         return true;
-    default:
-        die("check_call: builtin %d", e->builtin);
     }
-    return true;
+    die("check_call: builtin %d", e->builtin);
 }
 
 /* ---------------------------------------------------------------- casts, names, indexing */

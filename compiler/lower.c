@@ -604,12 +604,12 @@ static Tile lower_cast(Lower *c, Expr *e, const Layout *want)
 static Tile lower_call(Lower *c, Expr *e, const Layout *want)
 {
     Func *f = c->f;
+    /* the builtins.h kinds lowered one way for every member */
+    if (builtin_info[e->builtin].kind == BK_MATH)
+        return map_unary(c, lower_expr(c, e->args[0], want), e->type, math_slot, e->builtin);
+    if (builtin_info[e->builtin].kind == BK_REDUCE)
+        return reduce_tile(c, lower_expr(c, e->args[0], NULL), e->builtin, e->axis);
     switch (e->builtin) {
-    case B_EXP: case B_EXP2: case B_LOG: case B_LOG2: case B_SQRT: case B_RSQRT: case B_TANH:
-    case B_SIGMOID: case B_ABS: {
-        Tile x = lower_expr(c, e->args[0], want);
-        return map_unary(c, x, e->type, math_slot, e->builtin);
-    }
     case B_MAXIMUM: case B_MINIMUM: {
         Tile a, b;
         lower_pair(c, e->args[0], e->args[1], e->shape, want, &a, &b);
@@ -659,10 +659,6 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
             }
         }
         return r;
-    }
-    case B_SUM: case B_MAX: case B_MIN: {
-        Tile x = lower_expr(c, e->args[0], NULL);
-        return reduce_tile(c, x, e->builtin, e->axis);
     }
     case B_CDIV: {
         Tile a = lower_expr(c, e->args[0], NULL), b = lower_expr(c, e->args[1], NULL);

@@ -17,6 +17,7 @@
 /* What libtilert accepts in a module's metadata: one definition for the compiler and the runtime. */
 #include "../runtime/tilert_limits.h"
 #include "ops.h"
+#include "builtins.h"
 
 /* ---------------------------------------------------------------- limits
  *
@@ -145,19 +146,14 @@ enum {
     /* + - * / % < > ! are their characters */
 };
 
+/* The built-in functions (builtins.h's rows); max(a, b) and min(a, b) become MAXIMUM and MINIMUM. */
 typedef enum {
-    B_NONE,
-    /* elementwise, 1 arg */
-    B_EXP, B_EXP2, B_LOG, B_LOG2, B_SQRT, B_RSQRT, B_TANH, B_SIGMOID, B_ABS,
-    /* elementwise, 2 args (max/min with two args and no axis=) */
-    B_MAXIMUM, B_MINIMUM,
-    /* elementwise, 3 args: select(c, a, b) == where(c, a, b) */
-    B_SELECT,
-    /* reductions: 1 arg (whole tile -> scalar) or 1 arg + axis= (keeps the axis, size 1) */
-    B_SUM, B_MAX, B_MIN,
-    /* integer helpers on scalars: cdiv(a, b), and arange(W) -> i32[W] = 0..W-1 */
-    B_CDIV, B_ARANGE,
+#define X(n, name, alias, lo, hi, kind) B_##n,
+    BUILTINS(X)
+#undef X
+    B_COUNT_
 } Builtin;
+extern const BuiltinInfo builtin_info[B_COUNT_];
 
 /* One subscript of E_INDEX. A window `start +: width` keeps the dimension (width constant);
  * a single index `start` drops it. */

@@ -1,0 +1,40 @@
+/* builtins.h: the language's built-in functions, one row each, read by the checker (names,
+ * argument counts, which check applies) and by the lowering (which lowering applies).
+ *
+ * X(NAME, spelling, alias, min_args, max_args, kind)
+ *   spelling, alias  the names a program calls it by (alias NULL: none; spelling NULL: made by the
+ *                    checker from another row, as max(a, b) becomes MAXIMUM)
+ *   kind             BK_MATH: elementwise float function of one tile; BK_PAIR: elementwise or
+ *                    scalar function of two; BK_SELECT: c ? a : b; BK_REDUCE: over the tile or
+ *                    along axis=; BK_ARANGE: the constant tile 0 .. W-1 */
+#ifndef TILEC_BUILTINS_H
+#define TILEC_BUILTINS_H
+
+#define BUILTINS(X) \
+    X(EXP,     "exp",     NULL,    1, 1, BK_MATH) \
+    X(EXP2,    "exp2",    NULL,    1, 1, BK_MATH) \
+    X(LOG,     "log",     NULL,    1, 1, BK_MATH) \
+    X(LOG2,    "log2",    NULL,    1, 1, BK_MATH) \
+    X(SQRT,    "sqrt",    NULL,    1, 1, BK_MATH) \
+    X(RSQRT,   "rsqrt",   NULL,    1, 1, BK_MATH) \
+    X(TANH,    "tanh",    NULL,    1, 1, BK_MATH) \
+    X(SIGMOID, "sigmoid", NULL,    1, 1, BK_MATH) \
+    X(ABS,     "abs",     NULL,    1, 1, BK_MATH) \
+    X(MAXIMUM, NULL,      NULL,    2, 2, BK_PAIR) \
+    X(MINIMUM, NULL,      NULL,    2, 2, BK_PAIR) \
+    X(SELECT,  "select",  "where", 3, 3, BK_SELECT) \
+    X(SUM,     "sum",     NULL,    1, 1, BK_REDUCE) \
+    X(MAX,     "max",     NULL,    1, 2, BK_REDUCE) \
+    X(MIN,     "min",     NULL,    1, 2, BK_REDUCE) \
+    X(CDIV,    "cdiv",    NULL,    2, 2, BK_PAIR) \
+    X(ARANGE,  "arange",  NULL,    1, 1, BK_ARANGE)
+
+typedef enum { BK_MATH, BK_PAIR, BK_SELECT, BK_REDUCE, BK_ARANGE } BuiltinKind;
+
+typedef struct {
+    const char *name, *alias;
+    int min_args, max_args;
+    BuiltinKind kind;
+} BuiltinInfo;
+
+#endif
