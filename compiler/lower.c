@@ -143,8 +143,8 @@ int smem_alloc(Lower *c, int bytes) { return smem_alloc_aligned(c, bytes, 128); 
 static void check_smem_size(Lower *c, Kernel *k)
 {
     enum { MOST = MAX_SMEM_BYTES };
-    const char *arch = c->opt && c->opt->arch ? c->opt->arch : "sm_80";
-    int limit = !strcmp(arch, "sm_86") || !strcmp(arch, "sm_89") ? 101376 : !strncmp(arch, "sm_90", 5) ? MOST : 166912;
+    const char *arch = c->target->name;
+    int limit = c->target->smem_block;
     if (c->smem_top > MOST) {
         c->failed = true;
         error_at(k->loc, "kernel '%s' needs %d bytes of shared memory per block; no GPU offers more than %d: "
@@ -1195,6 +1195,7 @@ Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *me
     c->p = p;
     c->k = k;
     c->opt = opt;
+    c->target = opt && opt->arch && target_of(opt->arch) ? target_of(opt->arch) : target_default();
     c->meta = meta;
     c->pipe_leader = c->pipe_phase = -1;
     c->threads = k->threads;

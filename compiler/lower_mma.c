@@ -47,14 +47,6 @@
 
 enum { MMA_M = 16, MMA_N = 8 };
 
-static int arch_number(Lower *c)
-{
-    const char *a = c && c->opt ? c->opt->arch : NULL;
-    if (!a || a[0] != 's' || a[1] != 'm' || a[2] != '_')
-        return 0;
-    return atoi(a + 3);
-}
-
 static int log2_exact(int x)
 {
     int n = 0;
@@ -95,7 +87,7 @@ static bool warp_grid(int M, int N, int threads, int *wm, int *wn)
 
 bool mma_supported(Lower *c, ElemType t, bool tf32, int M, int N, int K)
 {
-    if (arch_number(c) < 80)
+    if (!c->target || !c->target->mma_sync)
         return false;
     if (!(t == TY_F16 || t == TY_BF16 || (t == TY_F32 && tf32)))
         return false;

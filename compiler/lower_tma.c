@@ -34,7 +34,7 @@ static bool window_ok(Lower *c, const PipeOperand *p)
 {
     Expr *win = p->operand;
     int pitch = p->pitch;
-    if (!c->opt || !c->opt->arch || strcmp(c->opt->arch, "sm_90a") || p->var || p->swz != SWZ_SLAB ||
+    if (!c->target->tma || p->var || p->swz != SWZ_SLAB ||
         win->kind != E_INDEX || win->type != TY_F32 || win->nidx != 2)
         return false;
     Sym *t = win->sym;

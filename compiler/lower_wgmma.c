@@ -27,7 +27,7 @@ enum { WG_THREADS = 128, WG_M = 64, WG_K = 16, WG_MAX_N = 256, SLAB = 128 };
 
 bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K)
 {
-    if (!c || !c->opt || !c->opt->arch || strcmp(c->opt->arch, "sm_90a") || c->threads <= 0 ||
+    if (!c || !c->target || !c->target->wgmma || c->threads <= 0 ||
         c->threads % WG_THREADS)
         return false;
     int es = type_size(t), warps = c->threads / 32;

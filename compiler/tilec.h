@@ -569,6 +569,23 @@ typedef struct {
 /* Lowers one checked kernel. Returns NULL after reporting errors (e.g. a tile too large). */
 Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *meta);
 
+/* ---------------------------------------------------------------- target.c */
+
+/* One GPU architecture tilec compiles for (target.c's table says why each number). */
+typedef struct {
+    const char *name;          /* the --arch spelling: "sm_80" ... */
+    int sm;                    /* compute capability x 10 */
+    int sm_threads;            /* threads a multiprocessor holds */
+    int sm_regs;               /* 32-bit registers per multiprocessor */
+    int smem_block;            /* shared memory one block may opt into, bytes */
+    int smem_sm;               /* shared memory per multiprocessor, bytes */
+    bool mma_sync, wgmma, tma, clusters;   /* which tensor-core, copy and cluster features tilec uses */
+} Target;
+const Target *target_of(const char *arch);     /* NULL: not an architecture tilec knows */
+const Target *target_default(void);            /* sm_80: runs on every supported GPU */
+int target_count(void);
+const Target *target_at(int i);
+
 /* ---------------------------------------------------------------- race_check.c */
 
 /* Fails (reporting both instructions) where a shared-memory write and another thread's access to
@@ -674,6 +691,7 @@ typedef struct Lower {
     Kernel *k;
     Program *p;
     Options *opt;
+    const Target *target;      /* from opt->arch (sm_80 when none is named) */
     KernelMeta *meta;
     int threads;
     int tid;               /* %tid.x */

@@ -341,7 +341,7 @@ static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pa
     Arena *a = arena_new();
     Options opt = { .arch = case_arch };
     threads_of_case = threads;
-    Lower c = { .a = a, .opt = &opt, .threads = threads };
+    Lower c = { .a = a, .opt = &opt, .target = target_of(case_arch), .threads = threads };
     c.f = func_new(&kernel);
     c.f->arena = a;
     c.f->threads = threads;
@@ -581,7 +581,7 @@ static void case_slab_ir(int kind, int rb, int warps)
         chunk_bits++;
     Arena *a = arena_new();
     Options opt = { .arch = "sm_90a" };
-    Lower c = { .a = a, .opt = &opt, .threads = 32 * warps };
+    Lower c = { .a = a, .opt = &opt, .target = target_of("sm_90a"), .threads = 32 * warps };
     c.f = func_new(&kernel);
     c.f->arena = a;
     int tid = ir_mov(c.f, PT_U32, SYM("%tid.x"));
@@ -609,7 +609,7 @@ static void case_slab_ir(int kind, int rb, int warps)
 static void case_refusals(void)
 {
     Options o80 = { .arch = "sm_80" }, o75 = { .arch = "sm_75" }, o90a = { .arch = "sm_90a" };
-    Lower c = { .opt = &o80, .threads = 128 };
+    Lower c = { .opt = &o80, .target = target_of("sm_80"), .threads = 128 };
     unit_check(!mma_supported(&c, TY_F32, false, 128, 128, 32), "mma refuses IEEE f32", "accepted");
     unit_check(!mma_supported(&c, TY_F16, false, 8, 128, 32), "mma refuses M < 16", "accepted");
     unit_check(!mma_supported(&c, TY_F16, false, 128, 4, 32), "mma refuses N < 8", "accepted");
@@ -617,8 +617,10 @@ static void case_refusals(void)
     unit_check(!mma_supported(&c, TY_F16, false, 128, 128, 8), "mma refuses f16 K % 16", "accepted");
     unit_check(mma_supported(&c, TY_F32, true, 128, 128, 8), "mma takes tf32 K 8", "refused");
     c.opt = &o75;
+    c.target = target_of("sm_75");
     unit_check(!mma_supported(&c, TY_F16, false, 128, 128, 32), "mma refuses sm_75", "accepted");
     c.opt = &o90a;
+    c.target = target_of("sm_90a");
     unit_check(mma_supported(&c, TY_BF16, false, 128, 128, 32), "mma takes sm_90a", "refused");
     int ok = 1;
     for (int cols = 8; cols <= 256; cols *= 2) {
@@ -685,7 +687,7 @@ int main(void)
     case_mma(TY_F32, 128, 64, 64, 128);
     case_mma(TY_F32, 512, 64, 256, 64);       /* four warpgroups */
     case_mma_pitch(TY_F32, 256, 256, 128, 32, 4, 4);    /* a shared var's pitch */
-    unit_check(!wgmma_shape(&(Lower){ .opt = &(Options){ .arch = "sm_90" }, .threads = 256 }, TY_F16, false, 128, 256, 64),
+    unit_check(!wgmma_shape(&(Lower){ .opt = &(Options){ .arch = "sm_90" }, .target = target_of("sm_90"), .threads = 256 }, TY_F16, false, 128, 256, 64),
                "wgmma only on sm_90a", "taken on sm_90");
     return unit_exit();
 }
