@@ -1,4 +1,5 @@
-/* main.c: the tilec command line and the pipeline, one line a stage (compile_for_arch). */
+/* main.c: the tilec command line: options, reading the input, the outputs (the pipeline itself
+ * is compile.c's). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +19,7 @@ typedef struct {
     int narchs;
     EmitKind emit;
     bool report, report_json;
-    bool no_ptxas;         /* never run ptxas (timing tilec alone, machines without it) */
-    const char *dump;
-    Options opt;
+    Options opt;           /* opt.no_ptxas: never run ptxas (timing tilec alone, machines without it) */
     Define defs[64];
     int ndefs;
 } Cli;
@@ -116,15 +115,15 @@ static int parse_args(Cli *cli, int argc, char **argv)
             else if (!strcmp(k, "meta")) cli->emit = EMIT_META;
             else return usage_error("unknown --emit kind '%s' (ptx, cubin, c, meta)", k);
         } else if (!strcmp(a, "--no-ptxas")) {
-            cli->no_ptxas = true;
+            cli->opt.no_ptxas = true;
         } else if (!strcmp(a, "--report")) {
             cli->report = true;
         } else if (!strcmp(a, "--report=json")) {
             cli->report = cli->report_json = true;
         } else if (!strncmp(a, "--dump=", 7)) {
-            cli->dump = a + 7;
-            if (strcmp(cli->dump, "tir") && strcmp(cli->dump, "alloc"))
-                return usage_error("unknown --dump stage '%s' (tir, alloc)", cli->dump);
+            cli->opt.dump = a + 7;
+            if (strcmp(cli->opt.dump, "tir") && strcmp(cli->opt.dump, "alloc"))
+                return usage_error("unknown --dump stage '%s' (tir, alloc)", cli->opt.dump);
         } else if (!strncmp(a, "--max-regs=", 11)) {
             char *end;
             long v = strtol(a + 11, &end, 10);
@@ -268,128 +267,6 @@ static char *replace_ext(Arena *a, const char *path, const char *ext)
     return arena_printf(a, "%.*s%s", (int)n, base, ext);
 }
 
-typedef struct {
-    Buf ptx;
-    KernelMeta *metas;
-    Func **funcs;
-    int nk;
-} ArchOutput;
-
-static void emit_module(ArchOutput *out, int nkernels, const char *arch);
-
-/* The pipeline for one architecture: lower, allocate, emit. */
-static bool compile_for_arch(Arena *a, Program *p, Cli *cli, const char *arch, ArchOutput *out)
-{
-    Options opt = cli->opt;
-    opt.arch = arch;
-    out->nk = p->nkernels;
-    out->metas = arena_alloc(a, sizeof(KernelMeta) * (size_t)(p->nkernels + 1));
-    out->funcs = arena_alloc(a, sizeof(Func *) * (size_t)(p->nkernels + 1));
-    bool ok = true;
-    for (int i = 0; i < p->nkernels; i++) {
-        Kernel *k = p->kernels[i];
-        for (int j = 0; j < k->nparams; j++)   /* lowering state is per compilation */
-            k->params[j].sym->lower = NULL;
-        Func *f = lower_kernel(a, p, k, &opt, &out->metas[i]);
-        if (!f) {
-            ok = false;
-            continue;
-        }
-        if (!race_check(f)) {
-            ok = false;
-            continue;
-        }
-        if (opt.const_reg_elim)
-            const_reg_elim(f);
-        arrays_to_local(f);
-        if (opt.addr_split)
-            addr_split(a, f);
-        if (cli->dump && !strcmp(cli->dump, "tir"))
-            ir_dump(f, stdout);
-        int budget = opt.max_regs ? opt.max_regs : reg_budget(k->threads);
-        /* sm_86 and sm_89 multiprocessors hold 1536 threads, sm_80 and sm_90 2048 */
-        f->sm_threads = !strcmp(arch, "sm_86") || !strcmp(arch, "sm_89") ? 1536 : 2048;
-        if (opt.remat)
-            remat_cheap(f);
-        if (opt.schedule)
-            schedule_pressure(f);
-        if (!regalloc(f, budget))
-            ok = false;
-        if (!opt.reg_cap)
-            f->maxnreg = 0;
-        /* the demand, which the cap (when binding) can only lower */
-        out->metas[i].pred_regs = f->maxnreg > 0 && f->maxnreg < f->peak_regs ? f->maxnreg : f->peak_regs;
-        if (cli->dump && !strcmp(cli->dump, "alloc"))
-            ir_dump(f, stdout);
-        out->funcs[i] = f;
-    }
-    if (!ok)
-        return false;
-    emit_module(out, p->nkernels, arch);
-    /* The cap rests on an estimate: where ptxas is at hand, check that no kernel spills under it,
-       and loosen the cap of any that does: to the occupancy boundary, then by one allocation
-       unit (8) a round, the last round to the budget. Small steps keep kernels that differ by a register or two at counts that
-       differ as little. ptxas runs once when nothing spills. */
-    bool capped = false;
-    for (int i = 0; i < p->nkernels; i++)
-        capped |= out->funcs[i]->maxnreg > 0;
-    enum { CAP_ROUNDS = 5 };
-    for (int round = 0; capped && opt.reg_cap && !cli->no_ptxas && round < CAP_ROUNDS; round++) {
-        Buf cub = { 0 }, log = { 0 };
-        bool missing = false, changed = false;
-        bool assembled = ptxas_run(out->ptx.s, arch, &cub, &log, &missing);
-        if (!assembled && !missing) {
-            /* PTX ptxas rejects is never written out, whatever the output asked for */
-            sys_error("ptxas failed for %s:\n%s", arch, log.s ? log.s : "");
-            buf_free(&cub);
-            buf_free(&log);
-            return false;
-        }
-        if (assembled) {
-            ptxas_parse_report(log.s ? log.s : "", out->metas, out->nk);
-            for (int i = 0; i < p->nkernels; i++) {
-                Func *f = out->funcs[i];
-                KernelMeta *m = &out->metas[i];
-                int budget = opt.max_regs ? opt.max_regs : reg_budget(f->threads);
-                if (f->maxnreg > 0 && f->maxnreg < budget && m->ptxas_spill_stores + m->ptxas_spill_loads > 0) {
-                    /* up to the occupancy boundary first: ptxas may fit there, and one register
-                       more costs a block per multiprocessor */
-                    int cap = round + 1 == CAP_ROUNDS ? budget
-                            : f->maxnreg < f->reg_boundary ? f->reg_boundary : f->maxnreg + 8;
-                    f->maxnreg = cap < budget ? cap : budget;
-                    f->cap_tight = false;
-                    m->pred_regs = f->peak_regs;
-                    changed = true;
-                }
-                m->ptxas_regs = m->ptxas_spill_stores = m->ptxas_spill_loads = m->ptxas_stack = -1;
-            }
-        }
-        buf_free(&cub);
-        buf_free(&log);
-        if (!changed)
-            break;
-        buf_free(&out->ptx);
-        emit_module(out, p->nkernels, arch);
-    }
-    return true;
-}
-
-/* PTX text of the whole module: header, every kernel's metadata block, every kernel. */
-static void emit_module(ArchOutput *out, int nkernels, const char *arch)
-{
-    emit_ptx_header(&out->ptx, arch);
-    /* the metadata block leads, so the runtime finds it without parsing PTX */
-    Buf body = { 0 };
-    for (int i = 0; i < nkernels; i++) {
-        meta_write(&out->ptx, &out->metas[i]);
-        emit_ptx_kernel(&body, out->funcs[i], &out->metas[i]);
-    }
-    buf_puts(&out->ptx, "\n");
-    if (body.len)
-        buf_puts(&out->ptx, body.s);
-    buf_free(&body);
-}
-
 /* Blocks of this kernel one multiprocessor holds, by the tightest of its limits: registers (in
  * units of 8 a thread), threads, shared memory (per arch), and 32 blocks. */
 static int occupancy(const char *arch, int threads, int regs, int smem)
@@ -459,32 +336,34 @@ int main(int argc, char **argv)
     char *src = read_file(cli.input, &len);
     if (!src)
         return EXIT_COMPILE;
-    diag.file = cli.input;
-    diag.src = src;
-    diag.len = len;
     Arena *a = arena_new();
-    Program *p = parse_program(a);
-    if (!p || diag.nerrors || !check_program(a, p, cli.defs, cli.ndefs) || diag.nerrors) {
+    Program *p = compile_front(a, cli.input, src, len, cli.defs, cli.ndefs);
+    if (!p) {
         arena_free(a);
         free(src);
         return EXIT_COMPILE;
     }
     int narch = cli.narchs;
     ArchOutput *outs = arena_alloc(a, sizeof(ArchOutput) * (size_t)narch);
-    for (int i = 0; i < narch; i++)
-        if (!compile_for_arch(a, p, &cli, cli.archs[i], &outs[i])) {
+    for (int i = 0; i < narch; i++) {
+        Options opt = cli.opt;
+        opt.arch = cli.archs[i];
+        if (!compile_arch(a, p, &opt, &outs[i])) {
+            for (int j = 0; j <= i; j++)
+                arch_output_free(&outs[j]);
             arena_free(a);
             free(src);
             return EXIT_COMPILE;
         }
+    }
     /* assemble when asked for cubins or ptxas' figures */
     Cubin *cubins = arena_alloc(a, sizeof(Cubin) * (size_t)narch);
     int ncubins = 0;
     bool have_ptxas = false;
     bool need_cubin = cli.emit == EMIT_CUBIN || (cli.emit == EMIT_C && narch > 0);
-    if (cli.no_ptxas && need_cubin)
+    if (cli.opt.no_ptxas && need_cubin)
         return usage_error("--no-ptxas cannot make cubins (--emit=cubin or --emit=c)%s", "");
-    if ((need_cubin || cli.report) && !cli.no_ptxas) {
+    if ((need_cubin || cli.report) && !cli.opt.no_ptxas) {
         for (int i = 0; i < narch; i++) {
             Buf cub = { 0 }, log = { 0 };
             bool missing = false;
@@ -554,11 +433,8 @@ int main(int argc, char **argv)
         break;
     }
     }
-    for (int i = 0; i < narch; i++) {
-        for (int k = 0; k < outs[i].nk; k++)
-            func_free(outs[i].funcs[k]);
-        buf_free(&outs[i].ptx);
-    }
+    for (int i = 0; i < narch; i++)
+        arch_output_free(&outs[i]);
     for (int i = 0; i < ncubins; i++)
         free((void *)cubins[i].data);
     arena_free(a);

@@ -6,6 +6,7 @@
 #ifndef TILEC_H
 #define TILEC_H
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -91,13 +92,19 @@ typedef struct {
     size_t len;
     int nerrors, nwarnings;
     bool capped;           /* stop collecting: the cap was hit */
+    FILE *out;             /* where messages go; NULL: stderr */
 } Diag;
-extern Diag diag;          /* one compilation per process */
+extern Diag diag;          /* one compilation at a time */
+/* Starts a compilation's diagnostics: counts cleared, the source set; out is kept. */
+void diag_reset(const char *file, const char *src, size_t len);
 void error_at(Loc loc, const char *fmt, ...);
 void warning_at(Loc loc, const char *fmt, ...);
 void note_at(Loc loc, const char *fmt, ...);
-/* Internal compiler bugs: print "tilec: internal error: ..." and abort. Never for user input. */
+/* Internal compiler bugs: print "tilec: internal error: ..." and abort. Never for user input.
+ * With die_recover set, die longjmps there instead (compile_buffer: a caller compiling in its own
+ * process survives a compiler bug; tilec never sets it). */
 _Noreturn void die(const char *fmt, ...);
+extern jmp_buf *die_recover;
 /* System errors (I/O): "tilec: error: ..." without location. */
 void sys_error(const char *fmt, ...);
 
@@ -564,6 +571,8 @@ typedef struct {
     bool reg_cap;          /* emit .maxnreg (-fno-reg-cap) */
     int max_regs;          /* 0: from the block size */
     const char *arch;      /* "sm_80" ... */
+    bool no_ptxas;         /* never run ptxas (the cap's spill check, --no-ptxas) */
+    const char *dump;      /* --dump=tir|alloc: print the IR after that stage to stdout */
 } Options;
 
 /* Lowers one checked kernel. Returns NULL after reporting errors (e.g. a tile too large). */
@@ -592,6 +601,43 @@ const Target *target_at(int i);
  * the same buffer can meet without a block barrier between them on some path. Runs on the code as
  * lowered (register tensors and shared symbols still in place). */
 bool race_check(Func *f);
+
+/* ---------------------------------------------------------------- compile.c: the pipeline */
+
+/* One architecture's result: the module's PTX (metadata block, then every kernel) and, per
+ * kernel, its metadata and allocated code (for reports and --emit=c). */
+typedef struct {
+    Buf ptx;
+    KernelMeta *metas;     /* in the compilation's arena */
+    Func **funcs;          /* heap: arch_output_free */
+    int nk;
+} ArchOutput;
+
+/* Reads src (len bytes, NUL-terminated; file names it in messages) into a checked Program:
+ * lex, parse, check with the -D overrides. NULL after errors (reported through diag). */
+Program *compile_front(Arena *a, const char *file, const char *src, size_t len, Define *defs,
+                       int ndefs);
+/* Lowers, allocates and emits every kernel of p for opt->arch; unless opt->no_ptxas, loosens
+ * register caps ptxas spills under. False after errors; out is then still for arch_output_free. */
+bool compile_arch(Arena *a, Program *p, const Options *opt, ArchOutput *out);
+void arch_output_free(ArchOutput *out);
+
+/* The whole compilation in memory, for callers in their own process (tests, fuzzing): source
+ * text for one architecture (opt.arch) to PTX text, and with c_base also --emit=c's launchers
+ * (PTX only, no cubins; c_base is their C prefix). Internal errors return COMPILE_INTERNAL
+ * instead of aborting: the arena and finished kernels are freed, memory the failed stage held
+ * may not be. Messages go to diag.out. */
+typedef enum { COMPILE_OK, COMPILE_ERRORS, COMPILE_INTERNAL } CompileStatus;
+typedef struct {
+    const char *file;
+    const char *src; size_t len;
+    Define *defs; int ndefs;
+    Options opt;
+    const char *c_base;
+} CompileJob;
+typedef struct { Buf ptx, c, h; } CompileOutput;   /* empty unless COMPILE_OK */
+CompileStatus compile_buffer(const CompileJob *job, CompileOutput *out);
+void compile_output_free(CompileOutput *out);
 
 /* ---------------------------------------------------------------- regalloc.c */
 

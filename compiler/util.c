@@ -256,10 +256,27 @@ void buf_free(Buf *b)
 /* ---------------------------------------------------------------- diagnostics */
 
 Diag diag;
+jmp_buf *die_recover;
 
 /* A note belongs to the error or warning before it: when that one was dropped by the cap, so
  * is the note. */
 static bool last_dropped;
+
+void diag_reset(const char *file, const char *src, size_t len)
+{
+    FILE *out = diag.out;
+    memset(&diag, 0, sizeof diag);
+    diag.file = file;
+    diag.src = src;
+    diag.len = len;
+    diag.out = out;
+    last_dropped = false;
+}
+
+static FILE *diag_out(void)
+{
+    return diag.out ? diag.out : stderr;
+}
 
 enum {
     TAB_STOP = 8,
@@ -320,15 +337,16 @@ static void show_line(Loc loc)
         caret = width;
     if (to < eol)
         buf_puts(&text, "...");
-    fprintf(stderr, "%s\n%*s^\n", text.s ? text.s : "", caret, "");
+    fprintf(diag_out(), "%s\n%*s^\n", text.s ? text.s : "", caret, "");
     buf_free(&text);
 }
 
 static void report(const char *kind, Loc loc, const char *fmt, va_list ap)
 {
-    fprintf(stderr, "%s:%d:%d: %s: ", diag.file ? diag.file : "<input>", loc.line, loc.col, kind);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    FILE *out = diag_out();
+    fprintf(out, "%s:%d:%d: %s: ", diag.file ? diag.file : "<input>", loc.line, loc.col, kind);
+    vfprintf(out, fmt, ap);
+    fputc('\n', out);
     show_line(loc);
 }
 
@@ -342,7 +360,7 @@ void error_at(Loc loc, const char *fmt, ...)
     if (diag.nerrors > MAX_ERRORS) {
         diag.capped = true;
         last_dropped = true;
-        fprintf(stderr, "%s:%d:%d: error: too many errors, stopping\n",
+        fprintf(diag_out(), "%s:%d:%d: error: too many errors, stopping\n",
                 diag.file ? diag.file : "<input>", loc.line, loc.col);
         return;
     }
@@ -386,16 +404,19 @@ _Noreturn void die(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     fflush(stderr);
+    if (die_recover)
+        longjmp(*die_recover, 1);
     abort();
 }
 
 void sys_error(const char *fmt, ...)
 {
     diag.nerrors++;
+    FILE *out = diag_out();
     va_list ap;
     va_start(ap, fmt);
-    fputs("tilec: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    fputs("tilec: error: ", out);
+    vfprintf(out, fmt, ap);
+    fputc('\n', out);
     va_end(ap);
 }

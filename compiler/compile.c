@@ -1,0 +1,191 @@
+/* compile.c: the pipeline, one line a stage: source text to a checked program (compile_front),
+ * then per architecture lower, passes, allocate, emit (compile_arch). tilec's command line
+ * (main.c) and in-process callers (compile_buffer: tests, fuzzing) share it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tilec.h"
+
+Program *compile_front(Arena *a, const char *file, const char *src, size_t len, Define *defs,
+                       int ndefs)
+{
+    diag_reset(file, src, len);
+    Program *p = parse_program(a);
+    if (!p || diag.nerrors || !check_program(a, p, defs, ndefs) || diag.nerrors)
+        return NULL;
+    return p;
+}
+
+/* PTX text of the whole module: header, every kernel's metadata block, every kernel. */
+static void emit_module(ArchOutput *out, int nkernels, const char *arch)
+{
+    emit_ptx_header(&out->ptx, arch);
+    /* the metadata block leads, so the runtime finds it without parsing PTX */
+    Buf body = { 0 };
+    for (int i = 0; i < nkernels; i++) {
+        meta_write(&out->ptx, &out->metas[i]);
+        emit_ptx_kernel(&body, out->funcs[i], &out->metas[i]);
+    }
+    buf_puts(&out->ptx, "\n");
+    if (body.len)
+        buf_puts(&out->ptx, body.s);
+    buf_free(&body);
+}
+
+bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
+{
+    Options opt = *options;
+    const char *arch = opt.arch;
+    memset(out, 0, sizeof *out);
+    out->nk = p->nkernels;
+    out->metas = arena_alloc(a, sizeof(KernelMeta) * (size_t)(p->nkernels + 1));
+    out->funcs = calloc((size_t)p->nkernels + 1, sizeof(Func *));
+    if (!out->funcs)
+        die("out of memory");
+    bool ok = true;
+    for (int i = 0; i < p->nkernels; i++) {
+        Kernel *k = p->kernels[i];
+        for (int j = 0; j < k->nparams; j++)   /* lowering state is per compilation */
+            k->params[j].sym->lower = NULL;
+        Func *f = lower_kernel(a, p, k, &opt, &out->metas[i]);
+        if (!f) {
+            ok = false;
+            continue;
+        }
+        if (!race_check(f)) {
+            func_free(f);
+            ok = false;
+            continue;
+        }
+        out->funcs[i] = f;
+        if (opt.const_reg_elim)
+            const_reg_elim(f);
+        arrays_to_local(f);
+        if (opt.addr_split)
+            addr_split(a, f);
+        if (opt.dump && !strcmp(opt.dump, "tir"))
+            ir_dump(f, stdout);
+        int budget = opt.max_regs ? opt.max_regs : reg_budget(k->threads);
+        /* sm_86 and sm_89 multiprocessors hold 1536 threads, sm_80 and sm_90 2048 */
+        f->sm_threads = !strcmp(arch, "sm_86") || !strcmp(arch, "sm_89") ? 1536 : 2048;
+        if (opt.remat)
+            remat_cheap(f);
+        if (opt.schedule)
+            schedule_pressure(f);
+        if (!regalloc(f, budget))
+            ok = false;
+        if (!opt.reg_cap)
+            f->maxnreg = 0;
+        /* the demand, which the cap (when binding) can only lower */
+        out->metas[i].pred_regs = f->maxnreg > 0 && f->maxnreg < f->peak_regs ? f->maxnreg : f->peak_regs;
+        if (opt.dump && !strcmp(opt.dump, "alloc"))
+            ir_dump(f, stdout);
+    }
+    if (!ok)
+        return false;
+    emit_module(out, p->nkernels, arch);
+    /* The cap rests on an estimate: where ptxas is at hand, check that no kernel spills under it,
+       and loosen the cap of any that does: to the occupancy boundary, then by one allocation
+       unit (8) a round, the last round to the budget. Small steps keep kernels that differ by a register or two at counts that
+       differ as little. ptxas runs once when nothing spills. */
+    bool capped = false;
+    for (int i = 0; i < p->nkernels; i++)
+        capped |= out->funcs[i]->maxnreg > 0;
+    enum { CAP_ROUNDS = 5 };
+    for (int round = 0; capped && opt.reg_cap && !opt.no_ptxas && round < CAP_ROUNDS; round++) {
+        Buf cub = { 0 }, log = { 0 };
+        bool missing = false, changed = false;
+        bool assembled = ptxas_run(out->ptx.s, arch, &cub, &log, &missing);
+        if (!assembled && !missing) {
+            /* PTX ptxas rejects is never written out, whatever the output asked for */
+            sys_error("ptxas failed for %s:\n%s", arch, log.s ? log.s : "");
+            buf_free(&cub);
+            buf_free(&log);
+            return false;
+        }
+        if (assembled) {
+            ptxas_parse_report(log.s ? log.s : "", out->metas, out->nk);
+            for (int i = 0; i < p->nkernels; i++) {
+                Func *f = out->funcs[i];
+                KernelMeta *m = &out->metas[i];
+                int budget = opt.max_regs ? opt.max_regs : reg_budget(f->threads);
+                if (f->maxnreg > 0 && f->maxnreg < budget && m->ptxas_spill_stores + m->ptxas_spill_loads > 0) {
+                    /* up to the occupancy boundary first: ptxas may fit there, and one register
+                       more costs a block per multiprocessor */
+                    int cap = round + 1 == CAP_ROUNDS ? budget
+                            : f->maxnreg < f->reg_boundary ? f->reg_boundary : f->maxnreg + 8;
+                    f->maxnreg = cap < budget ? cap : budget;
+                    f->cap_tight = false;
+                    m->pred_regs = f->peak_regs;
+                    changed = true;
+                }
+                m->ptxas_regs = m->ptxas_spill_stores = m->ptxas_spill_loads = m->ptxas_stack = -1;
+            }
+        }
+        buf_free(&cub);
+        buf_free(&log);
+        if (!changed)
+            break;
+        buf_free(&out->ptx);
+        emit_module(out, p->nkernels, arch);
+    }
+    return true;
+}
+
+void arch_output_free(ArchOutput *out)
+{
+    if (out->funcs)
+        for (int i = 0; i < out->nk; i++)
+            func_free(out->funcs[i]);
+    free(out->funcs);
+    buf_free(&out->ptx);
+    memset(out, 0, sizeof *out);
+}
+
+/* Everything after the setjmp: kept in a function of its own so that nothing the jump skips
+ * back over lives in compile_buffer's registers. The ArchOutput is the caller's, so that what
+ * finished can be freed after a jump. */
+static CompileStatus compile_job(Arena *a, const CompileJob *job, ArchOutput *ao,
+                                 CompileOutput *out)
+{
+    Program *p = compile_front(a, job->file, job->src, job->len, job->defs, job->ndefs);
+    if (!p || !compile_arch(a, p, &job->opt, ao))
+        return COMPILE_ERRORS;
+    if (job->c_base) {
+        const char *hname = arena_printf(a, "%s.h", job->c_base);
+        emit_c(&out->c, &out->h, job->c_base, hname, ao->metas, ao->nk, ao->ptx.s, NULL, 0);
+    }
+    out->ptx = ao->ptx;
+    ao->ptx = (Buf){ 0 };
+    return COMPILE_OK;
+}
+
+CompileStatus compile_buffer(const CompileJob *job, CompileOutput *out)
+{
+    memset(out, 0, sizeof *out);
+    Arena *a = arena_new();
+    ArchOutput *ao = calloc(1, sizeof *ao);
+    if (!ao)
+        die("out of memory");
+    jmp_buf jb, *outer = die_recover;
+    CompileStatus st;
+    die_recover = &jb;
+    if (setjmp(jb))
+        st = COMPILE_INTERNAL;
+    else
+        st = compile_job(a, job, ao, out);
+    die_recover = outer;
+    arch_output_free(ao);
+    free(ao);
+    arena_free(a);
+    if (st != COMPILE_OK)
+        compile_output_free(out);
+    return st;
+}
+
+void compile_output_free(CompileOutput *out)
+{
+    buf_free(&out->ptx);
+    buf_free(&out->c);
+    buf_free(&out->h);
+}
