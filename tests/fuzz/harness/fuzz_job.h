@@ -1,0 +1,11 @@
+/* fuzz_job.h: one compilation for the compiler's fuzz targets (fuzz_job.c). */
+#ifndef FUZZ_JOB_H
+#define FUZZ_JOB_H
+
+#include "tilec.h"
+
+/* Compiles job in memory (no ptxas) with the diagnostics silenced (TILEC_FUZZ_MESSAGES=1 shows
+ * them) and frees everything; an internal error aborts, so that libFuzzer records a finding. */
+void fuzz_compile_job(CompileJob *job);
+
+#endif
