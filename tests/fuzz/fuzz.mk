@@ -34,9 +34,10 @@ FUZZ_RT_OBJ  := $(patsubst %,$(FUZZ_B)/obj/runtime/%.o,meta rpn args error)
 FUZZ_H       := $(FUZZ_B)/obj/harness
 REPLAY_H     := $(FUZZ_B)/replay/obj
 
-# What each target links besides its own file: the compiler's targets share fuzz_job.c.
-fuzz_parts_compile := fuzz_compile fuzz_job fuzz_util
-fuzz_parts_gen     := fuzz_gen fuzz_job fuzz_util
+# What each target links besides its own file: the compiler's targets share fuzz_job.c, and all
+# link the runtime's metadata parser (the compiler's targets read back what compiled).
+fuzz_parts_compile := fuzz_compile fuzz_job fuzz_util no_driver
+fuzz_parts_gen     := fuzz_gen fuzz_job fuzz_util no_driver
 fuzz_parts_meta    := fuzz_meta fuzz_util no_driver
 FUZZ_BINS   := $(patsubst %,$(FUZZ_B)/fuzz_%,$(FUZZ_NAMES))
 REPLAY_BINS := $(patsubst %,$(FUZZ_B)/replay/fuzz_%,$(FUZZ_NAMES))
@@ -60,11 +61,11 @@ $(REPLAY_H)/%.o: tests/fuzz/harness/%.c config.mk | $(GEN_H)
 	$(ASAN_CC) $(CFLAGS) $(ASAN_SAN) $(DEPFLAGS) $(FUZZ_CPPFLAGS) -c -o $@ $<
 
 define FUZZ_TARGET_RULES
-$(FUZZ_B)/fuzz_$(1): $(patsubst %,$(FUZZ_H)/%.o,$(fuzz_parts_$(1))) \
-                     $(if $(filter meta,$(1)),$(FUZZ_RT_OBJ),$(FUZZ_COMPILER_OBJ))
+$(FUZZ_B)/fuzz_$(1): $(patsubst %,$(FUZZ_H)/%.o,$(fuzz_parts_$(1))) $(FUZZ_RT_OBJ) \
+                     $(if $(filter meta,$(1)),,$(FUZZ_COMPILER_OBJ))
 	$$(FUZZ_CC) $$(LDFLAGS) $$(FUZZ_LDFLAGS) -o $$@ $$^ -lm
 $(FUZZ_B)/replay/fuzz_$(1): $(patsubst %,$(REPLAY_H)/%.o,$(fuzz_parts_$(1)) replay) \
-                            $(if $(filter meta,$(1)),$(B)/asan/libtilert-cpu.a,$(B)/asan/libtilec.a)
+                            $(if $(filter meta,$(1)),,$(B)/asan/libtilec.a) $(B)/asan/libtilert-cpu.a
 	$$(ASAN_CC) $$(LDFLAGS) $$(ASAN_SAN) -o $$@ $$^ -lm
 endef
 $(foreach t,$(FUZZ_NAMES),$(eval $(call FUZZ_TARGET_RULES,$(t))))

@@ -13,7 +13,7 @@
 #                  to run; DIR/crashes/NAME/ keeps what crashed, leaked, hung (-timeout) or
 #                  blew up (-rss_limit_mb); DIR/logs/NAME.I is worker I's output
 #   --seeds DIR    seed corpora DIR/NAME/ (default BINDIR/seeds; tests/fuzz/seeds.sh writes them)
-#   --dict FILE    libFuzzer dictionary for compile and gen (default BINDIR/tile.dict)
+#   --dict FILE    libFuzzer dictionary for compile (default BINDIR/tile.dict)
 #   --extreme      fuzz_gen draws sizes up to 2^63 (TILEC_FUZZ_EXTREME=1; see harness/fuzz_gen.c)
 #
 # Prints a line per target, `NAME: E executions in S s (R exec/s), K findings`, each finding's
@@ -59,7 +59,7 @@ for name in "$@"; do
 	fi
 	case $name in
 	meta) maxlen=4096; d= ;;
-	gen) maxlen=1024; d=$dict ;;
+	gen) maxlen=1024; d= ;;   # bytes are choices there, not words
 	*) maxlen=8192; d=$dict ;;
 	esac
 	corpus=$work/corpus/$name crashes=$work/crashes/$name logs=$work/logs

@@ -1,9 +1,11 @@
-/* fuzz_job.c: one in-memory compilation for the compiler's fuzz targets (fuzz_compile, fuzz_gen). */
+/* fuzz_job.c: one in-memory compilation for the compiler's fuzz targets (fuzz_compile, fuzz_gen),
+ * and the one check of its output that needs no ptxas: the runtime reads its metadata. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_job.h"
+#include "tilert_internal.h"
 
 void fuzz_compile_job(CompileJob *job)
 {
@@ -19,10 +21,22 @@ void fuzz_compile_job(CompileJob *job)
     job->opt.no_ptxas = true;
     CompileOutput out;
     CompileStatus st = compile_buffer(job, &out);
-    compile_output_free(&out);
     if (st == COMPILE_INTERNAL) {
         /* die() printed what failed; the abort makes it a crash libFuzzer keeps the input of */
         fputs("fuzz: internal error (above) on this input\n", stderr);
         abort();
     }
+    if (st == COMPILE_OK && strstr(out.ptx.s, "//@kernel ")) {
+        /* What tilec writes, libtilert must load: a module whose metadata the runtime refuses
+           is as broken as a crash, only found later, on a GPU. (A file without kernels gives a
+           module without metadata, which the runtime refuses by design.) */
+        rt_meta m;
+        if (rt_meta_parse(out.ptx.s, &m) != TILERT_OK) {
+            fprintf(stderr, "fuzz: the runtime refuses the metadata tilec wrote: %s\n",
+                    tilert_last_error());
+            abort();
+        }
+        rt_meta_free(&m);
+    }
+    compile_output_free(&out);
 }

@@ -5,7 +5,8 @@
 #include "tilec.h"
 
 /* Compiles job in memory (no ptxas) with the diagnostics silenced (TILEC_FUZZ_MESSAGES=1 shows
- * them) and frees everything; an internal error aborts, so that libFuzzer records a finding. */
+ * them), has the runtime's parser read the metadata of what compiled, and frees everything. An
+ * internal error or refused metadata aborts, so that libFuzzer records a finding. */
 void fuzz_compile_job(CompileJob *job);
 
 #endif
