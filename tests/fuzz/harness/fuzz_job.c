@@ -1,5 +1,6 @@
 /* fuzz_job.c: one in-memory compilation for the compiler's fuzz targets (fuzz_compile, fuzz_gen),
- * and the one check of its output that needs no ptxas: the runtime reads its metadata. */
+ * and the checks of its output that need no ptxas: the PTX is ASCII, the runtime reads its
+ * metadata. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,16 @@ void fuzz_compile_job(CompileJob *job)
         /* die() printed what failed; the abort makes it a crash libFuzzer keeps the input of */
         fputs("fuzz: internal error (above) on this input\n", stderr);
         abort();
+    }
+    if (st == COMPILE_OK) {
+        /* ptxas (and the driver's JIT) refuse PTX with a byte outside ASCII anywhere, comments
+           included */
+        for (size_t i = 0; i < out.ptx.len; i++)
+            if ((unsigned char)out.ptx.s[i] >= 0x80 || !out.ptx.s[i]) {
+                fprintf(stderr, "fuzz: byte 0x%02x in the PTX at offset %zu\n",
+                        (unsigned char)out.ptx.s[i], i);
+                abort();
+            }
     }
     if (st == COMPILE_OK && strstr(out.ptx.s, "//@kernel ")) {
         /* What tilec writes, libtilert must load: a module whose metadata the runtime refuses

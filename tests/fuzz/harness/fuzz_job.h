@@ -5,8 +5,9 @@
 #include "tilec.h"
 
 /* Compiles job in memory (no ptxas) with the diagnostics silenced (TILEC_FUZZ_MESSAGES=1 shows
- * them), has the runtime's parser read the metadata of what compiled, and frees everything. An
- * internal error or refused metadata aborts, so that libFuzzer records a finding. */
+ * them), checks that what compiled is ASCII and that the runtime's parser reads its metadata,
+ * and frees everything. An internal error or a failed check aborts, so that libFuzzer records a
+ * finding. */
 void fuzz_compile_job(CompileJob *job);
 
 #endif
