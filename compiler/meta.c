@@ -37,16 +37,22 @@ static const char *kind_word(ArgKind k)
     return k == ARG_PTR ? "ptr" : k == ARG_SIZE ? "size" : "scalar";
 }
 
-/* Assume text goes on one line of printable ASCII, cut to what the runtime reads of a line: the
- * parser (parse.y, assume_text) already made it so; this holds for any KernelMeta. Only //@ lines
- * are metadata, so a byte that could end the line would let the text add lines of its own. */
-static void put_one_line(Buf *out, const char *s, size_t room)
+/* Assume text goes on one line of printable ASCII, at most max bytes: newlines and tabs from the
+ * source become spaces, other bytes a comment may hold (UTF-8, control bytes) '?', and a text
+ * too long ends in "..." where it is cut. */
+static void put_one_line(Buf *out, const char *s, size_t max)
 {
-    for (size_t i = 0; s[i] && i < room; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char one[2] = {c < 0x20 || c >= 0x7f ? ' ' : (char)c, 0};
-        buf_puts(out, one);
+    size_t n = strlen(s);
+    bool cut = n > max;
+    if (cut)
+        n = max > 3 ? max - 3 : 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char u = (unsigned char)s[i];
+        char c[2] = {u == '\n' || u == '\r' || u == '\t' ? ' ' : u < 0x20 || u > 0x7e ? '?' : (char)u, 0};
+        buf_puts(out, c);
     }
+    if (cut)
+        buf_puts(out, "...");
 }
 
 void meta_write(Buf *out, KernelMeta *k)

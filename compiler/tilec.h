@@ -379,7 +379,12 @@ typedef struct {
  *   //@assume RPN | TEXT
  *   //@tmap aP DTYPE SWIZZLE BOXROWS BOXCOLS | ROWS_RPN | COLS_RPN | PITCH_RPN   (TensorMapMeta)
  *   //@end
- * (one //@kernel ... //@end group per kernel). runtime/meta.c parses exactly this. */
+ * (one //@kernel ... //@end group per kernel). runtime/meta.c parses exactly this, within its
+ * limits: an RPN expression of at most META_MAX_RPN tokens (lowering refuses longer grid() and
+ * assume() expressions), lines of at most META_MAX_LINE bytes (meta_write shortens an assume's
+ * TEXT to fit; TEXT is for messages only). TEXT is printable ASCII: ptxas refuses PTX with
+ * other bytes, even in comments. */
+enum { META_MAX_RPN = TILERT_MAX_RPN, META_MAX_LINE = TILERT_MAX_META_LINE };   /* tilert_limits.h */
 void meta_write(Buf *out, KernelMeta *k);
 
 /* ---------------------------------------------------------------- ptxas.c: the optional assembler */

@@ -141,8 +141,72 @@ static void roundtrip(void)
     buf_free(&b);
 }
 
+/* An assume's text is for messages only, and may hold anything a comment in the condition
+ * held: written, it must still be one line the runtime reads (at most META_MAX_LINE bytes) and
+ * PTX that ptxas takes (ASCII). */
+static void awkward_texts(void)
+{
+    static KernelArg args[] = { {"N", ARG_SIZE, TY_I32, 4} };
+    static char long_text[10000];
+    memset(long_text, 'x', sizeof long_text - 1);
+    const char *rpn[] = { "a0 0 >", "a0 1 >" };
+    const char *text[] = { long_text, "N /* caf\xc3\xa9 \x01\x7f */ > 1" };
+    KernelMeta k;
+    memset(&k, 0, sizeof k);
+    k.name = "k";
+    k.args = args;
+    k.nargs = 1;
+    k.threads = 32;
+    k.assume_rpn = rpn;
+    k.assume_text = text;
+    k.nassumes = 2;
+    Buf b = {0};
+    meta_write(&b, &k);
+    size_t longest = 0, line = 0;
+    bool ascii = true;
+    for (size_t i = 0; i < b.len; i++) {
+        unsigned char c = (unsigned char)b.s[i];
+        ascii &= c == '\n' || (c >= 0x20 && c < 0x7f);
+        line = c == '\n' ? 0 : line + 1;
+        longest = line > longest ? line : longest;
+    }
+    unit_check(longest == META_MAX_LINE, "a long assume text is cut to the line limit",
+               "longest line %zu", longest);
+    unit_check(ascii, "assume texts are written as printable ASCII", "%s", b.s);
+    rt_meta m;
+    tilert_status s = rt_meta_parse(b.s, &m);
+    if (unit_check(s == TILERT_OK, "awkward assume texts parse", "%s", tilert_last_error())) {
+        size_t n = strlen(m.k[0].assume_text[0]);
+        unit_check(n > 4000 && !strcmp(m.k[0].assume_text[0] + n - 3, "..."),
+                   "a cut text ends in ...", "%zu bytes", n);
+        unit_check(!strcmp(m.k[0].assume_text[1], "N /* caf?? ?? */ > 1"),
+                   "other bytes become ?", "\"%s\"", m.k[0].assume_text[1]);
+        rt_meta_free(&m);
+    }
+    buf_free(&b);
+}
+
+/* Lowering refuses grid() and assume() expressions of more than META_MAX_RPN tokens, so the
+ * runtime must take that many. */
+static void rpn_limit(void)
+{
+    Buf b = {0};
+    buf_puts(&b, "a0");
+    int n = 1;
+    for (; n + 2 <= META_MAX_RPN; n += 2)
+        buf_puts(&b, " 1 +");
+    if (n < META_MAX_RPN)
+        buf_puts(&b, " neg");
+    rpn_expr e;
+    unit_check(rt_rpn_parse(b.s, 1, &e) == TILERT_OK && e.n == META_MAX_RPN,
+               "the runtime reads META_MAX_RPN tokens", "%s", tilert_last_error());
+    buf_free(&b);
+}
+
 int main(void)
 {
     roundtrip();
+    awkward_texts();
+    rpn_limit();
     return unit_exit();
 }
