@@ -1177,10 +1177,28 @@ const char *extent_rpn(Lower *c, Extent e)
     return arena_printf(c->a, "a%d", c->k->nparams + e.size->size_index);
 }
 
-static const char *rpn_text(Lower *c, Expr *e)
+/* Where an expression starts: a binary operation's location is its operator's. */
+static Loc expr_start(const Expr *e)
+{
+    while (e->kind == E_BINARY)
+        e = e->a;
+    return e->loc;
+}
+
+/* The RPN of a grid() or assume() expression (what: which, for the message). The runtime reads
+ * at most META_MAX_RPN tokens: a longer one would compile into a module that never loads. */
+static const char *rpn_text(Lower *c, Expr *e, const char *what)
 {
     Buf b = { 0 };
     rpn(c, &b, e);
+    int tokens = 0;
+    for (size_t i = 0; i < b.len; i++)
+        tokens += b.s[i] == ' ';
+    if (tokens > META_MAX_RPN) {
+        c->failed = true;
+        error_at(expr_start(e), "%s is too long for the launcher, which evaluates at most %d numbers, "
+                 "names and operators, not %d", what, META_MAX_RPN, tokens);
+    }
     const char *s = arena_strndup(c->a, b.s + 1, b.len - 1);
     buf_free(&b);
     return s;
@@ -1209,12 +1227,12 @@ Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *me
     meta->ptxas_regs = meta->ptxas_spill_loads = meta->ptxas_spill_stores = meta->ptxas_stack = -1;
     meta->ngrid = k->ngrid;
     for (int i = 0; i < k->ngrid; i++)
-        meta->grid_rpn[i] = rpn_text(c, k->grid[i]);
+        meta->grid_rpn[i] = rpn_text(c, k->grid[i], "this grid() expression");
     meta->nassumes = k->nassumes;
     meta->assume_rpn = arena_alloc(a, sizeof(char *) * (size_t)(k->nassumes + 1));
     meta->assume_text = arena_alloc(a, sizeof(char *) * (size_t)(k->nassumes + 1));
     for (int i = 0; i < k->nassumes; i++) {
-        meta->assume_rpn[i] = rpn_text(c, k->assumes[i]->cond);
+        meta->assume_rpn[i] = rpn_text(c, k->assumes[i]->cond, "this assume()");
         meta->assume_text[i] = k->assumes[i]->text;
     }
     load_params(c);
