@@ -6,8 +6,9 @@
  *   bit 4     -fno-remat              bit 5  -fno-schedule
  *   bit 6     -fno-reg-cap            bit 7  --emit=c's launchers too
  *
- * The rest is the source. A first line `// flags: ...` gives -D NAME=VALUE, --arch=ARCH and
- * --max-regs=N the way tests/diag's files do, so their files are seeds as they are.
+ * The rest is the source. A first line `// flags: ...` gives -D NAME=VALUE, --arch=ARCH,
+ * --max-regs=N, the -fno-* options above and --emit=c, the way tests/diag's files do, so that
+ * their files are seeds as they are (and fuzz_gen's printed programs reproducers).
  * Compile errors are the expected outcome of most inputs; an internal error is a finding, as
  * a crash, a sanitizer report, a leak, a hang or a blow-up of memory are. */
 #include <stdint.h>
@@ -67,6 +68,18 @@ static void read_flags(CompileJob *job, char *line, Define *defs)
             int v = atoi(w + 11);
             if (v >= 16 && v <= 255)   /* what tilec's command line accepts */
                 job->opt.max_regs = v;
+        } else if (!strcmp(w, "-fno-addr-split")) {
+            job->opt.addr_split = false;
+        } else if (!strcmp(w, "-fno-const-reg-elim")) {
+            job->opt.const_reg_elim = false;
+        } else if (!strcmp(w, "-fno-remat")) {
+            job->opt.remat = false;
+        } else if (!strcmp(w, "-fno-schedule")) {
+            job->opt.schedule = false;
+        } else if (!strcmp(w, "-fno-reg-cap")) {
+            job->opt.reg_cap = false;
+        } else if (!strcmp(w, "--emit=c")) {
+            job->c_base = "fuzz";
         }
     }
 }

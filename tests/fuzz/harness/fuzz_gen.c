@@ -10,8 +10,10 @@
  * TILEC_FUZZ_EXTREME=1 (fuzz.sh --extreme) it draws window extents, tensor shape constants, -D
  * values, trip counts, loop nesting, numbers of consts, threads(...) and i64 constants up to
  * 2^63 - 1: the class of bugs where sizes overflow int, shared-memory sizes wrap or compile time
- * explodes. TILEC_FUZZ_PRINT=1 prints each program (with its flags as a `// flags:` line, so
- * that tilec compiles the printed text as it is).
+ * explodes. TILEC_FUZZ_PRINT=1 prints each program with its options as a `// flags:` line;
+ * TILEC_FUZZ_SAVE=FILE writes the same behind a zero byte: an input of fuzz_compile, which
+ * compiles it the same way. That is the form a finding is kept in (tests/fuzz/regress/compile/),
+ * since what bytes make which program changes whenever this generator does.
  *
  * The first byte picks the architecture and options as in fuzz_compile.c. */
 #include <inttypes.h>
@@ -241,6 +243,30 @@ static void put_expr(Gen *g, int d)
     buf_free(&e);
 }
 
+/* assume() facts about the size n: a chain of comparisons (past what the launcher evaluates in
+ * extreme mode), maybe with a comment inside, of any bytes but its end, which the metadata
+ * carries along as the fact's text. */
+static void assumes(Gen *g, const char *n)
+{
+    int64_t terms = count(g, 0, 3, 60);
+    if (!terms)
+        return;
+    static const char *const cmp[] = { ">", ">=", "!=", "<=" };
+    put(g, "    assume(%s %s %u", n, cmp[pick(g, 4)], pick(g, 3));
+    for (int64_t i = 1; i < terms; i++) {
+        if (pick(g, 8) == 0) {
+            buf_puts(&g->src, " /* ");
+            for (unsigned j = 0, len = pick(g, 64); j < len; j++) {
+                char c = (char)pick(g, 256);
+                buf_add(&g->src, c == '*' || !c ? "x" : &c, 1);
+            }
+            buf_puts(&g->src, " */");
+        }
+        put(g, " %s %s %% %u == 0", coin(g) ? "&&" : "||", n, 1u << pick(g, 5));
+    }
+    put(g, ");\n");
+}
+
 /* Tile sizes are budgeted per thread (normal mode): a tile has at most 2^(lg + 6) elements for
  * a block of 2^lg threads, 64 a thread, the examples' order of magnitude. */
 
@@ -254,11 +280,21 @@ static void k_elementwise(Gen *g)
     snprintf(params, sizeof params, "X: %s[N], Z: %s[N], s: f32", ty, ty);
     snprintf(grid, sizeof grid, "cdiv(N, C%d)", w);
     kernel_head(g, t, params, grid);
+    assumes(g, "N");
     put(g, "    let i0 = block.x * C%d;\n", w);
     put(g, "    let x = f32(X[i0 +: C%d]%s);\n", w, coin(g) ? " else -inf" : "");
+    bool branch = coin(g);
+    if (branch)
+        put(g, "    if s > 0.0 {\n");
     put(g, "    Z[i0 +: C%d] = %s(", w, ty);
     put_expr(g, 3);
-    put(g, ");\n}\n");
+    put(g, ");\n");
+    if (branch) {
+        put(g, "    } else {\n        Z[i0 +: C%d] = %s(", w, ty);
+        put_expr(g, 2);
+        put(g, ");\n    }\n");
+    }
+    put(g, "}\n");
 }
 
 /* A 2-D window, reduced along an axis or whole, broadcast back. */
@@ -308,6 +344,7 @@ static void k_matmul(Gen *g)
         put(g, "    assume(K %% %d == 0);\n", aligns[pick(g, 5)]);
     if (coin(g))
         put(g, "    assume(N %% %d == 0);\n", aligns[pick(g, 5)]);
+    assumes(g, "M");
     put(g, "    let m0 = block.x * C%d;\n    let n0 = block.y * C%d;\n", bm, bn);
     put(g, "    var acc: f32[C%d, C%d] = 0;\n", bm, bn);
     put(g, "    for k in 0 .. K step C%d pipeline(C%d) {\n", bk, stages);
@@ -445,10 +482,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     job.opt.schedule = !(o & 32);
     job.opt.reg_cap = !(o & 64);
     job.c_base = o & 128 ? "gen" : NULL;
-    const char *print = getenv("TILEC_FUZZ_PRINT");
-    if (print && *print && strcmp(print, "0"))
-        fprintf(stderr, "// flags: --arch=%s%s%s\n%s", job.opt.arch, g.flags.s ? g.flags.s : "",
-                job.opt.addr_split ? "" : " -fno-addr-split", job.src);
+    const char *print = getenv("TILEC_FUZZ_PRINT"), *save = getenv("TILEC_FUZZ_SAVE");
+    if ((print && *print && strcmp(print, "0")) || (save && *save)) {
+        Buf text = { 0 };
+        buf_printf(&text, "// flags: --arch=%s%s%s%s%s%s%s%s\n%s", job.opt.arch,
+                   g.flags.s ? g.flags.s : "", job.opt.addr_split ? "" : " -fno-addr-split",
+                   job.opt.const_reg_elim ? "" : " -fno-const-reg-elim",
+                   job.opt.remat ? "" : " -fno-remat", job.opt.schedule ? "" : " -fno-schedule",
+                   job.opt.reg_cap ? "" : " -fno-reg-cap", job.c_base ? " --emit=c" : "", job.src);
+        if (print && *print && strcmp(print, "0"))
+            fputs(text.s, stderr);
+        FILE *f = save && *save ? fopen(save, "wb") : NULL;
+        if (f) {
+            fputc(0, f);
+            fputs(text.s, f);
+            fclose(f);
+        }
+        buf_free(&text);
+    }
     fuzz_compile_job(&job);
     buf_free(&g.consts);
     buf_free(&g.src);
