@@ -12,8 +12,10 @@
 #                            replays tests/fuzz/regress/NAME/* with them
 #
 #   make fuzz [FUZZ_SECONDS=60] [FUZZ_RUNS=N] [FUZZ_WORKERS=1] [FUZZ_TARGETS="compile meta gen"]
+#             [FUZZ_EXTREME=1]
 #                            runs each target for FUZZ_SECONDS (or FUZZ_RUNS executions) in
-#                            FUZZ_WORKERS processes; corpus and findings in build/fuzz/work/
+#                            FUZZ_WORKERS processes (fuzz_gen with sizes up to 2^63 with
+#                            FUZZ_EXTREME); corpus and findings in build/fuzz/work/
 #   make fuzz-bundle         build/fuzz/bundle/ (and build/fuzz/tilec-fuzz.tar.gz): the binaries,
 #                            the dictionary, the seeds and fuzz.sh, to run on another machine
 
@@ -71,7 +73,7 @@ endef
 $(foreach t,$(FUZZ_NAMES),$(eval $(call FUZZ_TARGET_RULES,$(t))))
 
 .PHONY: fuzz fuzz-build fuzz-bundle
-fuzz-build: $(FUZZ_BINS) $(REPLAY_BINS)
+fuzz-build: $(if $(FUZZ_CC),$(FUZZ_BINS)) $(if $(ASAN_CC),$(REPLAY_BINS))
 
 ifneq ($(FUZZ_CC),)
 check: $(FUZZ_BINS)
@@ -80,16 +82,22 @@ ifneq ($(ASAN_CC),)
 check: $(REPLAY_BINS)
 endif
 
-# The seeds come from the tree at run time (fuzz.sh --seeds): the .tile files, and the metadata
-# of the examples' PTX (what `make all` compiled into build/examples/).
-fuzz: $(FUZZ_BINS) $(TILEC) $(EX_PTX)
-	sh tests/fuzz/fuzz.sh --seeds-from . --tilec $(TILEC) --work $(FUZZ_B)/work \
+ifeq ($(FUZZ_CC),)
+fuzz fuzz-bundle:
+	@echo "$@: configure found no clang with libFuzzer (Debian: apt-get install clang libclang-rt-dev, then ./configure)"
+	@exit 1
+else
+# The seeds come from the tree at run time (tests/fuzz/seeds.sh): the .tile files, and the
+# metadata of the PTX tilec compiles from the examples.
+fuzz: $(FUZZ_BINS) $(TILEC)
+	sh tests/fuzz/seeds.sh $(TILEC) $(FUZZ_B)/seeds
+	sh tests/fuzz/fuzz.sh --work $(FUZZ_B)/work --seeds $(FUZZ_B)/seeds --dict tests/fuzz/tile.dict \
 	    $(if $(FUZZ_RUNS),--runs $(FUZZ_RUNS),--seconds $(FUZZ_SECONDS)) --workers $(FUZZ_WORKERS) \
-	    $(FUZZ_B) $(FUZZ_TARGETS)
+	    $(if $(FUZZ_EXTREME),--extreme) $(FUZZ_B) $(FUZZ_TARGETS)
 
 # Everything a machine without clang, the tree or the toolkit needs to run the targets.
 FUZZ_BUNDLE := $(FUZZ_B)/bundle
-fuzz-bundle: $(FUZZ_BINS) $(TILEC) $(EX_PTX)
+fuzz-bundle: $(FUZZ_BINS) $(TILEC)
 	rm -rf $(FUZZ_BUNDLE)
 	mkdir -p $(FUZZ_BUNDLE)
 	cp $(FUZZ_BINS) tests/fuzz/tile.dict tests/fuzz/fuzz.sh $(FUZZ_BUNDLE)/
@@ -97,5 +105,6 @@ fuzz-bundle: $(FUZZ_BINS) $(TILEC) $(EX_PTX)
 	tar -C $(FUZZ_B) -czf $(FUZZ_B)/tilec-fuzz.tar.gz bundle
 	@echo "fuzz-bundle: $(FUZZ_BUNDLE) and $(FUZZ_B)/tilec-fuzz.tar.gz; on the other machine:"
 	@echo "    cd bundle && sh fuzz.sh --runs 10000000 --workers 16 . compile meta gen"
+endif
 
 -include $(wildcard $(FUZZ_B)/obj/*/*.d $(REPLAY_H)/*.d)
