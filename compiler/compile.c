@@ -66,8 +66,7 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
         if (opt.dump && !strcmp(opt.dump, "tir"))
             ir_dump(f, stdout);
         int budget = opt.max_regs ? opt.max_regs : reg_budget(k->threads);
-        /* sm_86 and sm_89 multiprocessors hold 1536 threads, sm_80 and sm_90 2048 */
-        f->sm_threads = !strcmp(arch, "sm_86") || !strcmp(arch, "sm_89") ? 1536 : 2048;
+        f->sm_threads = (target_of(arch) ? target_of(arch) : target_default())->sm_threads;
         if (opt.remat)
             remat_cheap(f);
         if (opt.schedule)

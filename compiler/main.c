@@ -11,7 +11,6 @@ enum { EXIT_COMPILE = 1, EXIT_USAGE = 2 };
 enum { MAX_SOURCE = 64 << 20, MAX_ARCHS = 8 };
 typedef enum { EMIT_PTX, EMIT_CUBIN, EMIT_C, EMIT_META } EmitKind;
 
-static const char *const known_archs[] = { "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a" };
 
 typedef struct {
     const char *input, *output;
@@ -52,19 +51,14 @@ static int usage_error(const char *fmt, const char *arg)
     return EXIT_USAGE;
 }
 
-static bool known_arch(const char *a)
-{
-    for (size_t i = 0; i < sizeof known_archs / sizeof *known_archs; i++)
-        if (!strcmp(a, known_archs[i]))
-            return true;
-    return false;
-}
+static bool known_arch(const char *a) { return target_of(a) != NULL; }
 
+/* The order of target.c's table: --emit=c lists the architectures it embeds in it. */
 static int arch_rank(const char *a)
 {
-    for (size_t i = 0; i < sizeof known_archs / sizeof *known_archs; i++)
-        if (!strcmp(a, known_archs[i]))
-            return (int)i;
+    for (int i = 0; i < target_count(); i++)
+        if (!strcmp(a, target_at(i)->name))
+            return i;
     return 99;
 }
 
@@ -271,11 +265,10 @@ static char *replace_ext(Arena *a, const char *path, const char *ext)
  * units of 8 a thread), threads, shared memory (per arch), and 32 blocks. */
 static int occupancy(const char *arch, int threads, int regs, int smem)
 {
-    bool ada = !strcmp(arch, "sm_86") || !strcmp(arch, "sm_89");
-    int sm_threads = ada ? 1536 : 2048;
-    int sm_smem = ada ? 100 * 1024 : !strcmp(arch, "sm_80") ? 164 * 1024 : 228 * 1024;
+    const Target *t = target_of(arch) ? target_of(arch) : target_default();
+    int sm_threads = t->sm_threads, sm_smem = t->smem_sm;
     int r = (regs + 7) & ~7;
-    int b = 65536 / (threads * (r ? r : 8));
+    int b = t->sm_regs / (threads * (r ? r : 8));
     if (sm_threads / threads < b)
         b = sm_threads / threads;
     if (smem > 0 && (sm_smem - 1024) / (smem + 1024) < b)   /* 1 KiB reserved per block */

@@ -37,8 +37,8 @@ static const char *kind_word(ArgKind k)
     return k == ARG_PTR ? "ptr" : k == ARG_SIZE ? "size" : "scalar";
 }
 
-/* Assume text goes on one line of printable ASCII, at most max bytes: newlines and tabs from the
- * source become spaces, other bytes a comment may hold (UTF-8, control bytes) '?', and a text
+/* Assume text goes on one line of printable ASCII, at most max bytes: white space from the
+ * source becomes spaces, other bytes a comment may hold (UTF-8, control bytes) '?', and a text
  * too long ends in "..." where it is cut. */
 static void put_one_line(Buf *out, const char *s, size_t max)
 {
@@ -48,7 +48,7 @@ static void put_one_line(Buf *out, const char *s, size_t max)
         n = max > 3 ? max - 3 : 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char u = (unsigned char)s[i];
-        char c[2] = {u == '\n' || u == '\r' || u == '\t' ? ' ' : u < 0x20 || u > 0x7e ? '?' : (char)u, 0};
+        char c[2] = {u == '\n' || u == '\r' || u == '\t' || u == '\v' || u == '\f' ? ' ' : u < 0x20 || u > 0x7e ? '?' : (char)u, 0};
         buf_puts(out, c);
     }
     if (cut)
