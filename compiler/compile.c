@@ -173,6 +173,9 @@ CompileStatus compile_buffer(const CompileJob *job, CompileOutput *out)
         st = COMPILE_INTERNAL;
     else
         st = compile_job(a, job, ao, out);
+    /* an error that is the compiler's bug (a race in the code it made) is internal too */
+    if (st == COMPILE_ERRORS && diag.nbugs)
+        st = COMPILE_INTERNAL;
     die_recover = outer;
     arch_output_free(ao);
     free(ao);

@@ -314,6 +314,7 @@ static void report(Check *c, const Access *old, int now)
     if (c->failed)
         return;
     c->failed = true;
+    diag.nbugs++;
     const Ins *a = &c->f->code.v[old->ins], *b = &c->f->code.v[now];
     int la = a->line > 0 ? a->line : c->k->loc.line, lb = b->line > 0 ? b->line : c->k->loc.line;
     Loc at = { lb, 1 };

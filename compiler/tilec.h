@@ -91,6 +91,7 @@ typedef struct {
     const char *src;       /* whole file, NUL-terminated */
     size_t len;
     int nerrors, nwarnings;
+    int nbugs;             /* of the errors, those that are compiler bugs (race_check.c) */
     bool capped;           /* stop collecting: the cap was hit */
     FILE *out;             /* where messages go; NULL: stderr */
 } Diag;
@@ -629,7 +630,7 @@ void arch_output_free(ArchOutput *out);
 
 /* The whole compilation in memory, for callers in their own process (tests, fuzzing): source
  * text for one architecture (opt.arch) to PTX text, and with c_base also --emit=c's launchers
- * (PTX only, no cubins; c_base is their C prefix). Internal errors return COMPILE_INTERNAL
+ * (PTX only, no cubins; c_base is their C prefix). Internal errors (die, and the races race_check.c finds) return COMPILE_INTERNAL
  * instead of aborting: the arena and finished kernels are freed, memory the failed stage held
  * may not be. Messages go to diag.out. */
 typedef enum { COMPILE_OK, COMPILE_ERRORS, COMPILE_INTERNAL } CompileStatus;
