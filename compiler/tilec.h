@@ -630,9 +630,9 @@ void arch_output_free(ArchOutput *out);
 
 /* The whole compilation in memory, for callers in their own process (tests, fuzzing): source
  * text for one architecture (opt.arch) to PTX text, and with c_base also --emit=c's launchers
- * (PTX only, no cubins; c_base is their C prefix). Internal errors (die, and the races race_check.c finds) return COMPILE_INTERNAL
- * instead of aborting: the arena and finished kernels are freed, memory the failed stage held
- * may not be. Messages go to diag.out. */
+ * (PTX only, no cubins; c_base is their C prefix). Internal errors (die, and the races
+ * race_check.c finds) return COMPILE_INTERNAL instead of aborting: the arena and finished kernels
+ * are freed, memory the failed stage held may not be. Messages go to diag.out. */
 typedef enum { COMPILE_OK, COMPILE_ERRORS, COMPILE_INTERNAL } CompileStatus;
 typedef struct {
     const char *file;
