@@ -42,21 +42,8 @@ static tilert_kernel *kernel(const char *name)
     return k;
 }
 
-static CUdeviceptr upload(const float *h, size_t n)
-{
-    CUdeviceptr d = 0;
-    if (!gpu_alloc(&d, n * 4 + 16) || (n && !gpu_upload(d, h, n * 4)))
-        return 0;
-    return d;
-}
-
-static CUdeviceptr poisoned(size_t n)
-{
-    CUdeviceptr d = 0;
-    if (!gpu_alloc(&d, n * 4 + 16) || !gpu_fill32(d, 0x7fc00001u, n))
-        return 0;
-    return d;
-}
+static CUdeviceptr upload(const float *h, size_t n) { return gpu_new_from(h, n); }
+static CUdeviceptr poisoned(size_t n) { return gpu_new_filled(n, 0x7fc00001u); }
 
 /* Launches, downloads n floats from out, compares with ref within bound. */
 static void run(const char *desc, tilert_kernel *k, tilert_arg *a, int na, CUdeviceptr out, const double *ref,

@@ -81,6 +81,22 @@ bool gpu_fill32(CUdeviceptr p, uint32_t pattern, size_t count)
     return !count || gpu_check(cuMemsetD32(p, pattern, count), "cuMemsetD32");
 }
 
+CUdeviceptr gpu_new_from(const void *host, size_t n)
+{
+    CUdeviceptr d = 0;
+    if (!gpu_alloc(&d, n * 4 + 16) || (n && !gpu_upload(d, host, n * 4)))
+        return 0;
+    return d;
+}
+
+CUdeviceptr gpu_new_filled(size_t n, uint32_t pattern)
+{
+    CUdeviceptr d = 0;
+    if (!gpu_alloc(&d, n * 4 + 16) || !gpu_fill32(d, pattern, n))
+        return 0;
+    return d;
+}
+
 bool gpu_sync(void)
 {
     return gpu_check(cuCtxSynchronize(), "cuCtxSynchronize");

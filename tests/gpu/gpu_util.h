@@ -31,6 +31,10 @@ bool gpu_download(void *dst, CUdeviceptr src, size_t bytes);
 /* Fills count 32-bit words with pattern (e.g. a NaN bit pattern to catch unwritten outputs). */
 bool gpu_fill32(CUdeviceptr p, uint32_t pattern, size_t count);
 bool gpu_sync(void);
+/* A new buffer of n 32-bit words (plus 16 bytes of slack) holding host[0..n), or every word
+ * `pattern`: 0 on failure (already reported). */
+CUdeviceptr gpu_new_from(const void *host, size_t n);
+CUdeviceptr gpu_new_filled(size_t n, uint32_t pattern);
 
 /* A quiet NaN with a payload no arithmetic produces: an output still holding it was not written. */
 enum { GPU_POISON = 0x7fc0dead };

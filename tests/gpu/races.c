@@ -32,21 +32,8 @@ static tilert_kernel *kernel(const char *name)
     return k;
 }
 
-static CUdeviceptr upload(const float *h, size_t n)
-{
-    CUdeviceptr d = 0;
-    if (!gpu_alloc(&d, n * 4 + 16) || (n && !gpu_upload(d, h, n * 4)))
-        return 0;
-    return d;
-}
-
-static CUdeviceptr poisoned(size_t n)
-{
-    CUdeviceptr d = 0;
-    if (!gpu_alloc(&d, n * 4 + 16) || !gpu_fill32(d, GPU_POISON, n))
-        return 0;
-    return d;
-}
+static CUdeviceptr upload(const float *h, size_t n) { return gpu_new_from(h, n); }
+static CUdeviceptr poisoned(size_t n) { return gpu_new_filled(n, GPU_POISON); }
 
 static float *fresh(size_t n, float lo, float hi)
 {
