@@ -2,6 +2,7 @@
  * then per architecture lower, passes, allocate, emit (compile_arch). tilec's command line
  * (main.c) and in-process callers (compile_buffer: tests, fuzzing) share it. */
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "tilec.h"
@@ -32,6 +33,102 @@ static void emit_module(ArchOutput *out, int nkernels, const char *arch)
     buf_free(&body);
 }
 
+/* ---- the passes after lowering, one row each */
+
+typedef struct { Arena *a; Func *f; const Options *opt; } PassCtx;
+
+static bool run_race_check(PassCtx *x) { return race_check(x->f); }
+static bool run_const_reg_elim(PassCtx *x) { const_reg_elim(x->f); return true; }
+static bool run_arrays_to_local(PassCtx *x) { arrays_to_local(x->f); return true; }
+static bool run_addr_split(PassCtx *x) { addr_split(x->a, x->f); return true; }
+static bool run_remat(PassCtx *x) { remat_cheap(x->f); return true; }
+static bool run_schedule(PassCtx *x) { schedule_pressure(x->f); return true; }
+
+static bool run_regalloc(PassCtx *x)
+{
+    int budget = x->opt->max_regs ? x->opt->max_regs : reg_budget(x->f->threads);
+    bool ok = regalloc(x->f, budget);
+    if (!x->opt->reg_cap)
+        x->f->maxnreg = 0;
+    return ok;
+}
+
+enum { ALWAYS = -1 };
+
+/* name: -fno-NAME turns it off where it has a switch (the Options field at `on`), and
+ * --dump=NAME prints the IR after it; fatal: a failure leaves code no later pass may see. */
+static const struct {
+    const char *name;
+    long on;
+    bool fatal;
+    bool (*run)(PassCtx *);
+} passes[] = {
+    { "race-check", ALWAYS, true, run_race_check },
+    { "const-reg-elim", offsetof(Options, const_reg_elim), false, run_const_reg_elim },
+    { "arrays-to-local", ALWAYS, false, run_arrays_to_local },
+    { "addr-split", offsetof(Options, addr_split), false, run_addr_split },
+    { "remat", offsetof(Options, remat), false, run_remat },
+    { "schedule", offsetof(Options, schedule), false, run_schedule },
+    { "regalloc", ALWAYS, false, run_regalloc },
+};
+enum { NPASSES = sizeof passes / sizeof passes[0] };
+
+/* Earlier names of two dump points: after address splitting, after allocation. */
+static const char *dump_alias(const char *name)
+{
+    return !strcmp(name, "tir") ? "addr-split" : !strcmp(name, "alloc") ? "regalloc" : name;
+}
+
+static bool pass_switch(const Options *opt, int i)
+{
+    return passes[i].on == ALWAYS || *(const bool *)((const char *)opt + passes[i].on);
+}
+
+bool pass_dump_point(const char *name)
+{
+    name = dump_alias(name);
+    if (!strcmp(name, "lower"))
+        return true;
+    for (int i = 0; i < NPASSES; i++)
+        if (!strcmp(passes[i].name, name))
+            return true;
+    return false;
+}
+
+bool pass_disable(Options *opt, const char *name)
+{
+    for (int i = 0; i < NPASSES; i++)
+        if (!strcmp(passes[i].name, name) && passes[i].on != ALWAYS) {
+            *(bool *)((char *)opt + passes[i].on) = false;
+            return true;
+        }
+    return false;
+}
+
+/* Every pass of the table on one lowered kernel, in order, with the dump the options ask for
+ * after it (a pass that is off still marks its dump point). */
+bool compile_kernel(Arena *a, Func *f, const Options *opt, bool *drop)
+{
+    PassCtx x = { a, f, opt };
+    const char *dump = opt->dump ? dump_alias(opt->dump) : NULL;
+    bool ok = true;
+    *drop = false;
+    if (dump && !strcmp(dump, "lower"))
+        ir_dump(f, stdout);
+    for (int i = 0; i < NPASSES; i++) {
+        if (pass_switch(opt, i) && !passes[i].run(&x)) {
+            ok = false;
+            if (passes[i].fatal) {
+                *drop = true;
+                return false;
+            }
+        }
+        if (dump && !strcmp(dump, passes[i].name))
+            ir_dump(f, stdout);
+    }
+    return ok;
+}
+
 bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
 {
     Options opt = *options;
@@ -52,33 +149,19 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
             ok = false;
             continue;
         }
-        if (!race_check(f)) {
-            func_free(f);
-            ok = false;
-            continue;
-        }
         out->funcs[i] = f;
-        if (opt.const_reg_elim)
-            const_reg_elim(f);
-        arrays_to_local(f);
-        if (opt.addr_split)
-            addr_split(a, f);
-        if (opt.dump && !strcmp(opt.dump, "tir"))
-            ir_dump(f, stdout);
-        int budget = opt.max_regs ? opt.max_regs : reg_budget(k->threads);
         f->sm_threads = (target_of(arch) ? target_of(arch) : target_default())->sm_threads;
-        if (opt.remat)
-            remat_cheap(f);
-        if (opt.schedule)
-            schedule_pressure(f);
-        if (!regalloc(f, budget))
+        bool drop = false;
+        if (!compile_kernel(a, f, &opt, &drop)) {
             ok = false;
-        if (!opt.reg_cap)
-            f->maxnreg = 0;
+            if (drop) {
+                func_free(f);
+                out->funcs[i] = NULL;
+                continue;
+            }
+        }
         /* the demand, which the cap (when binding) can only lower */
         out->metas[i].pred_regs = f->maxnreg > 0 && f->maxnreg < f->peak_regs ? f->maxnreg : f->peak_regs;
-        if (opt.dump && !strcmp(opt.dump, "alloc"))
-            ir_dump(f, stdout);
     }
     if (!ok)
         return false;

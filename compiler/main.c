@@ -33,7 +33,8 @@ static void usage(FILE *out)
             "  --emit=KIND        ptx (default), cubin (runs ptxas), c (NAME.c + NAME.h), meta\n"
             "  --report[=json]    per kernel: threads, shared memory, predicted registers, ptxas figures\n"
             "  --no-ptxas         never run ptxas (no cap check, no ptxas figures; not with cubin/c)\n"
-            "  --dump=STAGE       print the IR after a stage: tir (lowered), alloc (allocated)\n"
+            "  --dump=STAGE       print the IR after a stage: lower, or a pass (race-check, const-reg-elim,\n"
+            "                     arrays-to-local, addr-split (or tir), remat, schedule, regalloc (or alloc))\n"
             "  --max-regs=N       register budget per thread (default: what the block size allows)\n"
             "  -fno-addr-split    compute every address in full (no base + constant offset)\n"
             "  -fno-const-reg-elim  keep stage arrays as arrays\n"
@@ -116,26 +117,22 @@ static int parse_args(Cli *cli, int argc, char **argv)
             cli->report = cli->report_json = true;
         } else if (!strncmp(a, "--dump=", 7)) {
             cli->opt.dump = a + 7;
-            if (strcmp(cli->opt.dump, "tir") && strcmp(cli->opt.dump, "alloc"))
-                return usage_error("unknown --dump stage '%s' (tir, alloc)", cli->opt.dump);
+            if (!pass_dump_point(cli->opt.dump))
+                return usage_error("unknown --dump stage '%s' (lower, race-check, const-reg-elim, "
+                                   "arrays-to-local, addr-split, remat, schedule, regalloc; tir, alloc)",
+                                   cli->opt.dump);
         } else if (!strncmp(a, "--max-regs=", 11)) {
             char *end;
             long v = strtol(a + 11, &end, 10);
             if (*end || v < 16 || v > 255)
                 return usage_error("--max-regs needs a number from 16 to 255, got '%s'", a + 11);
             cli->opt.max_regs = (int)v;
-        } else if (!strcmp(a, "-fno-addr-split")) {
-            cli->opt.addr_split = false;
-        } else if (!strcmp(a, "-fno-remat")) {
-            cli->opt.remat = false;
-        } else if (!strcmp(a, "-fno-schedule")) {
-            cli->opt.schedule = false;
         } else if (!strcmp(a, "-freg-cap")) {
             cli->opt.reg_cap = true;
         } else if (!strcmp(a, "-fno-reg-cap")) {
             cli->opt.reg_cap = false;
-        } else if (!strcmp(a, "-fno-const-reg-elim")) {
-            cli->opt.const_reg_elim = false;
+        } else if (!strncmp(a, "-fno-", 5) && pass_disable(&cli->opt, a + 5)) {
+            /* a pass of compile.c's table, off */
         } else if (a[0] == '-' && a[1]) {
             return usage_error("unknown option '%s'", a);
         } else {

@@ -643,6 +643,12 @@ typedef struct {
 } CompileJob;
 typedef struct { Buf ptx, c, h; } CompileOutput;   /* empty unless COMPILE_OK */
 CompileStatus compile_buffer(const CompileJob *job, CompileOutput *out);
+/* The passes after lowering (compile.c's table: race check, register tensors, address
+ * splitting, the pressure passes, allocation) on one kernel. False after errors; *drop when
+ * the code may not go further (the race check failed). */
+bool compile_kernel(Arena *a, Func *f, const Options *opt, bool *drop);
+bool pass_dump_point(const char *name);           /* --dump=NAME names a pass, lower, tir or alloc */
+bool pass_disable(Options *opt, const char *name);  /* -fno-NAME: false when NAME has no switch */
 void compile_output_free(CompileOutput *out);
 
 /* ---------------------------------------------------------------- regalloc.c */
