@@ -144,7 +144,7 @@ static int parse_args(Cli *cli, int argc, char **argv)
     if (!cli->input)
         return usage_error("no input file%s", "");
     if (!cli->narchs)
-        cli->archs[cli->narchs++] = "sm_80";
+        cli->archs[cli->narchs++] = target_default()->name;
     /* lowest first: its PTX is the one embedded for JIT on newer devices */
     for (int i = 1; i < cli->narchs; i++)
         for (int j = i; j > 0 && arch_rank(cli->archs[j]) < arch_rank(cli->archs[j - 1]); j--) {
