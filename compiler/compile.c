@@ -168,8 +168,8 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
     emit_module(out, p->nkernels, arch);
     /* The cap rests on an estimate: where ptxas is at hand, check that no kernel spills under it,
        and loosen the cap of any that does: to the occupancy boundary, then by one allocation
-       unit (8) a round, the last round to the budget. Small steps keep kernels that differ by a register or two at counts that
-       differ as little. ptxas runs once when nothing spills. */
+       unit (8) a round, the last round to the budget. Small steps keep kernels that differ by a
+       register or two at counts that differ as little. ptxas runs once when nothing spills. */
     bool capped = false;
     for (int i = 0; i < p->nkernels; i++)
         capped |= out->funcs[i]->maxnreg > 0;

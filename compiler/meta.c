@@ -48,7 +48,8 @@ static void put_one_line(Buf *out, const char *s, size_t max)
         n = max > 3 ? max - 3 : 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char u = (unsigned char)s[i];
-        char c[2] = {u == '\n' || u == '\r' || u == '\t' || u == '\v' || u == '\f' ? ' ' : u < 0x20 || u > 0x7e ? '?' : (char)u, 0};
+        bool space = u == '\n' || u == '\r' || u == '\t' || u == '\v' || u == '\f';
+        char c[2] = {space ? ' ' : u < 0x20 || u > 0x7e ? '?' : (char)u, 0};
         buf_puts(out, c);
     }
     if (cut)
