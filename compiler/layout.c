@@ -1,6 +1,6 @@
 /* layout.c: how tiles are spread over a block's threads.
  * Tile dims and thread counts are powers of two (check guarantees it), so every split is exact. */
-#include "tilec.h"
+#include "lower.h"
 
 int layout_slots(const Layout *L) { return L->O[0] * L->V[0] * L->O[1] * L->V[1]; }
 

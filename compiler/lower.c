@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tilec.h"
+#include "lower.h"
 
 /* ---- value helpers */
 
@@ -70,7 +70,7 @@ static int tid_field(Func *f, int t, int sh, int n)
     return ir_bin(f, OP_BAND, PT_B32, R(s), IMM(n - 1));
 }
 
-/* t_d from the thread id, per the Layout formula in tilec.h: the inner grid's coordinate from the
+/* t_d from the thread id, per the Layout formula in lower.h: the inner grid's coordinate from the
  * low bits, the outer grid's (when T[d] > Tlo[d]) from the bits above the inner grid. */
 int thread_coord(Lower *c, const Layout *L, int d)
 {

@@ -12,7 +12,7 @@
  * falls short instead (address arithmetic, masks, reductions' shuffles), so the count is checked
  * again after each statement, and the first that goes past the limit is the error. Either way
  * lowering stops there: what is left would only make more code for a kernel that fails. */
-#include "tilec.h"
+#include "lower.h"
 
 /* Estimates saturate here: far past the limit, and safe to add and multiply below it. */
 static const int64_t EST_CAP = (int64_t)1 << 40;

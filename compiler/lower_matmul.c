@@ -5,7 +5,7 @@
  * of 4 k, reads TM 16-byte vectors of A and TN/4 per k of B for TM * TN FMAs. IEEE FFMA for f32;
  * tf32 operands are rounded to tf32 first, f16/bf16 widened. */
 #include <stdlib.h>
-#include "tilec.h"
+#include "lower.h"
 
 static int slot_of(const Layout *L, int o0, int i0, int o1, int i1)
 {

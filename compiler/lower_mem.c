@@ -4,7 +4,7 @@
  * and per column chunk; masks the compiler can prove unnecessary are left out. */
 #include <stdlib.h>
 #include <string.h>
-#include "tilec.h"
+#include "lower.h"
 
 static int64_t gcd64(int64_t a, int64_t b)
 {

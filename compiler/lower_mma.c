@@ -43,7 +43,7 @@
  * of 64 or more columns (B's N side in practice; A's K side is a short BK) get the B pitch. */
 #include <stdlib.h>
 #include <string.h>
-#include "tilec.h"
+#include "lower.h"
 
 enum { MMA_M = 16, MMA_N = 8 };
 

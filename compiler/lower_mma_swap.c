@@ -35,7 +35,7 @@
  * number of 16-byte units put them in distinct banks too. */
 #include <stdlib.h>
 #include <string.h>
-#include "tilec.h"
+#include "lower.h"
 
 enum { K_STEP = 8, SLAB = 128 };
 

@@ -13,7 +13,7 @@
  * const_reg_elim turns each read into base + stage * stride. */
 #include <stdlib.h>
 #include <string.h>
-#include "tilec.h"
+#include "lower.h"
 
 /* Symbols declared anywhere inside s. */
 static void declared_in(Stmt *s, Sym **out, int *n, int cap)

@@ -6,7 +6,7 @@
  * through shared memory. */
 #include <math.h>
 #include <stdlib.h>
-#include "tilec.h"
+#include "lower.h"
 
 static int red_op(Builtin b) { return b == B_SUM ? OP_ADD : b == B_MAX ? OP_MAX : OP_MIN; }
 

@@ -23,7 +23,7 @@
  * last wgmma reading it. Stage s is filled for the (j / S)-th time in iteration j, so the parity
  * a thread waits for flips each time the stage counter wraps (Lower.pipe_phase). */
 #include <string.h>
-#include "tilec.h"
+#include "lower.h"
 
 enum { SLAB_BYTES = 128, SLAB_COLS = SLAB_BYTES / 4, TMA_BOX_MAX = 256 };
 

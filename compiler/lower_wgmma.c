@@ -21,7 +21,7 @@
  * barrier that publishes a stage has fence.proxy.async before it: cp.async writes through the
  * generic proxy, the tensor cores read through the async one. */
 #include <string.h>
-#include "tilec.h"
+#include "lower.h"
 
 enum { WG_THREADS = 128, WG_M = 64, WG_K = 16, WG_MAX_N = 256, SLAB = 128 };
 

@@ -25,7 +25,7 @@
  * 16-bit columns per 1024 bytes). SWZ_SLAB_WG (A, read K-major) also reorders the rows in blocks
  * of 8, so that the rows a warp holds in the tensor cores' accumulator layout are the rows the
  * mma.sync layout (layout_mma) gives it: see wg_row. */
-#include "tilec.h"
+#include "lower.h"
 
 static int log2i(int x)
 {

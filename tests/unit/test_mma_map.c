@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tilec.h"
+#include "lower.h"
 #include "unit.h"
 
 static Kernel kernel = { .name = "k", .loc = { 1, 1 } };

@@ -1,0 +1,249 @@
+/* lower.h: lowering's own declarations, for the lower*.c files, layout.c and swizzle.c (and the
+ * unit tests that drive them). The rest of the compiler sees lowering only through lower_kernel
+ * (tilec.h). */
+#ifndef TILEC_LOWER_H
+#define TILEC_LOWER_H
+
+#include "tilec.h"
+
+
+/* How a tile is spread over the block's threads. Shapes are normalised to 2-D (a rank-1 tile of
+ * width W is [1, W]; a scalar is [1, 1]). Along dimension d, thread coordinate t_d < T[d] owns
+ * elements (o * T[d] + t_d) * V[d] + i for o < O[d], i < V[d] -- unless bcast[d], where every t_d
+ * holds the same elements o * V[d] + i (a value broadcast along that thread dimension).
+ * Threads: the coordinates split into an inner grid Tlo[0] x Tlo[1] (low thread-id bits, row-major)
+ * and an outer grid of such groups (T[d] / Tlo[d] along d, also row-major):
+ *   t = rep * T0 T1 + ((t0 / Tlo0) * (T1 / Tlo1) + t1 / Tlo1) * Tlo0 Tlo1 + (t0 % Tlo0) * Tlo1 + t1 % Tlo1
+ * rep > 0 are replicas of rep == 0. With Tlo = T (every layout but the tensor cores' 2-D warp grid)
+ * this is t = rep * T0 T1 + t0 * T1 + t1. With lo_t0_low (the transposed accumulator of tf32 wgmma,
+ * whose lane bits hold the column above the row) the inner grid is column-major instead:
+ * (t1 % Tlo1) Tlo0 + t0 % Tlo0. */
+typedef struct {
+    int rank;              /* rank of the value (0, 1, 2) */
+    int S[2], T[2], V[2], O[2];
+    bool bcast[2];
+    int reps;              /* threads / (T[0] * T[1]) */
+    int Tlo[2];            /* inner thread grid; divides T */
+    bool lo_t0_low;        /* inner grid column-major: t0 % Tlo0 in the lowest thread-id bits */
+} Layout;
+
+int layout_slots(const Layout *L);
+bool layout_eq(const Layout *a, const Layout *b);
+/* t_d is t1 + ... of contiguous low thread-id bits, as shuffles within a warp need it: the layout
+ * is not split into an inner and an outer grid along d's bits. */
+bool layout_tid_plain(const Layout *L);
+Layout layout_scalar(int threads);
+/* Rows spread over threads, columns in vectors of vec elements (coalesced row-major access). */
+Layout layout_rowmajor(Shape s, int threads, int vec);
+/* 2-D register blocking for a matmul result: each thread owns a TM x TN block made of 4x4
+ * sub-blocks spread so that shared-memory fragment reads are 16-byte vectors. */
+Layout layout_matmul(Shape s, int threads);
+
+/* A value during lowering: one operand per slot this thread owns (registers or immediates). */
+typedef struct {
+    ElemType type;         /* source-level element type (floats are held as f32) */
+    Layout L;
+    Opnd *v;               /* layout_slots(&L) operands */
+} Tile;
+
+typedef struct {
+    Tile val;              /* let/var/scalar/size/loop: the value */
+    int smem_off;          /* shared var: byte offset in the block's shared memory */
+    int smem_ld;           /* shared var: row pitch in elements */
+    int ptr;               /* tensor: 64-bit global base address register */
+    Opnd dim[MAX_TENSOR_RANK], stride[MAX_TENSOR_RANK];   /* tensor: extents (s32 imm or reg) */
+    int stride64[MAX_TENSOR_RANK];                        /* tensor: strides widened to s64 regs */
+    bool vec_ok;           /* tensor: all its window accesses may use vector memory ops */
+    Expr *mm;              /* var accumulated by `@`: the first such product, whose layout it takes */
+    Stmt *loop;            /* loop variable: its for statement (divisibility, bounds facts) */
+    Expr *def;             /* let: its defining expression */
+} SymInfo;
+
+/* Registers in-flight wgmma read across a pipelined loop's iterations (Lower.pipe_inflight). */
+typedef struct WgInflight { int *regs; int n; } WgInflight;   /* regs in the arena */
+/* A matmul operand of a pipelined loop: its stage buffers' addresses are a register tensor. */
+typedef struct {
+    Expr *operand; Sym *var; int array; int pitch; ElemType type; int bytes; int swz;
+    int tmap;              /* >= 0: copied by TMA through KernelMeta.tmaps[tmap] (lower_tma.c) */
+    int bars;              /* TMA: the register tensor of the stages' mbarrier addresses */
+    int map_addr;          /* TMA: the register holding the tensor map's address */
+} PipeOperand;
+/* The stage buffer of a pipelined operand or shared var for the current stage (-1: not pipelined). */
+
+typedef struct Lower {
+    Arena *a;
+    Func *f;
+    Kernel *k;
+    Program *p;
+    Options *opt;
+    const Target *target;      /* from opt->arch (sm_80 when none is named) */
+    KernelMeta *meta;
+    int threads;
+    int tid;               /* %tid.x */
+    int ctaid[3];
+    int smem_top;          /* bytes of shared memory allocated so far */
+    int scratch_off, scratch_size;   /* reusable scratch for reductions/layout changes */
+    bool scratch_read;     /* scratch was read since the last barrier */
+    bool failed;
+    /* inside a pipelined loop: operands already in stage buffers, and the stage to read */
+    PipeOperand *pipe; int npipe;
+    int pipe_stage;
+    /* inside a pipelined loop: the next stage's copies, not yet issued. A consumer that reads
+     * shared memory (lower_mma) calls pipe_issue_pending once its first fragments are loaded, so
+     * that the copies' address arithmetic overlaps the first mma instead of delaying them; the
+     * loop issues them after the body otherwise. */
+    void *pipe_pending;
+    /* inside a pipelined loop whose body is one tensor-core matmul: the loop leaves its barrier
+     * (cp.async.wait_group S-2 + bar.sync) to lower_mma, which moves it before the last k step
+     * and loads the next stage's first fragments behind it (pipe_take_barrier and below) */
+    bool pipe_bar_pending;
+    /* inside a pipelined loop with operands wgmma reads (SWZ_SLAB*): the tensor cores read them
+     * through the async proxy, so the barrier that publishes a stage has fence.proxy.async first */
+    bool pipe_async_proxy;
+    int pipe_S, pipe_iter;     /* stages; the loop variable's register */
+    /* inside a pipelined loop whose swapped tf32 wgmma keeps groups in flight across
+     * iterations (lower_mma_swap.c): the registers they read, held live until the loop's exit
+     * waits for them */
+    struct WgInflight *pipe_inflight;
+    Opnd pipe_lo;              /* the loop's first value */
+    /* inside a pipelined loop with TMA operands: the parity of the current stage's mbarrier
+     * phase (flips each time the stage wraps), and the predicate of the thread that issues */
+    int pipe_phase, pipe_leader;
+    /* limits (lower_limits.c): the statement being lowered (errors found deeper point at it),
+     * the copies unrolling makes of it (1 outside unrolled loops), and whether the kernel went
+     * past one of them, which ends its lowering */
+    Loc loc;
+    int64_t unroll_copies;
+    bool too_big, smem_over;
+} Lower;
+void pipe_issue_pending(Lower *c);
+/* lower_pipeline.c, for the matmul that takes the loop's barrier: */
+bool pipe_take_barrier(Lower *c);       /* true once, if the loop left its barrier to the caller */
+void pipe_barrier(Lower *c);            /* the loop's wait for the current stage + bar.sync */
+int pipe_first_iteration(Lower *c);     /* predicate: the loop's first iteration */
+int pipe_next_stage_delta(Lower *c, int stage_bytes);   /* next stage buffer - current, bytes */
+
+PType held_ptype(ElemType t);              /* register type a value of t is held in */
+RegClass held_class(ElemType t);
+Tile tile_new(Lower *c, ElemType t, Layout L);   /* fresh registers */
+Tile tile_splat(Lower *c, ElemType t, Layout L, Opnd v);
+int opnd_reg(Lower *c, Opnd o, PType t);   /* materialises an immediate */
+Tile lower_expr(Lower *c, Expr *e, const Layout *want);
+Tile to_layout(Lower *c, Tile v, const Layout *L);
+Layout broadcast_view(const Layout *L, Shape s);
+int thread_coord(Lower *c, const Layout *L, int d);   /* t_d register */
+int primary_pred(Lower *c, const Layout *L);          /* -1: every thread is primary */
+int64_t known_multiple(Lower *c, Expr *e);            /* largest known divisor (1 if none) */
+bool window_in_bounds(Lower *c, Expr *tensor, int d, Expr *start, int64_t width);
+int smem_alloc(Lower *c, int bytes);
+void scratch_begin_write(Lower *c, int bytes);        /* barrier if needed; sizes the scratch */
+void scratch_end_write(Lower *c);                     /* barrier: writes visible */
+int scratch_base_reg(Lower *c);                       /* u32 address of the scratch area */
+
+/* lower_mem.c */
+Tile load_window(Lower *c, Expr *e, const Layout *want);
+/* A value of type t as loaded from memory (f16/bf16 bits, bool byte) -> its held register form. */
+Opnd widen_held(Lower *c, ElemType t, int r);
+void store_window(Lower *c, Expr *target, Tile v);
+void atomic_window(Lower *c, Expr *target, Tile v, int op);
+Tile load_shared_var(Lower *c, Sym *s, const Layout *want);
+void store_shared_var(Lower *c, Sym *s, Tile v);
+/* lower_reduce.c */
+Tile reduce_tile(Lower *c, Tile v, Builtin b, int axis);
+/* lower_matmul.c: `@` operands live in shared memory as row-major matrices of their own element
+ * type (f32, f16, bf16); base is a register holding the shared address of element (0, 0). */
+/* stage_bytes: the distance between a pipelined loop's stage buffers of this operand (0: not one) */
+typedef struct { int base; int pitch; ElemType type; bool tf32; int rows, cols; int swz; int stage_bytes; } SmemMatrix;
+/* The operand as stored: strips a tf32() cast (setting *tf32) and reports the element type. */
+Expr *matmul_operand(Expr *e, bool *tf32);
+bool matmul_uses_mma(Lower *c, Expr *a, Expr *b, int M, int N, int K);
+int matmul_pitch(Lower *c, ElemType t, int cols, bool mma);
+void lower_matmul(Lower *c, Tile *acc, Expr *a, Expr *b, bool accumulate);
+/* lower_mma.c: tensor cores (mma.sync, sm_80+). layout_mma is the accumulator layout for
+ * operands of type t (f32 meaning tf32). */
+Layout layout_mma(Shape s, int threads, ElemType t, bool wgmma);
+/* The layout of a @ b's result of shape s (lower_matmul.c). */
+Layout matmul_layout(Lower *c, Expr *a, Expr *b, Shape s);
+bool mma_supported(Lower *c, ElemType t, bool tf32, int M, int N, int K);
+int mma_pitch(ElemType t, int cols);
+void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
+/* The swizzle (SWZ_*) the tensor-core path reads operand `side` (0: A, 1: B) of type t of an
+ * M x N x K matmul in when it arrives by cp.async; SWZ_NONE: the padded mma_pitch. */
+int mma_swizzle_kind(Lower *c, ElemType t, int side, int M, int N, int K);
+/* The same for an operand whose partner does not arrive the same way: never wgmma's. */
+int mma_swizzle_kind_alone(Lower *c, ElemType t, int side, int M, int N, int K);
+/* lower_wgmma.c: wgmma (sm_90a) for f16/bf16 matmuls whose operands a pipelined loop brings in
+ * the SWZ_SLAB layouts. wgmma_shape: may an M x N x K product of type t take that path (its
+ * accumulator then has layout_mma(..., true): one warp column, warpgroups stacked along M). */
+bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K);
+void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
+/* The WGACC after a WGMMA: four accumulator slots of acc, in the D fragment's order. */
+void wgmma_acc_group(Func *f, const Tile *acc, const int slots[4]);
+/* WGHOLD instructions keeping regs[0..n) live up to here (after the wait for the wgmma reading them). */
+void wg_hold(Func *f, const int *regs, int n);
+/* The 64-bit matrix descriptor of a 128-byte-swizzled tile at shared address base (lbo in bytes). */
+int wgmma_descriptor(Lower *c, int base, int lbo);
+/* lower_mma_swap.c: tf32 on sm_90a as C^T = B^T A^T (wgmma with B^T from registers, or mma.sync
+ * the same way); layout_mma_swapped is its accumulator layout (lo_t0_low). */
+Layout layout_mma_swapped(int M, int N, int threads);
+void lower_mma_swapped(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
+/* lower_mma.c, shared with lower_mma_swap.c: the rounding of an f32 operand register to tf32 for
+ * the tensor cores (which truncate), and one mma.sync (dst = accumulator slots cs of acc). */
+int round_tf32_operand(Lower *c, int v);   /* mma.sync's: ties away */
+int round_tf32_value(Lower *c, int v);   /* tf32() for FFMA: cvt.rna.tf32.f32 */
+int round_tf32_even(Lower *c, int v);    /* wgmma's: ties to even (cvt.rn.tf32.f32, sm_90) */
+void round_tf32_even_to(Lower *c, int dst, int v);
+int smem_ld_b32(Lower *c, int addr, int64_t off);      /* one 32-bit word from shared memory */
+void round_tf32_operand_to(Lower *c, int dst, int v);
+void mma_sync(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, const int *b);
+/* swizzle.c: unpadded operand tiles whose 16-byte units are XOR-permuted within 128-byte lines
+ * (SmemMatrix.swz; the pitch is then the row's own width). SWZ_LDMATRIX spreads any 8 rows of
+ * one 16-byte column (ldmatrix); SWZ_QUAD spreads 4 rows of two adjacent columns (tf32 B). */
+/* SWZ_SLAB and SWZ_SLAB_WG are the 128-byte swizzle of wgmma's matrix descriptors, in column slabs
+ * of 128 bytes (SWZ_SLAB_WG with rows in warpgroup order, wg_row). rows: the tile's rows; warps:
+ * the block's. */
+enum { SWZ_NONE, SWZ_LDMATRIX, SWZ_QUAD, SWZ_SLAB, SWZ_SLAB_WG };
+bool swz_applies(int kind, int row_bytes);
+int64_t swz_offset(int kind, int row_bytes, int rows, int warps, int64_t row, int64_t byte_col);
+int swz_offset_ir(Lower *c, int kind, int row, int byte_col, bool col_aligned16, int row_bytes, int rows);
+int64_t wg_row(int warps, int64_t r);
+/* The constant byte offset from the piece at (row, byte col) to the one rd rows and cdb bytes
+ * further, for any row below row_bound (a power of two): false when there is none. */
+bool swz_delta(int kind, int row_bytes, int rows, int warps, int64_t row_bound, int64_t rd, int64_t cdb, int64_t *delta);
+/* The address unit_delta 16-byte units along the row from the unit at addr: returns the register
+ * (addr or addr ^ constant, made once per delta mod 8 in xored[], initially all -1), *imm the
+ * constant to add. Valid when unit_delta's bits lie above the addressed chunk's own bits. */
+int swz_step(Lower *c, int addr, int64_t unit_delta, int xored[8], int64_t *imm);
+/* lower_mem.c: staging into shared memory */
+void store_tile_smem(Lower *c, Tile v, int base, int pitch, ElemType t);
+void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int guard);
+/* Rounds a window copy_window_async brought to base to tf32 in place (each thread the pieces it
+ * copied, after its wait for them, before the barrier that publishes them). */
+void round_window_tf32(Lower *c, Expr *win, int base, int pitch, int swz);
+/* The bytes per cp.async piece copy_window_async would move win in: below 4, it cannot. */
+int async_piece_bytes(Lower *c, Expr *win, int pitch);
+/* lower_tma.c: operands a pipelined loop moves with TMA (sm_90a) instead of cp.async.
+ * tma_choose marks those that can (PipeOperand.tmap, a //@tmap map each) and says whether any
+ * did; tma_setup, before the loop, makes the issuing thread's predicate (Lower.pipe_leader), the
+ * stages' barriers and the maps' addresses, and returns the phase register (0). tma_issue copies
+ * one stage (bar: its barrier) where valid; tma_wait waits for the stage's phase. */
+bool tma_choose(Lower *c, PipeOperand *ops, int nops);
+int tma_setup(Lower *c, PipeOperand *ops, int nops, int S);
+void tma_issue(Lower *c, PipeOperand *p, int base, int bar, int valid);
+void tma_wait(Lower *c, int bar, int phase);
+/* lower_limits.c: the trips of a constant loop that unrolls inside `copies` unrolled copies
+ * (-1: it stays a loop); the instruction limit before and after lowering a statement (false
+ * before: the statement would take the kernel past it, reported, and is not lowered). */
+int64_t unroll_trips(const Stmt *s, int64_t copies);
+bool lower_budget_before(Lower *c, Stmt *s);
+void lower_budget_after(Lower *c, Stmt *s);
+/* lower.c: an extent (a size symbol or constant) as launch-time RPN */
+const char *extent_rpn(Lower *c, Extent e);
+/* lower_pipeline.c */
+bool lower_pipelined_loop(Lower *c, Stmt *loop);
+int pipe_buffer(Lower *c, Expr *operand, Sym *var);
+void lower_stmt(Lower *c, Stmt *s);
+int smem_base_reg(Lower *c, int off);
+int smem_alloc_aligned(Lower *c, int bytes, int align);   /* align: a power of two >= 128 */
+
+#endif
