@@ -725,9 +725,8 @@ Tile lower_expr(Lower *c, Expr *e, const Layout *want)
     }
     case E_BINARY:
         if (e->op == OP_MATMUL) {
-            Layout L = matmul_layout(c, e->a, e->b, e->shape);
-            Tile acc = tile_new(c, TY_F32, L);
-            lower_matmul(c, &acc, e->a, e->b, false);
+            Tile acc = tile_new(c, TY_F32, matmul_plan(c, e)->acc);
+            lower_matmul(c, &acc, e, false);
             return acc;
         }
         return lower_binary(c, e, want);
@@ -849,8 +848,8 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
         f->cur_what = reg_value_name(c->a, s->name, sym->type, sym->shape);
         Layout L;
         Tile init = { TY_NONE, { 0 }, NULL };
-        if (si->mm) {
-            L = matmul_layout(c, si->mm->a, si->mm->b, sym->shape);
+        if (si->plan) {
+            L = si->plan->acc;
         } else if (s->init && s->init->shape.rank == sym->shape.rank && sym->shape.rank > 0 && !is_matmul(s->init)) {
             init = lower_expr(c, s->init, NULL);
             L = init.L;
@@ -859,7 +858,7 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
         }
         si->val = tile_new(c, sym->type, L);
         if (is_matmul(s->init)) {
-            lower_matmul(c, &si->val, s->init->a, s->init->b, false);
+            lower_matmul(c, &si->val, s->init, false);
         } else if (s->init) {
             if (!init.v)
                 init = lower_expr(c, s->init, &L);
@@ -876,10 +875,7 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
             break;
         }
         Sym *sym = l->sym;
-        bool piped = false;
-        for (int i = 0; i < c->npipe; i++)
-            piped |= c->pipe[i].var == sym && c->pipe[i].operand == s->rhs;
-        if (piped)
+        if (pipe_fills(c, sym, s->rhs))
             break;   /* the pipelined loop copies it, ahead of time */
         if (sym->is_shared) {
             Tile v = lower_expr(c, s->rhs, NULL);
@@ -888,7 +884,7 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
         }
         SymInfo *si = info(c, sym);
         if (is_matmul(s->rhs) && (s->op == '+' || s->op == '=')) {
-            lower_matmul(c, &si->val, s->rhs->a, s->rhs->b, s->op == '+');
+            lower_matmul(c, &si->val, s->rhs, s->op == '+');
             break;
         }
         Tile v = lower_expr(c, s->rhs, &si->val.L);
@@ -955,13 +951,13 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
 }
 
 /* Vars accumulated by `@` get the matmul layout from their declaration on. */
-static void mark_var(Sym *v, Expr *mm)
+static void mark_var(Lower *c, Sym *v, Expr *mm)
 {
     SymInfo *si = v->lower;
     if (!si)
         return;
-    if (!si->mm)
-        si->mm = mm;
+    if (!si->plan)
+        si->plan = matmul_plan(c, mm);
 }
 
 static void mark_matmul_vars(Lower *c, Stmt *s)
@@ -980,11 +976,11 @@ static void mark_matmul_vars(Lower *c, Stmt *s)
         break;
     case S_ASSIGN:
         if (s->lhs->kind == E_NAME && is_matmul(s->rhs))
-            mark_var(s->lhs->sym, s->rhs);
+            mark_var(c, s->lhs->sym, s->rhs);
         break;
     case S_VAR:
         if (is_matmul(s->init))
-            mark_var(s->sym, s->init);
+            mark_var(c, s->sym, s->init);
         break;
     default: break;
     }
@@ -1204,7 +1200,6 @@ Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *me
     c->opt = opt;
     c->target = opt && opt->arch && target_of(opt->arch) ? target_of(opt->arch) : target_default();
     c->meta = meta;
-    c->pipe_leader = c->pipe_phase = -1;
     c->threads = k->threads;
     c->loc = k->loc;
     c->unroll_copies = 1;

@@ -6,6 +6,8 @@
 
 #include "tilec.h"
 
+typedef struct MatmulPlan MatmulPlan;    /* matmul_plan.c */
+
 
 /* How a tile is spread over the block's threads. Shapes are normalised to 2-D (a rank-1 tile of
  * width W is [1, W]; a scalar is [1, 1]). Along dimension d, thread coordinate t_d < T[d] owns
@@ -54,21 +56,55 @@ typedef struct {
     Opnd dim[MAX_TENSOR_RANK], stride[MAX_TENSOR_RANK];   /* tensor: extents (s32 imm or reg) */
     int stride64[MAX_TENSOR_RANK];                        /* tensor: strides widened to s64 regs */
     bool vec_ok;           /* tensor: all its window accesses may use vector memory ops */
-    Expr *mm;              /* var accumulated by `@`: the first such product, whose layout it takes */
+    MatmulPlan *plan;      /* var accumulated by `@`: the first such product's plan, whose layout it takes */
     Stmt *loop;            /* loop variable: its for statement (divisibility, bounds facts) */
     Expr *def;             /* let: its defining expression */
 } SymInfo;
 
-/* Registers in-flight wgmma read across a pipelined loop's iterations (Lower.pipe_inflight). */
+/* Registers in-flight wgmma read across a pipelined loop's iterations (PipeLoop.inflight). */
 typedef struct WgInflight { int *regs; int n; } WgInflight;   /* regs in the arena */
-/* A matmul operand of a pipelined loop: its stage buffers' addresses are a register tensor. */
+/* An operand of a pipelined loop: a matmul operand (plan, side) or the window a shared var is
+ * filled from (var); its stage buffers' addresses are a register tensor. */
 typedef struct {
     Expr *operand; Sym *var; int array; int pitch; ElemType type; int bytes; int swz;
+    MatmulPlan *plan;      /* a matmul operand: the product's plan ... */
+    int side;              /* ... and which operand (0: A, 1: B) */
     int tmap;              /* >= 0: copied by TMA through KernelMeta.tmaps[tmap] (lower_tma.c) */
     int bars;              /* TMA: the register tensor of the stages' mbarrier addresses */
     int map_addr;          /* TMA: the register holding the tensor map's address */
 } PipeOperand;
-/* The stage buffer of a pipelined operand or shared var for the current stage (-1: not pipelined). */
+
+/* A pipelined loop while it is lowered (lower_pipeline.c); Lower.pipe is the innermost one whose
+ * body is being lowered, outer the one around it. */
+typedef struct PipeLoop {
+    Stmt *loop;
+    PipeOperand *ops; int nops;   /* operands in stage buffers */
+    int S;                        /* stages */
+    int iter, hi;                 /* registers: the loop variable, its bound */
+    Opnd lo;                      /* the loop's first value */
+    int stage;                    /* register: the stage this iteration reads */
+    /* with TMA operands (else -1): the parity of the current stage's mbarrier phase (flips each
+     * time the stage wraps), and the predicate of the thread that issues */
+    int phase, leader;
+    /* operands wgmma reads (SWZ_SLAB*) come through the async proxy: the barrier that publishes
+     * a stage has fence.proxy.async first */
+    bool async_proxy;
+    /* a body that is one tensor-core matmul: the loop leaves its barrier (cp.async.wait_group
+     * S-2 + bar.sync) to the matmul, which moves it before the last k step and loads the next
+     * stage's first fragments behind it (pipe_take_barrier and below) */
+    bool bar_pending;
+    /* a swapped tf32 wgmma that keeps groups in flight across iterations (lower_mma_swap.c):
+     * the registers they read, held live until the loop's exit waits for them (else NULL) */
+    WgInflight *inflight;
+    /* the next stage's copies (of the iteration whose loop value is in register `ahead`, into
+     * stage `write`), not yet issued. A consumer that reads shared memory (lower_mma) calls
+     * pipe_issue_pending once its first fragments are loaded, so that the copies' address
+     * arithmetic overlaps the first mma instead of delaying them; the loop issues them after
+     * the body otherwise. */
+    bool copies_pending;
+    int ahead; Opnd write;
+    struct PipeLoop *outer;
+} PipeLoop;
 
 typedef struct Lower {
     Arena *a;
@@ -85,30 +121,8 @@ typedef struct Lower {
     int scratch_off, scratch_size;   /* reusable scratch for reductions/layout changes */
     bool scratch_read;     /* scratch was read since the last barrier */
     bool failed;
-    /* inside a pipelined loop: operands already in stage buffers, and the stage to read */
-    PipeOperand *pipe; int npipe;
-    int pipe_stage;
-    /* inside a pipelined loop: the next stage's copies, not yet issued. A consumer that reads
-     * shared memory (lower_mma) calls pipe_issue_pending once its first fragments are loaded, so
-     * that the copies' address arithmetic overlaps the first mma instead of delaying them; the
-     * loop issues them after the body otherwise. */
-    void *pipe_pending;
-    /* inside a pipelined loop whose body is one tensor-core matmul: the loop leaves its barrier
-     * (cp.async.wait_group S-2 + bar.sync) to lower_mma, which moves it before the last k step
-     * and loads the next stage's first fragments behind it (pipe_take_barrier and below) */
-    bool pipe_bar_pending;
-    /* inside a pipelined loop with operands wgmma reads (SWZ_SLAB*): the tensor cores read them
-     * through the async proxy, so the barrier that publishes a stage has fence.proxy.async first */
-    bool pipe_async_proxy;
-    int pipe_S, pipe_iter;     /* stages; the loop variable's register */
-    /* inside a pipelined loop whose swapped tf32 wgmma keeps groups in flight across
-     * iterations (lower_mma_swap.c): the registers they read, held live until the loop's exit
-     * waits for them */
-    struct WgInflight *pipe_inflight;
-    Opnd pipe_lo;              /* the loop's first value */
-    /* inside a pipelined loop with TMA operands: the parity of the current stage's mbarrier
-     * phase (flips each time the stage wraps), and the predicate of the thread that issues */
-    int pipe_phase, pipe_leader;
+    PipeLoop *pipe;        /* inside a pipelined loop's body: the loop (NULL elsewhere) */
+    MatmulPlan *plans;     /* every product's plan so far (matmul_plan) */
     /* limits (lower_limits.c): the statement being lowered (errors found deeper point at it),
      * the copies unrolling makes of it (1 outside unrolled loops), and whether the kernel went
      * past one of them, which ends its lowering */
@@ -116,7 +130,13 @@ typedef struct Lower {
     int64_t unroll_copies;
     bool too_big, smem_over;
 } Lower;
+/* lower_pipeline.c: the innermost pipelined loop's issue of its pending copies (if any left) */
 void pipe_issue_pending(Lower *c);
+/* The innermost pipelined loop's operand that is this matmul operand window (var NULL) or
+ * fills this shared var; NULL: none. */
+PipeOperand *pipe_find(Lower *c, Expr *operand, Sym *var);
+/* Does the innermost pipelined loop fill shared var `var` from `window` (ahead of time)? */
+bool pipe_fills(Lower *c, Sym *var, Expr *window);
 /* lower_pipeline.c, for the matmul that takes the loop's barrier: */
 bool pipe_take_barrier(Lower *c);       /* true once, if the loop left its barrier to the caller */
 void pipe_barrier(Lower *c);            /* the loop's wait for the current stage + bar.sync */
@@ -154,24 +174,72 @@ Tile reduce_tile(Lower *c, Tile v, Builtin b, int axis);
  * type (f32, f16, bf16); base is a register holding the shared address of element (0, 0). */
 /* stage_bytes: the distance between a pipelined loop's stage buffers of this operand (0: not one) */
 typedef struct { int base; int pitch; ElemType type; bool tf32; int rows, cols; int swz; int stage_bytes; } SmemMatrix;
-/* The operand as stored: strips a tf32() cast (setting *tf32) and reports the element type. */
+void lower_matmul(Lower *c, Tile *acc, Expr *mm, bool accumulate);
+
+/* matmul_plan.c: how one `@` is computed, chosen once (the file's comment says how). */
+typedef enum { MM_FFMA, MM_MMA_SYNC, MM_WGMMA, MM_WGMMA_TF32, MM_MMA_SWAPPED } MatmulPath;
+/* Where an operand comes from. From MS_STAGE on a pipelined loop brought it; from MS_CPASYNC on
+ * in the layout the path asked for (MatmulPathRow.swizzle). */
+typedef enum {
+    MS_REGS,      /* a value (registers, a window loaded here): the matmul stores it, unswizzled */
+    MS_SHARED,    /* a shared var, in its own layout */
+    MS_STAGE,     /* a shared var a pipelined loop fills: its stage buffer, in the var's layout */
+    MS_CPASYNC,   /* a window a pipelined loop copies by cp.async */
+    MS_TMA,       /* the same by TMA (lower_tma.c) */
+} MatmulSource;
+/* One row of matmul_plan.c's table. Side masks: bit 0 operand A, bit 1 operand B (matmul_side). */
+typedef struct {
+    MatmulPath path;
+    const char *name;
+    /* may a product of operands of type t (f32 under tf32(): tf32) and shape M x N x K take it
+       on c's target and block; NULL: only ever a fallback */
+    bool (*fits)(Lower *c, ElemType t, bool tf32, int M, int N, int K);
+    Layout (*layout)(Lower *c, const MatmulPlan *p, Shape s);     /* the accumulator's */
+    /* the layout (SWZ_*) a pipelined loop stores operand `side` of type t in */
+    int (*swizzle)(Lower *c, const MatmulPlan *p, ElemType t, int side);
+    int (*pitch)(ElemType t, int cols);   /* row pitch, elements, of an operand staged unswizzled */
+    unsigned needs_async;   /* operands that must come by cp.async or TMA, else ... */
+    MatmulPath fallback;    /* ... this path, with the same accumulator layout, computes */
+    unsigned tma;           /* operands TMA may bring (sm_90a, lower_tma.c) */
+    unsigned proxy;         /* async operands the tensor cores read through the async proxy */
+    unsigned round_tf32;    /* operands read as tf32 from shared memory: rounded after cp.async */
+    bool tensor_cores;      /* loads fragments: may take a pipelined loop's barrier and copies */
+    bool inflight;          /* keeps its wgmma group in flight into the next iteration */
+    void (*lower)(Lower *c, Tile *acc, const MatmulPlan *p, SmemMatrix a, SmemMatrix b);
+} MatmulPathRow;
+struct MatmulPlan {
+    Expr *mm;                   /* the product (NULL for a plan made by matmul_choose alone) */
+    const MatmulPathRow *row;   /* the path */
+    ElemType type; bool tf32;   /* A as stored (matmul_stored_type); under tf32() */
+    int M, N, K;
+    Layout acc;                 /* the accumulator's layout: fixed once chosen */
+    MatmulSource src[2];        /* where A and B come from (MS_REGS until known) */
+    MatmulPlan *next;           /* Lower.plans */
+};
+/* The plan of `@` expression mm, chosen on first use. */
+MatmulPlan *matmul_plan(Lower *c, Expr *mm);
+/* Chooses a plan for operands of type t of an s (M x N) x K product (the unit tests call it). */
+void matmul_choose(Lower *c, MatmulPlan *p, ElemType t, bool tf32, Shape s, int K);
+/* Records where the operands come from; a path whose needs they do not meet gives way to its
+ * fallback. */
+void matmul_set_sources(MatmulPlan *p, MatmulSource a, MatmulSource b);
+const MatmulPathRow *matmul_path_row(MatmulPath path);
+int matmul_swizzle(Lower *c, const MatmulPlan *p, int side, ElemType t);
+bool matmul_side(unsigned mask, int side);
+/* The operand as stored: strips a tf32() cast (setting *tf32); the type it is stored as. */
 Expr *matmul_operand(Expr *e, bool *tf32);
-bool matmul_uses_mma(Lower *c, Expr *a, Expr *b, int M, int N, int K);
-int matmul_pitch(Lower *c, ElemType t, int cols, bool mma);
-void lower_matmul(Lower *c, Tile *acc, Expr *a, Expr *b, bool accumulate);
+ElemType matmul_stored_type(Expr *e);
+/* lower_ffma.c: the SIMT path */
+void lower_ffma(Lower *c, Tile *acc, const MatmulPlan *p, SmemMatrix a, SmemMatrix b);
 /* lower_mma.c: tensor cores (mma.sync, sm_80+). layout_mma is the accumulator layout for
  * operands of type t (f32 meaning tf32). */
 Layout layout_mma(Shape s, int threads, ElemType t, bool wgmma);
-/* The layout of a @ b's result of shape s (lower_matmul.c). */
-Layout matmul_layout(Lower *c, Expr *a, Expr *b, Shape s);
 bool mma_supported(Lower *c, ElemType t, bool tf32, int M, int N, int K);
 int mma_pitch(ElemType t, int cols);
 void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
-/* The swizzle (SWZ_*) the tensor-core path reads operand `side` (0: A, 1: B) of type t of an
- * M x N x K matmul in when it arrives by cp.async; SWZ_NONE: the padded mma_pitch. */
-int mma_swizzle_kind(Lower *c, ElemType t, int side, int M, int N, int K);
-/* The same for an operand whose partner does not arrive the same way: never wgmma's. */
-int mma_swizzle_kind_alone(Lower *c, ElemType t, int side, int M, int N, int K);
+/* The swizzle (SWZ_*) mma.sync reads operand `side` (0: A, 1: B) of type t of an M x N x K
+ * matmul in when it arrives by cp.async; SWZ_NONE: the padded mma_pitch. */
+int mma_sync_swizzle(Lower *c, ElemType t, int side, int M, int N, int K);
 /* lower_wgmma.c: wgmma (sm_90a) for f16/bf16 matmuls whose operands a pipelined loop brings in
  * the SWZ_SLAB layouts. wgmma_shape: may an M x N x K product of type t take that path (its
  * accumulator then has layout_mma(..., true): one warp column, warpgroups stacked along M). */
@@ -186,7 +254,7 @@ int wgmma_descriptor(Lower *c, int base, int lbo);
 /* lower_mma_swap.c: tf32 on sm_90a as C^T = B^T A^T (wgmma with B^T from registers, or mma.sync
  * the same way); layout_mma_swapped is its accumulator layout (lo_t0_low). */
 Layout layout_mma_swapped(int M, int N, int threads);
-void lower_mma_swapped(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
+void lower_mma_swapped(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b, bool wgmma);
 /* lower_mma.c, shared with lower_mma_swap.c: the rounding of an f32 operand register to tf32 for
  * the tensor cores (which truncate), and one mma.sync (dst = accumulator slots cs of acc). */
 int round_tf32_operand(Lower *c, int v);   /* mma.sync's: ties away */
@@ -224,12 +292,12 @@ void round_window_tf32(Lower *c, Expr *win, int base, int pitch, int swz);
 int async_piece_bytes(Lower *c, Expr *win, int pitch);
 /* lower_tma.c: operands a pipelined loop moves with TMA (sm_90a) instead of cp.async.
  * tma_choose marks those that can (PipeOperand.tmap, a //@tmap map each) and says whether any
- * did; tma_setup, before the loop, makes the issuing thread's predicate (Lower.pipe_leader), the
- * stages' barriers and the maps' addresses, and returns the phase register (0). tma_issue copies
+ * did; tma_setup, before the loop, makes the issuing thread's predicate (PipeLoop.leader), the
+ * stages' barriers and the maps' addresses, and the phase register (PipeLoop.phase). tma_issue copies
  * one stage (bar: its barrier) where valid; tma_wait waits for the stage's phase. */
-bool tma_choose(Lower *c, PipeOperand *ops, int nops);
-int tma_setup(Lower *c, PipeOperand *ops, int nops, int S);
-void tma_issue(Lower *c, PipeOperand *p, int base, int bar, int valid);
+bool tma_choose(Lower *c, PipeLoop *pl);
+void tma_setup(Lower *c, PipeLoop *pl);
+void tma_issue(Lower *c, const PipeLoop *pl, PipeOperand *p, int base, int bar, int valid);
 void tma_wait(Lower *c, int bar, int phase);
 /* lower_limits.c: the trips of a constant loop that unrolls inside `copies` unrolled copies
  * (-1: it stays a loop); the instruction limit before and after lowering a statement (false

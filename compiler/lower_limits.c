@@ -63,7 +63,7 @@ static int64_t est_expr(Lower *c, Expr *e)
     case E_BINARY:
         if (e->op == OP_MATMUL) {   /* its operands may come by a pipelined loop's copies */
             int M = (int)e->shape.dim[0], N = (int)e->shape.dim[1], K = (int)e->a->shape.dim[1];
-            return matmul_uses_mma(c, e->a, e->b, M, N, K) ? 0 : sat_mul((int64_t)M * N / c->threads, K);
+            return matmul_plan(c, e)->row->tensor_cores ? 0 : sat_mul((int64_t)M * N / c->threads, K);
         }
         n = sat(est_expr(c, e->a) + est_expr(c, e->b));
         return sat(n + per_thread(c, e->shape));

@@ -129,16 +129,7 @@ Layout layout_mma(Shape s, int threads, ElemType t, bool wgmma)
 /* What ldmatrix reads arrives in SWZ_LDMATRIX: A of every type, B of 16-bit types. tf32 B read
  * four n8 tiles per ld.shared.v4 (a quarter warp: rows k .. k + 3, two adjacent 16-byte chunks)
  * arrives in SWZ_QUAD; tf32 B read one n8 tile at a time keeps mma_pitch's padding. */
-int mma_swizzle_kind(Lower *c, ElemType t, int side, int M, int N, int K)
-{
-    if (t == TY_F32 && wgmma_shape(c, t, true, M, N, K))     /* lower_mma_swap.c */
-        return side == 0 ? SWZ_SLAB : SWZ_QUAD;
-    if (wgmma_shape(c, t, false, M, N, K))
-        return side == 0 ? SWZ_SLAB_WG : SWZ_SLAB;
-    return mma_swizzle_kind_alone(c, t, side, M, N, K);
-}
-
-int mma_swizzle_kind_alone(Lower *c, ElemType t, int side, int M, int N, int K)
+int mma_sync_swizzle(Lower *c, ElemType t, int side, int M, int N, int K)
 {
     int es = type_size(t), wm, wn;
     if (side == 0 || es == 2) {
@@ -385,14 +376,6 @@ static void load_b_unit(Lower *c, Frags *F, int k, int o1, int *b)
  * loaded by plain ld.shared, 32 bits where the pair is contiguous, 16 + 16 bits where not. */
 void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
 {
-    if (a.swz == SWZ_SLAB_WG && b.swz == SWZ_SLAB) {
-        lower_wgmma(c, acc, a, b);
-        return;
-    }
-    if (acc->L.lo_t0_low) {
-        lower_mma_swapped(c, acc, a, b);
-        return;
-    }
     Func *f = c->f;
     Layout *L = &acc->L;
     Frags F;

@@ -116,7 +116,7 @@ static void swapped_wgmma(Lower *c, Tile *acc, SmemMatrix a, const BtFrags *F, i
     Func *f = c->f;
     const Layout *L = &acc->L;
     int M = L->S[0], K = a.cols, per = 4 * tall, nfrag = per * (K / K_STEP);
-    WgInflight *inflight = c->pipe_inflight;
+    WgInflight *inflight = c->pipe ? c->pipe->inflight : NULL;
     /* the fragment registers exist before the barrier, which holds them when in flight (as many
        as the k tile has steps: regalloc, not this, says when that is too many for a thread) */
     int *frag = arena_alloc(c->a, sizeof(int) * (size_t)nfrag);
@@ -199,7 +199,7 @@ static void swapped_mma_sync(Lower *c, Tile *acc, SmemMatrix a, const BtFrags *F
     pipe_issue_pending(c);
 }
 
-void lower_mma_swapped(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
+void lower_mma_swapped(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b, bool wgmma)
 {
     Func *f = c->f;
     const Layout *L = &acc->L;
@@ -210,7 +210,9 @@ void lower_mma_swapped(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
         (a.swz != SWZ_SLAB && a.swz != SWZ_NONE) || (b.swz != SWZ_QUAD && b.swz != SWZ_NONE) ||
         (b.swz == SWZ_QUAD && b.pitch != b.cols) || (a.swz == SWZ_SLAB && a.pitch != a.cols))
         die("lower_mma_swapped: operands or accumulator not in the swapped layouts");
-    if (a.swz != SWZ_SLAB && pipe_take_barrier(c))
+    if (wgmma != (a.swz == SWZ_SLAB))
+        die("lower_mma_swapped: the plan's path and A's layout disagree");
+    if (!wgmma && pipe_take_barrier(c))
         pipe_barrier(c);     /* (wgmma takes it once its registers exist) */
     const char *saved = f->cur_what;
     f->cur_what = "mma fragment address";
@@ -222,7 +224,7 @@ void lower_mma_swapped(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
                                 : ir_tern(f, OP_MAD, PT_U32, R(q), IMM(F.row_bytes), R(col));
     F.lane = ir_bin(f, OP_ADD, PT_U32, R(b.base), R(off));
     f->cur_what = "mma fragment";
-    if (a.swz == SWZ_SLAB)
+    if (wgmma)
         swapped_wgmma(c, acc, a, &F, tall);
     else
         swapped_mma_sync(c, acc, a, &F, tall);

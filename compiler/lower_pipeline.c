@@ -77,32 +77,47 @@ static int array_get(Func *f, int array, Opnd idx)
     return r;
 }
 
-/* Issues the copies of every pipelined operand for the iteration whose loop value is in v, into
- * the stage whose index is in stage (a register) or the constant stage_imm. */
-static void issue_copies(Lower *c, Stmt *loop, PipeOperand *ops, int nops, int v, int hi, Opnd stage)
+/* Issues the copies of every operand of loop pl for the iteration whose loop value is in v, into
+ * the stage whose index is in stage (a register) or a constant. */
+static void issue_copies(Lower *c, const PipeLoop *pl, int v, Opnd stage)
 {
     Func *f = c->f;
-    int valid = ir_setp(f, CMP_LT, PT_S32, R(v), R(hi));
-    set_loop_value(c, loop, v);
-    for (int i = 0; i < nops; i++) {
+    int valid = ir_setp(f, CMP_LT, PT_S32, R(v), R(pl->hi));
+    set_loop_value(c, pl->loop, v);
+    for (int i = 0; i < pl->nops; i++) {
+        PipeOperand *op = &pl->ops[i];
         Opnd idx = stage.kind == O_REG ? stage : R(ir_mov(f, PT_U32, stage));   /* before the read */
-        int base = array_get(f, ops[i].array, idx);
-        if (ops[i].tmap >= 0)
-            tma_issue(c, &ops[i], base, array_get(f, ops[i].bars, idx), valid);
+        int base = array_get(f, op->array, idx);
+        if (op->tmap >= 0)
+            tma_issue(c, pl, op, base, array_get(f, op->bars, idx), valid);
         else
-            copy_window_async(c, ops[i].operand, base, ops[i].pitch, ops[i].swz, valid);
+            copy_window_async(c, op->operand, base, op->pitch, op->swz, valid);
     }
     emit_ins(f, OP_CPCOMMIT, PT_B32);
 }
 
+PipeOperand *pipe_find(Lower *c, Expr *operand, Sym *var)
+{
+    for (int i = 0; c->pipe && i < c->pipe->nops; i++) {
+        PipeOperand *p = &c->pipe->ops[i];
+        if ((operand && p->operand == operand && !p->var) || (var && p->var == var))
+            return p;
+    }
+    return NULL;
+}
+
+bool pipe_fills(Lower *c, Sym *var, Expr *window)
+{
+    bool piped = false;
+    for (int i = 0; c->pipe && i < c->pipe->nops; i++)
+        piped |= c->pipe->ops[i].var == var && c->pipe->ops[i].operand == window;
+    return piped;
+}
+
 int pipe_buffer(Lower *c, Expr *operand, Sym *var)
 {
-    for (int i = 0; i < c->npipe; i++) {
-        PipeOperand *p = &c->pipe[i];
-        if ((operand && p->operand == operand && !p->var) || (var && p->var == var))
-            return array_get(c->f, p->array, R(c->pipe_stage));
-    }
-    return -1;
+    PipeOperand *p = pipe_find(c, operand, var);
+    return p ? array_get(c->f, p->array, R(c->pipe->stage)) : -1;
 }
 
 static void cp_wait(Func *f, int n) { emit_ins(f, OP_CPWAIT, PT_B32)->label = n; }
@@ -116,15 +131,20 @@ static void cp_wait(Func *f, int n) { emit_ins(f, OP_CPWAIT, PT_B32)->label = n;
  * iteration j + 1: this iteration's copies were committed before it. */
 bool pipe_take_barrier(Lower *c)
 {
-    bool pending = c->pipe_bar_pending;
-    c->pipe_bar_pending = false;
+    bool pending = c->pipe && c->pipe->bar_pending;
+    if (c->pipe)
+        c->pipe->bar_pending = false;
     return pending;
 }
 
+/* wgmma's slabs are swizzled by address bits: they start 1024-byte aligned */
 static bool slab(int swz) { return swz == SWZ_SLAB || swz == SWZ_SLAB_WG; }
 
-/* The A of a swapped tf32 wgmma: an f32 window in a slab, read by the tensor cores as tf32. */
-static bool tf32_slab(const PipeOperand *p) { return p->swz == SWZ_SLAB && p->type == TY_F32 && !p->var; }
+/* An operand the plan's path reads as tf32 from shared memory, which cp.async brings as f32. */
+static bool rounds_in_place(const PipeOperand *p)
+{
+    return p->plan && matmul_side(p->plan->row->round_tf32, p->side);
+}
 
 /* The stage's copies done (n groups may stay in flight, and the TMA copies' phase complete)
  * and published to the block: the tensor cores' reads of wgmma go through the async proxy, which
@@ -134,35 +154,36 @@ static bool tf32_slab(const PipeOperand *p) { return p->swz == SWZ_SLAB && p->ty
  * rounds on the copy: lower_tma.c.) */
 static void publish_stage(Lower *c, int n)
 {
+    PipeLoop *pl = c->pipe;
     cp_wait(c->f, n);
-    for (int i = 0; i < c->npipe; i++) {
-        PipeOperand *p = &c->pipe[i];
+    for (int i = 0; i < pl->nops; i++) {
+        PipeOperand *p = &pl->ops[i];
         if (p->tmap >= 0)
-            tma_wait(c, array_get(c->f, p->bars, R(c->pipe_stage)), c->pipe_phase);
-        else if (tf32_slab(p))
+            tma_wait(c, array_get(c->f, p->bars, R(pl->stage)), pl->phase);
+        else if (rounds_in_place(p))
             round_window_tf32(c, p->operand, pipe_buffer(c, p->operand, NULL), p->pitch, p->swz);
     }
-    if (c->pipe_async_proxy)
+    if (pl->async_proxy)
         emit_ins(c->f, OP_FENCEPROXY, PT_B32);
-    if (c->pipe_inflight && c->pipe_inflight->n) {
+    if (pl->inflight && pl->inflight->n) {
         /* the previous iteration's wgmma done before the barrier lets its stage be overwritten */
         emit_ins(c->f, OP_WGWAIT, PT_B32)->label = 0;
-        wg_hold(c->f, c->pipe_inflight->regs, c->pipe_inflight->n);
+        wg_hold(c->f, pl->inflight->regs, pl->inflight->n);
     }
     ir_bar(c->f);
 }
 
 void pipe_barrier(Lower *c)
 {
-    if (c->pipe_S >= 2)
-        publish_stage(c, c->pipe_S - 2);
+    if (c->pipe->S >= 2)
+        publish_stage(c, c->pipe->S - 2);
     else
         ir_bar(c->f);
 }
 
 int pipe_first_iteration(Lower *c)
 {
-    int p = ir_setp(c->f, CMP_EQ, PT_S32, R(c->pipe_iter), c->pipe_lo);
+    int p = ir_setp(c->f, CMP_EQ, PT_S32, R(c->pipe->iter), c->pipe->lo);
     c->f->regs.v[p].first_iter = true;
     return p;
 }
@@ -170,27 +191,26 @@ int pipe_first_iteration(Lower *c)
 int pipe_next_stage_delta(Lower *c, int stage_bytes)
 {
     Func *f = c->f;
-    int last = ir_setp(f, CMP_EQ, PT_U32, R(c->pipe_stage), IMM(c->pipe_S - 1));
-    return ir_tern(f, OP_SELP, PT_S32, IMM(-(int64_t)(c->pipe_S - 1) * stage_bytes), IMM(stage_bytes), R(last));
+    int S = c->pipe->S;
+    int last = ir_setp(f, CMP_EQ, PT_U32, R(c->pipe->stage), IMM(S - 1));
+    return ir_tern(f, OP_SELP, PT_S32, IMM(-(int64_t)(S - 1) * stage_bytes), IMM(stage_bytes), R(last));
 }
 
-/* The next stage's copies of a loop iteration, waiting for a place in the body. */
-typedef struct {
-    Stmt *loop;
-    PipeOperand *ops;
-    int nops, ahead, hi;
-    Opnd stage;
-} PendingCopies;
+/* The next stage's copies of loop pl, which waited for a place in the body. */
+static void issue_pending(Lower *c, PipeLoop *pl)
+{
+    if (!pl->copies_pending)
+        return;
+    pl->copies_pending = false;
+    Tile saved = ((SymInfo *)pl->loop->sym->lower)->val;
+    issue_copies(c, pl, pl->ahead, pl->write);
+    ((SymInfo *)pl->loop->sym->lower)->val = saved;
+}
 
 void pipe_issue_pending(Lower *c)
 {
-    PendingCopies *p = c->pipe_pending;
-    if (!p)
-        return;
-    c->pipe_pending = NULL;
-    Tile saved = ((SymInfo *)p->loop->sym->lower)->val;
-    issue_copies(c, p->loop, p->ops, p->nops, p->ahead, p->hi, p->stage);
-    ((SymInfo *)p->loop->sym->lower)->val = saved;
+    if (c->pipe)
+        issue_pending(c, c->pipe);
 }
 
 /* cp.async moves 4, 8 or 16 bytes. A 16-bit window whose rows are not known to start 4-byte
@@ -211,11 +231,12 @@ static bool async_copyable(Lower *c, PipeOperand *p, int S)
 
 /* A matmul operand's stage buffer: swizzled tiles are unpadded; wgmma's slabs start 1024-byte
  * aligned (the swizzle is of address bits), so their stages are whole multiples of 1024 bytes. */
-static void set_stage_layout(Lower *c, PipeOperand *p, int swz, bool mma)
+static void set_stage_layout(Lower *c, PipeOperand *p)
 {
+    int swz = matmul_swizzle(c, p->plan, p->side, p->type);
     int rows = (int)p->operand->shape.dim[0], cols = (int)p->operand->shape.dim[1], align = slab(swz) ? 1024 : 128;
     p->swz = swz;
-    p->pitch = swz ? cols : matmul_pitch(c, p->type, cols, mma);
+    p->pitch = swz ? cols : p->plan->row->pitch(p->type, cols);
     p->bytes = (rows * p->pitch * type_size(p->type) + align - 1) & ~(align - 1);
 }
 
@@ -248,6 +269,8 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             p->type = st->rhs->type;
             p->pitch = vi->smem_ld;
             p->swz = SWZ_NONE;       /* the var's own layout: its other readers use it */
+            p->plan = NULL;
+            p->side = 0;
             p->tmap = p->bars = p->map_addr = -1;
             p->bytes = ((int)st->rhs->shape.dim[0] * p->pitch * type_size(p->type) + 127) & ~127;
             if (!async_copyable(c, p, S))
@@ -257,9 +280,8 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         Expr *mm = st->kind == S_ASSIGN || st->kind == S_LET || st->kind == S_VAR ? (st->kind == S_ASSIGN ? st->rhs : st->init) : NULL;
         if (!mm || mm->kind != E_BINARY || mm->op != OP_MATMUL)
             continue;
-        int M = (int)mm->shape.dim[0], N = (int)mm->shape.dim[1], K = (int)mm->a->shape.dim[1];
-        bool mma = matmul_uses_mma(c, mm->a, mm->b, M, N, K);
-        defer |= mma;
+        MatmulPlan *plan = matmul_plan(c, mm);
+        defer |= plan->row->tensor_cores;
         Expr *side[2] = { mm->a, mm->b };
         PipeOperand cand[2];
         bool have[2] = { false, false };
@@ -273,14 +295,18 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             p->var = NULL;
             p->type = x->type;
             p->tmap = p->bars = p->map_addr = -1;
-            set_stage_layout(c, p, mma ? mma_swizzle_kind(c, x->type, j, M, N, K) : SWZ_NONE, mma);
+            p->plan = plan;
+            p->side = j;
+            set_stage_layout(c, p);
             have[j] = async_copyable(c, p, S);
         }
-        /* 16-bit wgmma reads both operands in its layouts or neither: alone, one takes
-           mma.sync's (tf32's swapped wgmma reads only A from shared memory: lower_mma_swap.c) */
+        /* a path that needs an operand this loop cannot copy (wgmma reads both from its slabs)
+           gives way to its fallback, whose layouts the other then takes */
+        const MatmulPathRow *row = plan->row;
+        matmul_set_sources(plan, have[0] ? MS_CPASYNC : MS_REGS, have[1] ? MS_CPASYNC : MS_REGS);
         for (int j = 0; j < 2; j++)
-            if (have[j] && !have[1 - j] && slab(cand[j].swz) && cand[j].type != TY_F32) {
-                set_stage_layout(c, &cand[j], mma_swizzle_kind_alone(c, cand[j].type, j, M, N, K), mma);
+            if (have[j] && plan->row != row) {
+                set_stage_layout(c, &cand[j]);
                 have[j] = async_copyable(c, &cand[j], S);
             }
         for (int j = 0; j < 2; j++)
@@ -292,12 +318,12 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         return false;
     }
     f->cur_line = s->loc.line;
+    PipeLoop pl = { .loop = s, .ops = ops, .nops = nops, .S = S, .phase = -1, .leader = -1 };
     /* the tf32 slabs TMA can bring (lower_tma.c) */
-    bool tma = tma_choose(c, ops, nops);
+    bool tma = tma_choose(c, &pl);
     /* stage buffers, contiguous, and their addresses as register tensors */
-    bool async_proxy = false;
     for (int i = 0; i < nops; i++) {
-        async_proxy |= slab(ops[i].swz) && ops[i].tmap < 0;
+        pl.async_proxy |= ops[i].plan && matmul_side(ops[i].plan->row->proxy, ops[i].side) && ops[i].tmap < 0;
         int off = smem_alloc_aligned(c, S * ops[i].bytes, slab(ops[i].swz) ? 1024 : 128);
         const char *nm = ops[i].var ? ops[i].var->name : ops[i].operand->sym->name;
         SmemBuf *sb = &f->smem_bufs.v[f->smem_bufs.n - 1];
@@ -316,57 +342,49 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             in->label = ops[i].array;
         }
     }
-    int leader_saved = c->pipe_leader, phase = tma ? tma_setup(c, ops, nops, S) : -1;
+    if (tma)
+        tma_setup(c, &pl);
     f->cur_what = "temporary";
     Tile lo = lower_expr(c, s->lo, NULL), hi = lower_expr(c, s->hi, NULL);
     int64_t step = s->step ? s->step->ival : 1;
-    int hreg = opnd_reg(c, hi.v[0], PT_S32);
+    pl.hi = opnd_reg(c, hi.v[0], PT_S32);
     int i = ir_mov(f, PT_S32, lo.v[0]);
     f->regs.v[i].what = s->name;
     /* a body of one tensor-core matmul places the barrier itself (pipe_take_barrier) */
     bool bar_to_mma = S >= 2 && defer && body->nbody == 1;
-    /* ... and a swapped tf32 wgmma (A in a tf32 slab) keeps its group in flight into the next
-       iteration, whose barrier waits for it (lower_mma_swap.c, "In flight") */
+    /* ... and one whose path keeps its group in flight into the next iteration waits for it at
+       that barrier (lower_mma_swap.c, "In flight") */
     bool inflight = false;
     for (int k = 0; k < nops; k++)
-        inflight |= bar_to_mma && tf32_slab(&ops[k]);
+        inflight |= bar_to_mma && ops[k].plan && ops[k].plan->row->inflight;
     /* prologue: iterations 0 .. S-2 */
     for (int st = 0; st + 1 < S; st++) {
         int v = st ? ir_bin(f, OP_ADD, PT_S32, R(i), IMM(st * step)) : ir_mov(f, PT_S32, R(i));
-        issue_copies(c, s, ops, nops, v, hreg, IMM(st));
+        issue_copies(c, &pl, v, IMM(st));
     }
     int stage = ir_mov(f, PT_U32, IMM(0));
     f->regs.v[stage].what = "stage";
     f->regs.v[stage].stage_S = S;
     int head = new_label(f), exit = new_label(f);
     ir_label(f, head);
-    int p = ir_setp(f, CMP_GE, PT_S32, R(i), R(hreg));
+    int p = ir_setp(f, CMP_GE, PT_S32, R(i), R(pl.hi));
     ir_bra(f, exit, p, false);
-    bool proxy_saved = c->pipe_async_proxy;
-    c->pipe_async_proxy = async_proxy;
     /* the body's view of the pipeline, which the barrier's tf32 rounding (publish_stage) reads
        too: the current stage of this iteration's windows */
-    PipeOperand *saved = c->pipe;
-    int nsaved = c->npipe, ssaved = c->pipe_stage, Ssaved = c->pipe_S, isaved = c->pipe_iter;
-    Opnd losaved = c->pipe_lo;
-    int phsaved = c->pipe_phase;
-    WgInflight *wsaved = c->pipe_inflight;
     WgInflight held = { 0 };
-    c->pipe = ops;
-    c->npipe = nops;
-    c->pipe_stage = stage;
-    c->pipe_S = S;
-    c->pipe_iter = i;
-    c->pipe_lo = lo.v[0];
-    c->pipe_phase = phase;
-    c->pipe_inflight = inflight ? &held : NULL;
+    pl.stage = stage;
+    pl.iter = i;
+    pl.lo = lo.v[0];
+    pl.inflight = inflight ? &held : NULL;
+    pl.outer = c->pipe;
+    c->pipe = &pl;
     set_loop_value(c, s, i);
     if (!bar_to_mma && S >= 2)
         publish_stage(c, S - 2);
     else if (!bar_to_mma)
         ir_bar(f);
     /* iteration j + S - 1 goes into stage (stage + S - 1) mod S */
-    int ahead = ir_bin(f, OP_ADD, PT_S32, R(i), IMM((S - 1) * step));
+    pl.ahead = ir_bin(f, OP_ADD, PT_S32, R(i), IMM((S - 1) * step));
     int w = stage;
     if (S > 1) {
         int w1 = ir_bin(f, OP_ADD, PT_U32, R(stage), IMM(S - 1));
@@ -374,37 +392,27 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         int w2 = ir_bin(f, OP_SUB, PT_U32, R(w1), IMM(S));
         w = ir_tern(f, OP_SELP, PT_U32, R(w2), R(w1), R(wrap));
     }
+    pl.write = R(w);
     /* With S >= 2 the stage written (read by the previous iteration, which every thread has
        finished at the barrier) is not the one this body reads, so the copies may wait until the
        body has its first operands in registers: ptxas keeps cp.async and shared loads in program
        order, and copies issued first would hold back the body's first mma. */
-    PendingCopies pending = { s, ops, nops, ahead, hreg, R(w) };
-    void *psaved = c->pipe_pending;
-    c->pipe_pending = NULL;
     if (S == 1 || !defer) {
-        issue_copies(c, s, ops, nops, ahead, hreg, R(w));
+        issue_copies(c, &pl, pl.ahead, pl.write);
         if (S == 1)
             publish_stage(c, 0);
     } else {
-        c->pipe_pending = &pending;
+        pl.copies_pending = true;
     }
     set_loop_value(c, s, i);
-    c->pipe_bar_pending = bar_to_mma;
+    pl.bar_pending = bar_to_mma;
     for (int b = 0; b < body->nbody; b++)
         lower_stmt(c, body->body[b]);
-    if (c->pipe_bar_pending && !c->too_big)   /* (a body cut short by a limit never takes it) */
+    if (pl.bar_pending && !c->too_big)   /* (a body cut short by a limit never takes it) */
         die("pipeline: the loop's barrier was left to a matmul that did not place it");
-    c->pipe = saved;
-    c->npipe = nsaved;
-    c->pipe_stage = ssaved;
-    c->pipe_S = Ssaved;
-    c->pipe_iter = isaved;
-    c->pipe_lo = losaved;
-    c->pipe_phase = phsaved;
-    c->pipe_inflight = wsaved;
-    pipe_issue_pending(c);
-    c->pipe_async_proxy = proxy_saved;
-    c->pipe_pending = psaved;
+    c->pipe = pl.outer;
+    issue_pending(c, &pl);
+    int phase = pl.phase;
     f->cur_line = s->loc.line;
     /* next stage, wrapping */
     int n1 = ir_bin(f, OP_ADD, PT_U32, R(stage), IMM(1));
@@ -433,7 +441,6 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
        memory is quiet for whatever follows */
     cp_wait(f, 0);
     ir_bar(f);
-    c->pipe_leader = leader_saved;
     c->scratch_read = false;
     return true;
 }

@@ -21,7 +21,7 @@
  * phase before the barrier that publishes the stage (publish_stage), so the block barrier still
  * orders the stage's reuse: the copies into a stage are issued after the barrier that follows the
  * last wgmma reading it. Stage s is filled for the (j / S)-th time in iteration j, so the parity
- * a thread waits for flips each time the stage counter wraps (Lower.pipe_phase). */
+ * a thread waits for flips each time the stage counter wraps (PipeLoop.phase). */
 #include <string.h>
 #include "lower.h"
 
@@ -34,7 +34,7 @@ static bool window_ok(Lower *c, const PipeOperand *p)
 {
     Expr *win = p->operand;
     int pitch = p->pitch;
-    if (!c->target->tma || p->var || p->swz != SWZ_SLAB ||
+    if (!c->target->tma || !p->plan || !matmul_side(p->plan->row->tma, p->side) ||
         win->kind != E_INDEX || win->type != TY_F32 || win->nidx != 2)
         return false;
     Sym *t = win->sym;
@@ -85,13 +85,13 @@ static int register_map(Lower *c, Expr *win)
     return m->ntmaps++;
 }
 
-bool tma_choose(Lower *c, PipeOperand *ops, int nops)
+bool tma_choose(Lower *c, PipeLoop *pl)
 {
     bool any = false;
-    for (int i = 0; i < nops; i++)
-        if (window_ok(c, &ops[i])) {
-            ops[i].tmap = register_map(c, ops[i].operand);
-            any |= ops[i].tmap >= 0;
+    for (int i = 0; i < pl->nops; i++)
+        if (window_ok(c, &pl->ops[i])) {
+            pl->ops[i].tmap = register_map(c, pl->ops[i].operand);
+            any |= pl->ops[i].tmap >= 0;
         }
     return any;
 }
@@ -118,10 +118,10 @@ static int map_address(Lower *c, int tmap)
 
 /* The stages' barriers, 8 bytes each, as a register tensor like the stage buffers; initialised by
  * the issuing thread and made visible to every thread (and to the copies) before any use. */
-static void init_barriers(Lower *c, PipeOperand *p, int S)
+static void init_barriers(Lower *c, const PipeLoop *pl, PipeOperand *p)
 {
     Func *f = c->f;
-    int off = smem_alloc_aligned(c, 8 * S, 8);
+    int S = pl->S, off = smem_alloc_aligned(c, 8 * S, 8);
     RegArray arr = { arena_printf(c->a, "%s_full", p->operand->sym->name), S, RC_R, f->cur_line, false, false };
     vec_push(&f->arrays, arr);
     p->bars = f->arrays.n - 1;
@@ -131,43 +131,42 @@ static void init_barriers(Lower *c, PipeOperand *p, int S)
         in->src[0] = R(r);
         in->nsrc = 1;
         in->label = 1;
-        in->guard = c->pipe_leader;
+        in->guard = pl->leader;
         in = emit_ins(f, OP_ARRSET, PT_U32);
         in->src[0] = R(r);
         in->nsrc = 1;
         in->off = st;
         in->label = p->bars;
     }
-    emit_ins(f, OP_MBFENCEINIT, PT_B32)->guard = c->pipe_leader;
+    emit_ins(f, OP_MBFENCEINIT, PT_B32)->guard = pl->leader;
     ir_bar(f);
 }
 
-int tma_setup(Lower *c, PipeOperand *ops, int nops, int S)
+void tma_setup(Lower *c, PipeLoop *pl)
 {
     Func *f = c->f;
     f->cur_what = "TMA issuing thread";
-    c->pipe_leader = ir_setp(f, CMP_EQ, PT_U32, R(c->tid), IMM(0));
-    for (int i = 0; i < nops; i++)
-        if (ops[i].tmap >= 0) {
+    pl->leader = ir_setp(f, CMP_EQ, PT_U32, R(c->tid), IMM(0));
+    for (int i = 0; i < pl->nops; i++)
+        if (pl->ops[i].tmap >= 0) {
             f->cur_what = "TMA barrier";
-            init_barriers(c, &ops[i], S);
+            init_barriers(c, pl, &pl->ops[i]);
             f->cur_what = "tensor map address";
-            ops[i].map_addr = map_address(c, ops[i].tmap);
+            pl->ops[i].map_addr = map_address(c, pl->ops[i].tmap);
         }
     f->cur_what = "TMA phase";
-    int phase = ir_mov(f, PT_U32, IMM(0));
+    pl->phase = ir_mov(f, PT_U32, IMM(0));
     f->cur_what = "temporary";
-    return phase;
 }
 
-void tma_issue(Lower *c, PipeOperand *p, int base, int bar, int valid)
+void tma_issue(Lower *c, const PipeLoop *pl, PipeOperand *p, int base, int bar, int valid)
 {
     Func *f = c->f;
     Expr *win = p->operand;
     int rows = (int)win->shape.dim[0], cols = (int)win->shape.dim[1];
     int row = opnd_reg(c, lower_expr(c, win->idx[0].start, NULL).v[0], PT_S32);
     int col = opnd_reg(c, lower_expr(c, win->idx[1].start, NULL).v[0], PT_S32);
-    int go = ir_bin(f, OP_BAND, PT_PRED, R(valid), R(c->pipe_leader));
+    int go = ir_bin(f, OP_BAND, PT_PRED, R(valid), R(pl->leader));
     Ins *in = emit_ins(f, OP_MBEXPECT, PT_B64);
     in->src[0] = R(bar);
     in->nsrc = 1;

@@ -345,25 +345,28 @@ static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pa
     c.f = func_new(&kernel);
     c.f->arena = a;
     c.f->threads = threads;
-    if (!unit_check(mma_supported(&c, t, t == TY_F32, M, N, K), "mma_supported", "refused %s", name))
+    Shape s = { 2, { M, N } };
+    MatmulPlan plan;
+    matmul_choose(&c, &plan, t, t == TY_F32, s, K);
+    if (!unit_check(plan.row->tensor_cores, "matmul plan", "no tensor cores for %s", name))
         return;
     c.tid = ir_mov(c.f, PT_U32, SYM("%tid.x"));
     int es = type_size(t);
     SmemMatrix ma = { 0, pad_a ? K + pad_a : mma_pitch(t, K), t, t == TY_F32, M, K, SWZ_NONE, 0 };
     SmemMatrix mb = { 0, pad_b ? N + pad_b : mma_pitch(t, N), t, t == TY_F32, K, N, SWZ_NONE, 0 };
-    if (swz && (ma.swz = mma_swizzle_kind(&c, t, 0, M, N, K)) != SWZ_NONE)
+    if (swz && (ma.swz = matmul_swizzle(&c, &plan, 0, t)) != SWZ_NONE)
         ma.pitch = K;
-    if (swz && (mb.swz = mma_swizzle_kind(&c, t, 1, M, N, K)) != SWZ_NONE)
+    if (swz && (mb.swz = matmul_swizzle(&c, &plan, 1, t)) != SWZ_NONE)
         mb.pitch = N;
+    /* operands a pipeline brings, else a shared var's (padded) or the matmul's own staging */
+    MatmulSource src = swz ? MS_CPASYNC : pad_a || pad_b ? MS_SHARED : MS_REGS;
+    matmul_set_sources(&plan, src, src);
     check_banks = !pad_a && !pad_b;
     int boff = (M * ma.pitch * es + 1023) & ~1023;     /* wgmma's slabs: 1024-byte aligned */
     ma.base = ir_mov(c.f, PT_U32, IMM(0));
     mb.base = ir_mov(c.f, PT_U32, IMM(boff));
-    Shape s = { 2, { M, N } };
-    bool wg = wgmma_shape(&c, t, t == TY_F32, M, N, K);
-    Tile acc = { TY_F32, layout_mma(s, threads, t, wg), NULL };
-    if (swz && wg)
-        snprintf(name + strlen(name), sizeof name - strlen(name), " (wgmma)");
+    Tile acc = { TY_F32, plan.acc, NULL };
+    snprintf(name + strlen(name), sizeof name - strlen(name), " (%s)", plan.row->name);
     Layout *L = &acc.L;
     int nslots = layout_slots(L);
     acc.v = calloc((size_t)nslots, sizeof(Opnd));
@@ -395,7 +398,7 @@ static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pa
         for (int n = 0; n < N; n++)
             for (int k = 0; k < K; k++)
                 ref[m * N + n] += ((m * 7 + k * 3) % 9 - 4) * ((k * 5 + n * 11) % 7 - 3);
-    lower_mma(&c, &acc, ma, mb);
+    plan.row->lower(&c, &acc, &plan, ma, mb);
     int coord[2] = { thread_coord(&c, L, 0), thread_coord(&c, L, 1) };
     Block b = { threads, malloc(sizeof(uint64_t *) * (size_t)threads) };
     for (int i = 0; i < threads; i++)

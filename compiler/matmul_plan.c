@@ -1,0 +1,188 @@
+/* matmul_plan.c: the one place that decides how an `@` is computed.
+ *
+ * A product's plan is chosen once, from the table below, the first row whose fits() accepts the
+ * operand type and the M x N x K shape on the target. The plan fixes the accumulator's layout
+ * (which every var accumulated by the product takes: SymInfo.plan), the layouts a pipelined loop
+ * stores the operands in, their row pitch when the matmul stages them itself, and the function
+ * that emits the product. Nothing after the choice looks at shapes, types or the target again to
+ * find the path.
+ *
+ * Sources. Some paths read their operands only where a pipelined loop's asynchronous copies put
+ * them in the path's swizzled layout (wgmma reads shared memory through descriptors of the
+ * 128-byte swizzle). Which operands arrive that way is known when the loop (lower_pipeline.c) or
+ * the matmul (lower_matmul.c) has looked at them: matmul_set_sources records it, and a row whose
+ * needs are not met gives way to its fallback, a path with the same accumulator layout that reads
+ * any shared layout. The accumulator's layout never changes after the choice, since vars and
+ * earlier products already hold it.
+ *
+ * A new path is a row here plus the file that emits it. */
+#include "lower.h"
+
+static bool fits_wgmma_tf32(Lower *c, ElemType t, bool tf32, int M, int N, int K)
+{
+    return t == TY_F32 && tf32 && mma_supported(c, t, tf32, M, N, K) && wgmma_shape(c, t, true, M, N, K);
+}
+
+static bool fits_wgmma(Lower *c, ElemType t, bool tf32, int M, int N, int K)
+{
+    return (t == TY_F16 || t == TY_BF16) && mma_supported(c, t, tf32, M, N, K) && wgmma_shape(c, t, false, M, N, K);
+}
+
+static bool fits_mma_sync(Lower *c, ElemType t, bool tf32, int M, int N, int K)
+{
+    return mma_supported(c, t, tf32, M, N, K);
+}
+
+static bool fits_any(Lower *c, ElemType t, bool tf32, int M, int N, int K)
+{
+    (void)c, (void)t, (void)tf32, (void)M, (void)N, (void)K;
+    return true;
+}
+
+static Layout layout_ffma(Lower *c, const MatmulPlan *p, Shape s) { (void)p; return layout_matmul(s, c->threads); }
+static Layout layout_mma_sync(Lower *c, const MatmulPlan *p, Shape s) { return layout_mma(s, c->threads, p->type, false); }
+/* wgmma's: one warp column (lower_wgmma.c); tf32's the swapped product's (lower_mma_swap.c) */
+static Layout layout_wgmma(Lower *c, const MatmulPlan *p, Shape s) { return layout_mma(s, c->threads, p->type, true); }
+
+static int swizzle_none(Lower *c, const MatmulPlan *p, ElemType t, int side)
+{
+    (void)c, (void)p, (void)t, (void)side;
+    return SWZ_NONE;
+}
+
+static int swizzle_mma_sync(Lower *c, const MatmulPlan *p, ElemType t, int side)
+{
+    return mma_sync_swizzle(c, t, side, p->M, p->N, p->K);
+}
+
+/* A in warpgroup row order (wg_row), B N-major, both in 128-byte slabs */
+static int swizzle_wgmma(Lower *c, const MatmulPlan *p, ElemType t, int side)
+{
+    (void)c, (void)p, (void)t;
+    return side == 0 ? SWZ_SLAB_WG : SWZ_SLAB;
+}
+
+/* A in slabs for the tensor cores; B^T read into registers four n8 tiles at a time */
+static int swizzle_swapped(Lower *c, const MatmulPlan *p, ElemType t, int side)
+{
+    (void)c, (void)p, (void)t;
+    return side == 0 ? SWZ_SLAB : SWZ_QUAD;
+}
+
+/* Row pitch in elements of an unswizzled operand: a 16-byte pad keeps rows 16-byte aligned and
+ * spreads them over the banks (the tensor cores' fragment loads want mma_pitch's). */
+static int pitch_ffma(ElemType t, int cols) { return cols + 16 / type_size(t); }
+
+static void emit_mma_sync(Lower *c, Tile *acc, const MatmulPlan *p, SmemMatrix a, SmemMatrix b)
+{
+    (void)p;
+    lower_mma(c, acc, a, b);
+}
+
+static void emit_wgmma(Lower *c, Tile *acc, const MatmulPlan *p, SmemMatrix a, SmemMatrix b)
+{
+    (void)p;
+    lower_wgmma(c, acc, a, b);
+}
+
+static void emit_swapped(Lower *c, Tile *acc, const MatmulPlan *p, SmemMatrix a, SmemMatrix b)
+{
+    lower_mma_swapped(c, acc, a, b, p->row->path == MM_WGMMA_TF32);
+}
+
+enum { SIDE_A = 1, SIDE_B = 2 };
+
+/* Most specific first; rows without fits() are reached only as a fallback. */
+static const MatmulPathRow rows[] = {
+    /* tf32 on sm_90a: C^T = B^T A^T, A by cp.async or TMA into slabs the tensor cores read as tf32
+       (rounded in place after cp.async; TMA rounds on the way), its group in flight across
+       iterations (lower_mma_swap.c) */
+    { MM_WGMMA_TF32, "wgmma tf32 (swapped)", fits_wgmma_tf32, layout_wgmma, swizzle_swapped, mma_pitch,
+      SIDE_A, MM_MMA_SWAPPED, SIDE_A, SIDE_A, SIDE_A, true, true, emit_swapped },
+    /* f16/bf16 on sm_90a: both operands in slabs (lower_wgmma.c) */
+    { MM_WGMMA, "wgmma", fits_wgmma, layout_wgmma, swizzle_wgmma, mma_pitch,
+      SIDE_A | SIDE_B, MM_MMA_SYNC, 0, SIDE_A | SIDE_B, 0, true, false, emit_wgmma },
+    /* f16/bf16/tf32, sm_80 on (lower_mma.c) */
+    { MM_MMA_SYNC, "mma.sync", fits_mma_sync, layout_mma_sync, swizzle_mma_sync, mma_pitch,
+      0, MM_MMA_SYNC, 0, 0, 0, true, false, emit_mma_sync },
+    /* the swapped tf32 product by mma.sync, when A does not arrive in a slab */
+    { MM_MMA_SWAPPED, "mma.sync tf32 (swapped)", NULL, layout_wgmma, swizzle_swapped, mma_pitch,
+      0, MM_MMA_SWAPPED, 0, 0, 0, true, false, emit_swapped },
+    /* everything else: IEEE f32 (and widened f16/bf16) FMA on the SIMT cores (lower_ffma.c) */
+    { MM_FFMA, "ffma", fits_any, layout_ffma, swizzle_none, pitch_ffma,
+      0, MM_FFMA, 0, 0, 0, false, false, lower_ffma },
+};
+enum { NROWS = sizeof rows / sizeof rows[0] };
+
+const MatmulPathRow *matmul_path_row(MatmulPath path)
+{
+    for (int i = 0; i < NROWS; i++)
+        if (rows[i].path == path)
+            return &rows[i];
+    die("matmul_path_row: no row for path %d", (int)path);
+}
+
+void matmul_choose(Lower *c, MatmulPlan *p, ElemType t, bool tf32, Shape s, int K)
+{
+    p->type = t;
+    p->tf32 = tf32;
+    p->M = (int)s.dim[0];
+    p->N = (int)s.dim[1];
+    p->K = K;
+    p->row = NULL;
+    for (int i = 0; i < NROWS && !p->row; i++)
+        if (rows[i].fits && rows[i].fits(c, t, tf32, p->M, p->N, K))
+            p->row = &rows[i];
+    p->acc = p->row->layout(c, p, s);
+    p->src[0] = p->src[1] = MS_REGS;
+}
+
+/* The operand as stored: strips a tf32() cast (setting *tf32). */
+Expr *matmul_operand(Expr *e, bool *tf32)
+{
+    *tf32 = false;
+    if (e->kind == E_CAST && e->to == TY_TF32) {
+        *tf32 = true;
+        return e->a;
+    }
+    return e;
+}
+
+/* The element type an operand sits in shared memory as: its own for 16-bit floats and i32,
+ * f32 for everything else (widened). */
+ElemType matmul_stored_type(Expr *e)
+{
+    return e->type == TY_F16 || e->type == TY_BF16 ? e->type : e->type == TY_I32 ? TY_I32 : TY_F32;
+}
+
+MatmulPlan *matmul_plan(Lower *c, Expr *mm)
+{
+    for (MatmulPlan *p = c->plans; p; p = p->next)
+        if (p->mm == mm)
+            return p;
+    MatmulPlan *p = arena_alloc(c->a, sizeof *p);
+    bool tf32;
+    Expr *x = matmul_operand(mm->a, &tf32);
+    ElemType t = matmul_stored_type(x);
+    matmul_choose(c, p, t, tf32, mm->shape, (int)mm->a->shape.dim[1]);
+    p->mm = mm;
+    p->next = c->plans;
+    c->plans = p;
+    return p;
+}
+
+void matmul_set_sources(MatmulPlan *p, MatmulSource a, MatmulSource b)
+{
+    p->src[0] = a;
+    p->src[1] = b;
+    unsigned async = (a >= MS_CPASYNC ? SIDE_A : 0) | (b >= MS_CPASYNC ? SIDE_B : 0);
+    if ((p->row->needs_async & async) != p->row->needs_async)
+        p->row = matmul_path_row(p->row->fallback);
+}
+
+int matmul_swizzle(Lower *c, const MatmulPlan *p, int side, ElemType t)
+{
+    return p->row->swizzle(c, p, t, side);
+}
+
+bool matmul_side(unsigned mask, int side) { return mask & (side == 0 ? SIDE_A : SIDE_B); }
