@@ -105,8 +105,6 @@ Layout layout_mma(Shape s, int threads, ElemType t, bool wgmma)
     if (s.rank != 2 || !warp_grid(L.S[0], L.S[1], threads, &wm, &wn))
         return layout_matmul(s, threads);   /* mma_supported refused these */
     L.lo_t0_low = false;
-    if (wgmma && t == TY_F32)
-        return layout_mma_swapped(L.S[0], L.S[1], threads);
     if (wgmma) {
         /* wgmma's: one warp column, each warp two rows of 8 in every 16 W (lower_wgmma.c) */
         wm = threads / 32;

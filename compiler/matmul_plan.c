@@ -41,8 +41,14 @@ static bool fits_any(Lower *c, ElemType t, bool tf32, int M, int N, int K)
 
 static Layout layout_ffma(Lower *c, const MatmulPlan *p, Shape s) { (void)p; return layout_matmul(s, c->threads); }
 static Layout layout_mma_sync(Lower *c, const MatmulPlan *p, Shape s) { return layout_mma(s, c->threads, p->type, false); }
-/* wgmma's: one warp column (lower_wgmma.c); tf32's the swapped product's (lower_mma_swap.c) */
+/* wgmma's: one warp column (lower_wgmma.c) */
 static Layout layout_wgmma(Lower *c, const MatmulPlan *p, Shape s) { return layout_mma(s, c->threads, p->type, true); }
+/* the swapped tf32 product's: C^T's fragments (lower_mma_swap.c) */
+static Layout layout_swapped(Lower *c, const MatmulPlan *p, Shape s)
+{
+    (void)s;
+    return layout_mma_swapped(p->M, p->N, c->threads);
+}
 
 static int swizzle_none(Lower *c, const MatmulPlan *p, ElemType t, int side)
 {
@@ -97,7 +103,7 @@ static const MatmulPathRow rows[] = {
     /* tf32 on sm_90a: C^T = B^T A^T, A by cp.async or TMA into slabs the tensor cores read as tf32
        (rounded in place after cp.async; TMA rounds on the way), its group in flight across
        iterations (lower_mma_swap.c) */
-    { MM_WGMMA_TF32, "wgmma tf32 (swapped)", fits_wgmma_tf32, layout_wgmma, swizzle_swapped, mma_pitch,
+    { MM_WGMMA_TF32, "wgmma tf32 (swapped)", fits_wgmma_tf32, layout_swapped, swizzle_swapped, mma_pitch,
       SIDE_A, MM_MMA_SWAPPED, SIDE_A, SIDE_A, SIDE_A, true, true, emit_swapped },
     /* f16/bf16 on sm_90a: both operands in slabs (lower_wgmma.c) */
     { MM_WGMMA, "wgmma", fits_wgmma, layout_wgmma, swizzle_wgmma, mma_pitch,
@@ -106,7 +112,7 @@ static const MatmulPathRow rows[] = {
     { MM_MMA_SYNC, "mma.sync", fits_mma_sync, layout_mma_sync, swizzle_mma_sync, mma_pitch,
       0, MM_MMA_SYNC, 0, 0, 0, true, false, emit_mma_sync },
     /* the swapped tf32 product by mma.sync, when A does not arrive in a slab */
-    { MM_MMA_SWAPPED, "mma.sync tf32 (swapped)", NULL, layout_wgmma, swizzle_swapped, mma_pitch,
+    { MM_MMA_SWAPPED, "mma.sync tf32 (swapped)", NULL, layout_swapped, swizzle_swapped, mma_pitch,
       0, MM_MMA_SWAPPED, 0, 0, 0, true, false, emit_swapped },
     /* everything else: IEEE f32 (and widened f16/bf16) FMA on the SIMT cores (lower_ffma.c) */
     { MM_FFMA, "ffma", fits_any, layout_ffma, swizzle_none, pitch_ffma,
