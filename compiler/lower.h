@@ -140,6 +140,16 @@ void scratch_begin_write(Lower *c, int bytes);        /* barrier if needed; size
 void scratch_end_write(Lower *c);                     /* barrier: writes visible */
 int scratch_base_reg(Lower *c);                       /* u32 address of the scratch area */
 
+/* ---- lower_tile.c (and held_ptype, held_class, tile_new, tile_splat, opnd_reg, to_layout,
+ * broadcast_view, thread_coord, primary_pred above) */
+Tile scalar_of(Lower *c, ElemType t, Opnd x);   /* x in every thread: a rank-0 tile */
+SymInfo *info(Lower *c, Sym *s);                 /* s's lowering state, made on first use */
+/* The index in Tile.v of the slot (o0, i0, o1, i1) (outer, inner along dimensions 0 and 1), and
+ * the slot's column relative to the thread's first element. */
+int slot_index(const Layout *L, int o0, int i0, int o1, int i1);
+int slot_col(const Layout *L, int o1, int i1);
+/* ---- lower_smem.c: smem_alloc and scratch_* above, smem_alloc_aligned below */
+
 /* lower_mem.c */
 Tile load_window(Lower *c, Expr *e, const Layout *want);
 /* A value of type t as loaded from memory (f16/bf16 bits, bool byte) -> its held register form. */
