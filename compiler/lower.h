@@ -149,6 +149,11 @@ SymInfo *info(Lower *c, Sym *s);                 /* s's lowering state, made on 
 int slot_index(const Layout *L, int o0, int i0, int o1, int i1);
 int slot_col(const Layout *L, int o1, int i1);
 /* ---- lower_smem.c: smem_alloc and scratch_* above, smem_alloc_aligned below */
+/* ---- lower_expr.c (and lower_expr above): what statements and parameters share of it */
+bool is_imm(Opnd o);                        /* an integer or float immediate */
+/* v as a value of integer type t, wrapped as the hardware computes */
+int64_t wrap_int(ElemType t, uint64_t v);
+Opnd cast_slot(Lower *c, ElemType to, ElemType from, Opnd x);   /* one slot of type from as type to */
 
 /* lower_mem.c */
 Tile load_window(Lower *c, Expr *e, const Layout *want);
