@@ -154,6 +154,10 @@ bool is_imm(Opnd o);                        /* an integer or float immediate */
 /* v as a value of integer type t, wrapped as the hardware computes */
 int64_t wrap_int(ElemType t, uint64_t v);
 Opnd cast_slot(Lower *c, ElemType to, ElemType from, Opnd x);   /* one slot of type from as type to */
+/* ---- lower_stmt.c (and lower_stmt below): for lower_kernel */
+void lower_block(Lower *c, Stmt *b);
+void alloc_var_infos(Lower *c, Stmt *s);    /* a SymInfo for every var, for mark_matmul_vars */
+void mark_matmul_vars(Lower *c, Stmt *s);   /* vars accumulated by `@` take the product's layout */
 
 /* lower_mem.c */
 Tile load_window(Lower *c, Expr *e, const Layout *want);
