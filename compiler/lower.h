@@ -158,6 +158,9 @@ Opnd cast_slot(Lower *c, ElemType to, ElemType from, Opnd x);   /* one slot of t
 void lower_block(Lower *c, Stmt *b);
 void alloc_var_infos(Lower *c, Stmt *s);    /* a SymInfo for every var, for mark_matmul_vars */
 void mark_matmul_vars(Lower *c, Stmt *s);   /* vars accumulated by `@` take the product's layout */
+/* ---- lower_params.c (and extent_rpn below): for lower_kernel */
+void load_params(Lower *c);   /* KernelMeta's arguments; parameters, %tid, %ctaid into registers */
+const char *rpn_text(Lower *c, Expr *e, const char *what);   /* a grid() or assume() as RPN */
 
 /* lower_mem.c */
 Tile load_window(Lower *c, Expr *e, const Layout *want);
@@ -256,7 +259,7 @@ void tma_wait(Lower *c, int bar, int phase);
 int64_t unroll_trips(const Stmt *s, int64_t copies);
 bool lower_budget_before(Lower *c, Stmt *s);
 void lower_budget_after(Lower *c, Stmt *s);
-/* lower.c: an extent (a size symbol or constant) as launch-time RPN */
+/* lower_params.c: an extent (a size symbol or constant) as launch-time RPN */
 const char *extent_rpn(Lower *c, Extent e);
 /* lower_pipeline.c */
 bool lower_pipelined_loop(Lower *c, Stmt *loop);
