@@ -6,6 +6,23 @@
 
 #include "tilec.h"
 
+/* The lowering's files, each calling those below it:
+ *   lower.c           the pipeline of one kernel (lower_kernel)
+ *   lower_params.c    its arguments, parameter loads, launch-time RPN
+ *   lower_stmt.c      statements (lower_limits.c: how far loops unroll, the instruction limit)
+ *   lower_pipeline.c  pipelined loops (lower_tma.c: their TMA copies)
+ *   lower_matmul.c    `@` (lower_mma.c, lower_mma_swap.c, lower_wgmma.c: the tensor cores)
+ *   lower_expr.c      expressions
+ *   lower_mem.c, lower_reduce.c   tensor windows and shared vars; reductions
+ *   lower_tile.c      tiles and layout changes (layout.c: layouts; swizzle.c: swizzled operands)
+ *   lower_smem.c      shared-memory allocation, the scratch area
+ * Calls against it: a pipelined loop lowers its body with lower_stmt; lower_expr lowers a product
+ * used as a value with lower_matmul, and lower_matmul an operand that is not a window with
+ * lower_expr; windows (lower_mem.c, lower_tma.c) lower their start indices with lower_expr; the
+ * matmuls and shared vars inside a pipelined loop ask it for stage buffers (pipe_buffer), and the
+ * tensor-core matmuls take its barrier and issue its next copies (pipe_take_barrier, pipe_barrier,
+ * pipe_issue_pending). */
+
 
 /* How a tile is spread over the block's threads. Shapes are normalised to 2-D (a rank-1 tile of
  * width W is [1, W]; a scalar is [1, 1]). Along dimension d, thread coordinate t_d < T[d] owns
