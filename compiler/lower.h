@@ -6,6 +6,24 @@
 
 #include "tilec.h"
 
+/* The lowering's files, each calling those below it:
+ *   lower.c           the pipeline of one kernel (lower_kernel)
+ *   lower_params.c    its arguments, parameter loads, launch-time RPN
+ *   lower_stmt.c      statements (lower_limits.c: how far loops unroll, the instruction limit)
+ *   lower_pipeline.c  pipelined loops (lower_tma.c: their TMA copies)
+ *   lower_matmul.c    `@`: its plan (matmul_plan.c), staging; the paths: lower_ffma.c, lower_mma.c,
+ *                     lower_mma_swap.c, lower_wgmma.c
+ *   lower_expr.c      expressions
+ *   lower_mem.c, lower_reduce.c   tensor windows and shared vars; reductions
+ *   lower_tile.c      tiles and layout changes (layout.c: layouts; swizzle.c: swizzled operands)
+ *   lower_smem.c      shared-memory allocation, the scratch area
+ * Calls against it: a pipelined loop lowers its body with lower_stmt; lower_expr lowers a product
+ * used as a value with lower_matmul, and lower_matmul an operand that is not a window with
+ * lower_expr; windows (lower_mem.c, lower_tma.c) lower their start indices with lower_expr; the
+ * matmuls and shared vars inside a pipelined loop ask it for stage buffers (pipe_buffer), and the
+ * tensor-core matmuls take its barrier and issue its next copies (pipe_take_barrier, pipe_barrier,
+ * pipe_issue_pending). */
+
 typedef struct MatmulPlan MatmulPlan;    /* matmul_plan.c */
 
 
@@ -160,6 +178,28 @@ void scratch_begin_write(Lower *c, int bytes);        /* barrier if needed; size
 void scratch_end_write(Lower *c);                     /* barrier: writes visible */
 int scratch_base_reg(Lower *c);                       /* u32 address of the scratch area */
 
+/* ---- lower_tile.c (and held_ptype, held_class, tile_new, tile_splat, opnd_reg, to_layout,
+ * broadcast_view, thread_coord, primary_pred above) */
+Tile scalar_of(Lower *c, ElemType t, Opnd x);   /* x in every thread: a rank-0 tile */
+SymInfo *info(Lower *c, Sym *s);                 /* s's lowering state, made on first use */
+/* The index in Tile.v of the slot (o0, i0, o1, i1) (outer, inner along dimensions 0 and 1), and
+ * the slot's column relative to the thread's first element. */
+int slot_index(const Layout *L, int o0, int i0, int o1, int i1);
+int slot_col(const Layout *L, int o1, int i1);
+/* ---- lower_smem.c: smem_alloc and scratch_* above, smem_alloc_aligned below */
+/* ---- lower_expr.c (and lower_expr above): what statements and parameters share of it */
+bool is_imm(Opnd o);                        /* an integer or float immediate */
+/* v as a value of integer type t, wrapped as the hardware computes */
+int64_t wrap_int(ElemType t, uint64_t v);
+Opnd cast_slot(Lower *c, ElemType to, ElemType from, Opnd x);   /* one slot of type from as type to */
+/* ---- lower_stmt.c (and lower_stmt below): for lower_kernel */
+void lower_block(Lower *c, Stmt *b);
+void alloc_var_infos(Lower *c, Stmt *s);    /* a SymInfo for every var, for mark_matmul_vars */
+void mark_matmul_vars(Lower *c, Stmt *s);   /* vars accumulated by `@` take the product's layout */
+/* ---- lower_params.c (and extent_rpn below): for lower_kernel */
+void load_params(Lower *c);   /* KernelMeta's arguments; parameters, %tid, %ctaid into registers */
+const char *rpn_text(Lower *c, Expr *e, const char *what);   /* a grid() or assume() as RPN */
+
 /* lower_mem.c */
 Tile load_window(Lower *c, Expr *e, const Layout *want);
 /* A value of type t as loaded from memory (f16/bf16 bits, bool byte) -> its held register form. */
@@ -305,7 +345,7 @@ void tma_wait(Lower *c, int bar, int phase);
 int64_t unroll_trips(const Stmt *s, int64_t copies);
 bool lower_budget_before(Lower *c, Stmt *s);
 void lower_budget_after(Lower *c, Stmt *s);
-/* lower.c: an extent (a size symbol or constant) as launch-time RPN */
+/* lower_params.c: an extent (a size symbol or constant) as launch-time RPN */
 const char *extent_rpn(Lower *c, Extent e);
 /* lower_pipeline.c */
 bool lower_pipelined_loop(Lower *c, Stmt *loop);

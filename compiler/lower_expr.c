@@ -1,0 +1,424 @@
+/* lower_expr.c: expressions -> per-slot IR: constants, names, operators (immediates folded as the
+ * hardware computes), casts and elementwise builtins. Windows, reductions and matmul go to their
+ * own files. */
+#include <math.h>
+#include "lower.h"
+
+/* ---- elementwise operations */
+
+bool is_imm(Opnd o) { return o.kind == O_IMM || o.kind == O_FIMM; }
+
+static bool same_opnd(Opnd a, Opnd b)
+{
+    if (a.kind != b.kind)
+        return false;
+    switch (a.kind) {
+    case O_REG: return a.reg == b.reg;
+    case O_IMM: return a.i == b.i;
+    case O_FIMM: return a.f == b.f;
+    default: return false;
+    }
+}
+
+static double imm_val(Opnd o) { return o.kind == O_IMM ? (double)o.i : o.f; }
+
+/* v as a value of integer type t: two's complement wrapping, as the hardware computes (an i32
+ * immediate must print within i32). Folding integers through double would keep 53 bits. */
+int64_t wrap_int(ElemType t, uint64_t v)
+{
+    if (t == TY_U32)
+        return (int64_t)(v & 0xffffffffu);
+    if (t == TY_I32) {
+        v &= 0xffffffffu;
+        return v >= 0x80000000u ? (int64_t)v - 0x100000000 : (int64_t)v;
+    }
+    return v <= INT64_MAX ? (int64_t)v : -(int64_t)(UINT64_MAX - v) - 1;
+}
+
+/* A float immediate converted to integer type t as cvt.rzi does: toward zero, clamped to the
+ * type's range, NaN to 0. */
+static int64_t float_to_int(ElemType t, double v)
+{
+    if (isnan(v))
+        return 0;
+    double lo = t == TY_U32 ? 0 : t == TY_I32 ? INT32_MIN : -0x1p63;
+    double hi = t == TY_U32 ? UINT32_MAX : t == TY_I32 ? INT32_MAX : 0x1p63;
+    v = trunc(v);
+    if (v <= lo)
+        return (int64_t)lo;
+    if (v >= hi)
+        return t == TY_I64 ? INT64_MAX : (int64_t)hi;
+    return (int64_t)v;
+}
+
+/* The layout of a broadcast result of shape s from operands a, b. */
+static Layout result_layout(Lower *c, Shape s, Tile *a, Tile *b, const Layout *want)
+{
+    Layout L;
+    int S[2] = { s.rank == 2 ? (int)s.dim[0] : 1, s.rank >= 1 ? (int)s.dim[s.rank - 1] : 1 };
+    Tile *cand[2] = { a, b };
+    for (int i = 0; i < 2; i++)
+        if (cand[i] && cand[i]->L.rank == s.rank && cand[i]->L.S[0] == S[0] && cand[i]->L.S[1] == S[1])
+            return cand[i]->L;
+    if (want && want->rank == s.rank && want->S[0] == S[0] && want->S[1] == S[1])
+        return *want;
+    if (s.rank == 0)
+        return layout_scalar(c->threads);
+    L = layout_rowmajor(s, c->threads, 4);
+    return L;
+}
+
+static int emit_to(Func *f, int op, PType t, Opnd a, Opnd b)
+{
+    return b.kind == O_NONE ? ir_un(f, op, t, a) : ir_bin(f, op, t, a, b);
+}
+
+/* One binary operation on one slot. Folds immediates. */
+static Opnd binop_slot(Lower *c, int op, ElemType t, Opnd a, Opnd b)
+{
+    Func *f = c->f;
+    PType pt = held_ptype(t);
+    bool fl = type_is_float(t);
+    if (is_imm(a) && is_imm(b) && pt != PT_PRED && fl) {
+        double x = imm_val(a), y = imm_val(b);
+        switch (op) {
+        case '+': return FIMM(x + y);
+        case '-': return FIMM(x - y);
+        case '*': return FIMM(x * y);
+        default: break;
+        }
+    }
+    if (a.kind == O_IMM && b.kind == O_IMM && pt != PT_PRED && !fl) {
+        uint64_t x = (uint64_t)a.i, y = (uint64_t)b.i;
+        switch (op) {
+        case '+': return IMM(wrap_int(t, x + y));
+        case '-': return IMM(wrap_int(t, x - y));
+        case '*': return IMM(wrap_int(t, x * y));
+        default: break;
+        }
+    }
+    switch (op) {
+    case '+': return R(emit_to(f, OP_ADD, pt, a, b));
+    case '-': return R(emit_to(f, OP_SUB, pt, a, b));
+    case '*': return R(emit_to(f, OP_MUL, pt, a, b));
+    case '/': return R(emit_to(f, OP_DIV, pt, a, b));
+    case '%': return R(emit_to(f, OP_REM, pt, a, b));
+    case OP_AND: return R(ir_bin(f, OP_BAND, PT_PRED, R(opnd_reg(c, a, PT_PRED)), R(opnd_reg(c, b, PT_PRED))));
+    case OP_OR: return R(ir_bin(f, OP_BOR, PT_PRED, R(opnd_reg(c, a, PT_PRED)), R(opnd_reg(c, b, PT_PRED))));
+    default: break;
+    }
+    die("lower: binary operator %d", op);
+}
+
+static Opnd cmp_slot(Lower *c, int op, ElemType t, Opnd a, Opnd b)
+{
+    Cmp cmp;
+    switch (op) {
+    case '<': cmp = CMP_LT; break;
+    case '>': cmp = CMP_GT; break;
+    case OP_LE: cmp = CMP_LE; break;
+    case OP_GE: cmp = CMP_GE; break;
+    case OP_EQ: cmp = CMP_EQ; break;
+    default: cmp = CMP_NE; break;
+    }
+    PType pt = held_ptype(t);
+    if (pt == PT_PRED) {   /* bool == bool: xor */
+        int x = ir_bin(c->f, OP_BXOR, PT_PRED, R(opnd_reg(c, a, PT_PRED)), R(opnd_reg(c, b, PT_PRED)));
+        return cmp == CMP_EQ ? R(ir_un(c->f, OP_BNOT, PT_PRED, R(x))) : R(x);
+    }
+    if (is_imm(a)) {       /* PTX wants a register first: swap the comparison */
+        Opnd tmp = a;
+        a = b;
+        b = tmp;
+        static const Cmp swapped[] = { CMP_EQ, CMP_NE, CMP_GT, CMP_GE, CMP_LT, CMP_LE, CMP_HS, CMP_LO };
+        cmp = swapped[cmp];
+        if (is_imm(a))
+            a = R(opnd_reg(c, a, pt));
+    }
+    return R(ir_setp(c->f, cmp, pt, a, b));
+}
+
+/* Applies fn slot by slot over operands broadcast to one layout. */
+static bool same_shape(Shape x, Shape y)
+{
+    if (x.rank != y.rank)
+        return false;
+    for (int d = 0; d < x.rank; d++)
+        if (x.dim[d] != y.dim[d])
+            return false;
+    return true;
+}
+
+/* Lowers the two operands of a broadcasting operation: the full-shape one first, so the other can
+ * be produced directly in a matching broadcast view of its layout. */
+static void lower_pair(Lower *c, Expr *x, Expr *y, Shape full, const Layout *want, Tile *tx, Tile *ty)
+{
+    bool x_full = same_shape(x->shape, full), y_full = same_shape(y->shape, full);
+    if (!x_full && y_full && x->shape.rank > 0) {
+        *ty = lower_expr(c, y, want);
+        Layout v = broadcast_view(&ty->L, x->shape);
+        *tx = lower_expr(c, x, &v);
+        return;
+    }
+    *tx = lower_expr(c, x, want);
+    if (x_full && !y_full && y->shape.rank > 0 && tx->L.rank) {
+        Layout v = broadcast_view(&tx->L, y->shape);
+        *ty = lower_expr(c, y, &v);
+        return;
+    }
+    *ty = lower_expr(c, y, tx->L.rank ? &tx->L : want);
+}
+
+static Tile lower_binary(Lower *c, Expr *e, const Layout *want)
+{
+    Tile a, b;
+    lower_pair(c, e->a, e->b, e->shape, want, &a, &b);
+    Layout L = result_layout(c, e->shape, &a, &b, want);
+    a = to_layout(c, a, &L);
+    b = to_layout(c, b, &L);
+    bool cmp = e->op == '<' || e->op == '>' || e->op == OP_LE || e->op == OP_GE || e->op == OP_EQ || e->op == OP_NE;
+    Tile r = { e->type, L, NULL };
+    int n = layout_slots(&L);
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        /* slots that repeat operands (broadcast scalars) repeat the result; looked for among
+           the first 64 only, so a tile of thousands of slots costs no quadratic search */
+        int j = 0;
+        while (i < 64 && j < i && !(same_opnd(a.v[j], a.v[i]) && same_opnd(b.v[j], b.v[i])))
+            j++;
+        if (j < i && i < 64) {
+            r.v[i] = r.v[j];
+            continue;
+        }
+        r.v[i] = cmp ? cmp_slot(c, e->op, e->a->type, a.v[i], b.v[i]) : binop_slot(c, e->op, e->type, a.v[i], b.v[i]);
+    }
+    return r;
+}
+
+static Opnd math_slot(Lower *c, Builtin b, ElemType t, Opnd x)
+{
+    Func *f = c->f;
+    const double LOG2E = 1.4426950408889634, LN2 = 0.6931471805599453;
+    if (b == B_ABS)
+        return R(ir_un(f, OP_ABS, held_ptype(t), x));
+    if (x.kind != O_REG)
+        x = R(opnd_reg(c, x, PT_F32));
+    switch (b) {
+    case B_EXP: return R(ir_un(f, OP_EX2, PT_F32, R(ir_bin(f, OP_MUL, PT_F32, x, FIMM(LOG2E)))));
+    case B_EXP2: return R(ir_un(f, OP_EX2, PT_F32, x));
+    case B_LOG: return R(ir_bin(f, OP_MUL, PT_F32, R(ir_un(f, OP_LG2, PT_F32, x)), FIMM(LN2)));
+    case B_LOG2: return R(ir_un(f, OP_LG2, PT_F32, x));
+    case B_SQRT: return R(ir_un(f, OP_SQRT, PT_F32, x));
+    case B_RSQRT: return R(ir_un(f, OP_RSQRT, PT_F32, x));
+    case B_TANH: return R(ir_un(f, OP_TANH, PT_F32, x));
+    case B_SIGMOID: {
+        int e = ir_un(f, OP_EX2, PT_F32, R(ir_bin(f, OP_MUL, PT_F32, x, FIMM(-LOG2E))));
+        return R(ir_un(f, OP_RCP, PT_F32, R(ir_bin(f, OP_ADD, PT_F32, R(e), FIMM(1.0)))));
+    }
+    default: die("lower: builtin %d", b);
+    }
+}
+
+static Tile map_unary(Lower *c, Tile x, ElemType rt, Opnd (*fn)(Lower *, Builtin, ElemType, Opnd), Builtin b)
+{
+    Tile r = { rt, x.L, NULL };
+    int n = layout_slots(&x.L);
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+    for (int i = 0; i < n; i++)
+        r.v[i] = (i > 0 && x.v[i].kind == O_REG && x.v[i].reg == x.v[0].reg) ? r.v[0] : fn(c, b, x.type, x.v[i]);
+    return r;
+}
+
+/* Rounds a held f32 value to f16/bf16 precision and widens it back. */
+static Opnd narrow_slot(Lower *c, ElemType to, Opnd x)
+{
+    Func *f = c->f;
+    int xr = opnd_reg(c, x, PT_F32);
+    if (to == TY_F16) {
+        int h = ir_cvt(f, PT_F16, PT_F32, R(xr));
+        return R(ir_cvt(f, PT_F32, PT_F16, R(h)));
+    }
+    /* bf16: round to nearest even by cvt, widen by shifting the bits up */
+    return widen_held(c, TY_BF16, ir_cvt(f, PT_BF16, PT_F32, R(xr)));
+}
+
+Opnd cast_slot(Lower *c, ElemType to, ElemType from, Opnd x)
+{
+    Func *f = c->f;
+    PType pt = held_ptype(to), pf = held_ptype(from);
+    if (to == TY_TF32)
+        return R(ir_mov(f, PT_F32, R(round_tf32_value(c, opnd_reg(c, x, PT_F32)))));
+    if (is_imm(x) && pt != PT_PRED && pf != PT_PRED) {
+        if (type_is_float(to)) {
+            /* an integer rounds to f32 once, as cvt.rn.f32.s64 does */
+            double v = x.kind == O_IMM ? (double)(float)x.i : x.f;
+            if (to == TY_F32)
+                return FIMM(v);
+            return narrow_slot(c, to, R(opnd_reg(c, FIMM(v), PT_F32)));
+        }
+        return IMM(x.kind == O_IMM ? wrap_int(to, (uint64_t)x.i) : float_to_int(to, x.f));
+    }
+    if (pf == PT_PRED)
+        return R(ir_tern(f, OP_SELP, pt == PT_PRED ? PT_S32 : pt, pt == PT_F32 ? FIMM(1) : IMM(1),
+                         pt == PT_F32 ? FIMM(0) : IMM(0), R(opnd_reg(c, x, PT_PRED))));
+    if (pt == PT_PRED)
+        return R(ir_setp(f, CMP_NE, pf, R(opnd_reg(c, x, pf)), pf == PT_F32 ? FIMM(0) : IMM(0)));
+    if (pt == PT_F32 && pf == PT_F32) {
+        if (to == TY_F16 || to == TY_BF16)
+            return narrow_slot(c, to, x);
+        return x;
+    }
+    if (pt == pf)
+        return x;
+    Opnd r = R(ir_cvt(f, pt, pf, R(opnd_reg(c, x, pf))));
+    if (to == TY_F16 || to == TY_BF16)
+        return narrow_slot(c, to, r);
+    return r;
+}
+
+static Tile lower_cast(Lower *c, Expr *e, const Layout *want)
+{
+    Tile x = lower_expr(c, e->a, want);
+    Tile r = { e->to, x.L, NULL };
+    int n = layout_slots(&x.L);
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+    for (int i = 0; i < n; i++)
+        r.v[i] = cast_slot(c, e->to, x.type, x.v[i]);
+    return r;
+}
+
+static Tile lower_call(Lower *c, Expr *e, const Layout *want)
+{
+    Func *f = c->f;
+    /* the builtins.h kinds lowered one way for every member */
+    if (builtin_info[e->builtin].kind == BK_MATH)
+        return map_unary(c, lower_expr(c, e->args[0], want), e->type, math_slot, e->builtin);
+    if (builtin_info[e->builtin].kind == BK_REDUCE)
+        return reduce_tile(c, lower_expr(c, e->args[0], NULL), e->builtin, e->axis);
+    switch (e->builtin) {
+    case B_MAXIMUM: case B_MINIMUM: {
+        Tile a, b;
+        lower_pair(c, e->args[0], e->args[1], e->shape, want, &a, &b);
+        Layout L = result_layout(c, e->shape, &a, &b, want);
+        a = to_layout(c, a, &L);
+        b = to_layout(c, b, &L);
+        Tile r = { e->type, L, NULL };
+        int n = layout_slots(&L);
+        r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+        PType pt = held_ptype(e->type);
+        for (int i = 0; i < n; i++) {
+            Opnd x = a.v[i], y = b.v[i];
+            if (is_imm(x)) {
+                Opnd t = x;
+                x = y;
+                y = t;
+            }
+            if (is_imm(x))
+                x = R(opnd_reg(c, x, pt));
+            r.v[i] = R(ir_bin(f, e->builtin == B_MAXIMUM ? OP_MAX : OP_MIN, pt, x, y));
+        }
+        return r;
+    }
+    case B_SELECT: {
+        /* values first: their loads pick the layout, the condition follows it */
+        Tile a = lower_expr(c, e->args[1], want);
+        Tile b = lower_expr(c, e->args[2], a.L.rank ? &a.L : want);
+        const Layout *lw = a.L.rank ? &a.L : b.L.rank ? &b.L : want;
+        Tile cnd = lower_expr(c, e->args[0], lw);
+        Layout L = result_layout(c, e->shape, cnd.L.rank ? &cnd : &a, a.L.rank ? &a : &b, want);
+        cnd = to_layout(c, cnd, &L);
+        a = to_layout(c, a, &L);
+        b = to_layout(c, b, &L);
+        Tile r = { e->type, L, NULL };
+        int n = layout_slots(&L);
+        r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+        PType pt = held_ptype(e->type);
+        for (int i = 0; i < n; i++) {
+            int p = opnd_reg(c, cnd.v[i], PT_PRED);
+            if (pt == PT_PRED) {
+                int x = ir_bin(f, OP_BAND, PT_PRED, R(p), R(opnd_reg(c, a.v[i], PT_PRED)));
+                int np = ir_un(f, OP_BNOT, PT_PRED, R(p));
+                int y = ir_bin(f, OP_BAND, PT_PRED, R(np), R(opnd_reg(c, b.v[i], PT_PRED)));
+                r.v[i] = R(ir_bin(f, OP_BOR, PT_PRED, R(x), R(y)));
+            } else {
+                r.v[i] = R(ir_tern(f, OP_SELP, pt, a.v[i], b.v[i], R(p)));
+            }
+        }
+        return r;
+    }
+    case B_CDIV: {
+        Tile a = lower_expr(c, e->args[0], NULL), b = lower_expr(c, e->args[1], NULL);
+        PType pt = held_ptype(e->type);
+        if (is_imm(a.v[0]) && is_imm(b.v[0]) && b.v[0].i)
+            return scalar_of(c, e->type, IMM((a.v[0].i + b.v[0].i - 1) / b.v[0].i));
+        Opnd s = binop_slot(c, '-', e->type, binop_slot(c, '+', e->type, a.v[0], b.v[0]), IMM(1));
+        return scalar_of(c, e->type, R(ir_bin(f, OP_DIV, pt, R(opnd_reg(c, s, pt)), b.v[0])));
+    }
+    case B_ARANGE: {
+        Layout L = want && want->rank == e->shape.rank && want->S[1] == e->shape.dim[e->shape.rank - 1] && want->S[0] == 1
+                       ? *want : layout_rowmajor(e->shape, c->threads, 4);
+        Tile r = { TY_I32, L, NULL };
+        int n = layout_slots(&L);
+        r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+        int t1 = thread_coord(c, &L, 1);
+        int base = L.bcast[1] ? ir_mov(f, PT_S32, IMM(0)) : ir_bin(f, OP_MUL, PT_S32, R(t1), IMM(L.V[1]));
+        for (int o1 = 0; o1 < L.O[1]; o1++)
+            for (int i1 = 0; i1 < L.V[1]; i1++) {
+                int col = slot_col(&L, o1, i1);
+                Opnd v = col ? R(ir_bin(f, OP_ADD, PT_S32, R(base), IMM(col))) : R(base);
+                for (int o0 = 0; o0 < L.O[0]; o0++)
+                    for (int i0 = 0; i0 < L.V[0]; i0++)
+                        r.v[slot_index(&L, o0, i0, o1, i1)] = v;
+            }
+        return r;
+    }
+    default: break;
+    }
+    die("lower: call of builtin %d", e->builtin);
+}
+
+Tile lower_expr(Lower *c, Expr *e, const Layout *want)
+{
+    Func *f = c->f;
+    f->cur_line = e->loc.line;
+    switch (e->kind) {
+    case E_INT: return scalar_of(c, e->type, type_is_float(e->type) ? FIMM((double)e->ival) : IMM(e->ival));
+    case E_FLOAT: return scalar_of(c, e->type, type_is_float(e->type) ? FIMM(e->fval) : IMM((int64_t)e->fval));
+    case E_BOOL: return scalar_of(c, TY_BOOL, IMM(e->ival));
+    case E_BLOCK: return scalar_of(c, TY_I32, R(c->ctaid[e->ival]));
+    case E_NAME: {
+        SymInfo *si = e->sym->lower;
+        if (e->sym->kind == SYM_VAR && e->sym->is_shared)
+            return load_shared_var(c, e->sym, want);
+        if (!si)
+            die("lower: name '%s' has no value", e->name);
+        return si->val;
+    }
+    case E_UNARY: {
+        Tile x = lower_expr(c, e->a, want);
+        Tile r = { e->type, x.L, NULL };
+        int n = layout_slots(&x.L);
+        r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+        for (int i = 0; i < n; i++) {
+            if (e->op == '-' && is_imm(x.v[i]))
+                r.v[i] = x.v[i].kind == O_IMM ? IMM(wrap_int(e->type, -(uint64_t)x.v[i].i)) : FIMM(-x.v[i].f);
+            else if (e->op == '-')
+                r.v[i] = R(ir_un(f, OP_NEG, held_ptype(e->type), x.v[i]));
+            else
+                r.v[i] = R(ir_un(f, OP_BNOT, PT_PRED, R(opnd_reg(c, x.v[i], PT_PRED))));
+        }
+        return r;
+    }
+    case E_BINARY:
+        if (e->op == OP_MATMUL) {
+            Tile acc = tile_new(c, TY_F32, matmul_plan(c, e)->acc);
+            lower_matmul(c, &acc, e, false);
+            return acc;
+        }
+        return lower_binary(c, e, want);
+    case E_CALL: return lower_call(c, e, want);
+    case E_CAST: return lower_cast(c, e, want);
+    case E_INDEX: return load_window(c, e, want);
+    }
+    die("lower: expression kind %d", e->kind);
+}

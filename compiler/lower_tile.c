@@ -1,0 +1,250 @@
+/* lower_tile.c: tiles during lowering: their registers, thread coordinates, the primary copy of
+ * each element, layout changes (through the scratch area when data moves), broadcast views, and
+ * a symbol's lowering state. */
+#include "lower.h"
+
+/* ---- value helpers */
+
+PType held_ptype(ElemType t)
+{
+    switch (t) {
+    case TY_BOOL: return PT_PRED;
+    case TY_I32: return PT_S32;
+    case TY_U32: return PT_U32;
+    case TY_I64: return PT_S64;
+    default: return PT_F32;     /* f16, bf16, tf32 are held widened to f32 */
+    }
+}
+
+RegClass held_class(ElemType t) { return ptype_class(held_ptype(t)); }
+
+Tile tile_new(Lower *c, ElemType t, Layout L)
+{
+    Tile v = { t, L, NULL };
+    int n = layout_slots(&L);
+    v.v = arena_alloc(c->a, sizeof *v.v * (size_t)n);
+    for (int i = 0; i < n; i++)
+        v.v[i] = R(new_reg(c->f, held_class(t)));
+    return v;
+}
+
+Tile tile_splat(Lower *c, ElemType t, Layout L, Opnd x)
+{
+    Tile v = { t, L, NULL };
+    int n = layout_slots(&L);
+    v.v = arena_alloc(c->a, sizeof *v.v * (size_t)n);
+    for (int i = 0; i < n; i++)
+        v.v[i] = x;
+    return v;
+}
+
+int opnd_reg(Lower *c, Opnd o, PType t)
+{
+    if (o.kind == O_REG)
+        return o.reg;
+    if (t == PT_PRED)
+        return ir_setp(c->f, CMP_NE, PT_S32, IMM(o.kind == O_IMM ? o.i != 0 : o.f != 0), IMM(0));
+    return ir_mov(c->f, t, o);
+}
+
+Tile scalar_of(Lower *c, ElemType t, Opnd x) { return tile_splat(c, t, layout_scalar(c->threads), x); }
+
+/* ---- thread coordinates */
+
+static int log2i(int x)
+{
+    int n = 0;
+    while ((1 << n) < x)
+        n++;
+    return n;
+}
+
+/* (t >> sh) & (n - 1) for a power of two n */
+static int tid_field(Func *f, int t, int sh, int n)
+{
+    int s = sh ? ir_bin(f, OP_SHR, PT_U32, R(t), IMM(sh)) : t;
+    return ir_bin(f, OP_BAND, PT_B32, R(s), IMM(n - 1));
+}
+
+/* t_d from the thread id, per the Layout formula in lower.h: the inner grid's coordinate from the
+ * low bits, the outer grid's (when T[d] > Tlo[d]) from the bits above the inner grid. */
+int thread_coord(Lower *c, const Layout *L, int d)
+{
+    Func *f = c->f;
+    int t = c->tid;
+    if (L->T[d] == 1)
+        return ir_mov(f, PT_U32, IMM(0));
+    int lo0 = L->Tlo[0], lo1 = L->Tlo[1];
+    int inner;
+    if (L->lo_t0_low)   /* column-major inner grid: t0's bits lowest */
+        inner = d == 0 ? tid_field(f, t, 0, lo0) : lo1 > 1 ? tid_field(f, t, log2i(lo0), lo1) : -1;
+    else
+        inner = d == 1 ? tid_field(f, t, 0, lo1) : lo0 > 1 ? tid_field(f, t, log2i(lo1), lo0) : -1;
+    int outer_n = L->T[d] / L->Tlo[d];
+    if (outer_n == 1)
+        return inner;
+    int sh = log2i(lo0 * lo1) + (d == 0 ? log2i(L->T[1] / lo1) : 0);
+    int outer = tid_field(f, t, sh, outer_n);
+    if (inner < 0)
+        return ir_bin(f, OP_MUL, PT_U32, R(outer), IMM(L->Tlo[d]));
+    return ir_tern(f, OP_MAD, PT_U32, R(outer), IMM(L->Tlo[d]), R(inner));
+}
+
+/* Threads that hold the authoritative copy of each element: stores, atomics and reductions count
+ * only these. */
+int primary_pred(Lower *c, const Layout *L)
+{
+    int p = -1;
+    if (L->reps > 1)
+        p = ir_setp(c->f, CMP_LO, PT_U32, R(c->tid), IMM(L->T[0] * L->T[1]));
+    for (int d = 0; d < 2; d++) {
+        if (!L->bcast[d] || L->T[d] == 1)
+            continue;
+        int q = ir_setp(c->f, CMP_EQ, PT_U32, R(thread_coord(c, L, d)), IMM(0));
+        p = p < 0 ? q : ir_bin(c->f, OP_BAND, PT_PRED, R(p), R(q));
+    }
+    return p;
+}
+
+/* ---- layout changes and broadcasting */
+
+int slot_index(const Layout *L, int o0, int i0, int o1, int i1)
+{
+    return ((o0 * L->V[0] + i0) * L->O[1] + o1) * L->V[1] + i1;
+}
+
+/* Element row/column of slot components, relative to the thread's own origin. */
+static int slot_row(const Layout *L, int o0, int i0) { return L->bcast[0] ? o0 * L->V[0] + i0 : o0 * L->T[0] * L->V[0] + i0; }
+int slot_col(const Layout *L, int o1, int i1) { return L->bcast[1] ? o1 * L->V[1] + i1 : o1 * L->T[1] * L->V[1] + i1; }
+
+/* A broadcast source [1 or S0, 1 or S1] whose layout lines up with L along the kept dimension
+ * needs no data movement: each destination slot reads the matching source slot. */
+static bool aligned_broadcast(const Layout *src, const Layout *dst)
+{
+    if (src->T[0] == 1 && src->T[1] == 1 && src->S[0] == 1 && src->S[1] == 1)
+        return true;     /* one element held by every thread */
+    for (int d = 0; d < 2; d++) {
+        /* the same thread-index split, so kept coordinates are the same function of %tid */
+        if (src->T[d] != dst->T[d] || src->Tlo[d] != dst->Tlo[d] || src->lo_t0_low != dst->lo_t0_low)
+            return false;
+        if (src->S[d] == dst->S[d]) {
+            if (src->V[d] != dst->V[d] || src->O[d] != dst->O[d] || src->bcast[d] != dst->bcast[d])
+                return false;
+        } else if (src->S[d] != 1 || (src->T[d] != 1 && !src->bcast[d])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+Tile to_layout(Lower *c, Tile v, const Layout *L)
+{
+    if (layout_eq(&v.L, L))
+        return v;
+    Tile r = { v.type, *L, NULL };
+    int n = layout_slots(L);
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+    if (v.L.rank == 0) {
+        for (int i = 0; i < n; i++)
+            r.v[i] = v.v[0];
+        return r;
+    }
+    if (aligned_broadcast(&v.L, L)) {
+        for (int o0 = 0; o0 < L->O[0]; o0++)
+            for (int i0 = 0; i0 < L->V[0]; i0++)
+                for (int o1 = 0; o1 < L->O[1]; o1++)
+                    for (int i1 = 0; i1 < L->V[1]; i1++) {
+                        int so0 = v.L.S[0] == 1 ? 0 : o0, si0 = v.L.S[0] == 1 ? 0 : i0;
+                        int so1 = v.L.S[1] == 1 ? 0 : o1, si1 = v.L.S[1] == 1 ? 0 : i1;
+                        r.v[slot_index(L, o0, i0, o1, i1)] = v.v[slot_index(&v.L, so0, si0, so1, si1)];
+                    }
+        return r;
+    }
+    /* General case: through shared memory, as 32-bit words, row pitch padded against bank
+     * conflicts. i64 values need two words. */
+    Func *f = c->f;
+    PType pt = held_ptype(v.type);
+    bool wide = pt == PT_S64;
+    bool pred = pt == PT_PRED;
+    int es = wide ? 8 : 4;
+    int pitch = v.L.S[1] + (v.L.S[1] >= 8 ? 1 : 0);
+    scratch_begin_write(c, v.L.S[0] * pitch * es);
+    int base = scratch_base_reg(c);
+    int prim = primary_pred(c, &v.L);
+    int t0 = thread_coord(c, &v.L, 0), t1 = thread_coord(c, &v.L, 1);
+    /* thread origin (row0 * pitch + col0) * es */
+    int row0 = v.L.bcast[0] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(v.L.V[0]));
+    int col0 = v.L.bcast[1] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(v.L.V[1]));
+    int lin = ir_tern(f, OP_MAD, PT_U32, R(row0), IMM(pitch), R(col0));
+    int addr = ir_tern(f, OP_MAD, PT_U32, R(lin), IMM(es), R(base));
+    for (int o0 = 0; o0 < v.L.O[0]; o0++)
+        for (int i0 = 0; i0 < v.L.V[0]; i0++)
+            for (int o1 = 0; o1 < v.L.O[1]; o1++)
+                for (int i1 = 0; i1 < v.L.V[1]; i1++) {
+                    Opnd x = v.v[slot_index(&v.L, o0, i0, o1, i1)];
+                    int val;
+                    if (pred)
+                        val = ir_tern(f, OP_SELP, PT_U32, IMM(1), IMM(0), R(opnd_reg(c, x, PT_PRED)));
+                    else
+                        val = opnd_reg(c, x, pt);
+                    Ins *in = emit_ins(f, OP_ST, wide ? PT_B64 : PT_B32);
+                    in->space = SP_SHARED;
+                    in->src[0] = R(addr);
+                    in->src[1] = R(val);
+                    in->nsrc = 2;
+                    in->off = (int64_t)(slot_row(&v.L, o0, i0) * pitch + slot_col(&v.L, o1, i1)) * es;
+                    in->guard = prim;
+                    ir_naive_addr(f);
+                }
+    scratch_end_write(c);
+    /* read back: destination element (r, c) comes from (r mod S0src, c mod S1src) */
+    int dt0 = thread_coord(c, L, 0), dt1 = thread_coord(c, L, 1);
+    int drow0 = L->bcast[0] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(dt0), IMM(L->V[0]));
+    int dcol0 = L->bcast[1] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(dt1), IMM(L->V[1]));
+    bool rb = v.L.S[0] == 1, cb = v.L.S[1] == 1;
+    int lin2 = ir_tern(f, OP_MAD, PT_U32, rb ? IMM(0) : R(drow0), IMM(pitch), cb ? IMM(0) : R(dcol0));
+    int addr2 = ir_tern(f, OP_MAD, PT_U32, R(lin2), IMM(es), R(base));
+    for (int o0 = 0; o0 < L->O[0]; o0++)
+        for (int i0 = 0; i0 < L->V[0]; i0++)
+            for (int o1 = 0; o1 < L->O[1]; o1++)
+                for (int i1 = 0; i1 < L->V[1]; i1++) {
+                    int rr = rb ? 0 : slot_row(L, o0, i0), cc = cb ? 0 : slot_col(L, o1, i1);
+                    int d = new_reg(f, wide ? RC_D : pt == PT_F32 ? RC_F : RC_R);
+                    Ins *in = emit_ins(f, OP_LD, wide ? PT_B64 : pt == PT_F32 ? PT_F32 : PT_B32);
+                    in->space = SP_SHARED;
+                    in->dst[0] = d;
+                    in->ndst = 1;
+                    in->src[0] = R(addr2);
+                    in->nsrc = 1;
+                    in->off = (int64_t)(rr * pitch + cc) * es;
+                    ir_naive_addr(f);
+                    if (pred)
+                        d = ir_setp(f, CMP_NE, PT_U32, R(d), IMM(0));
+                    r.v[slot_index(L, o0, i0, o1, i1)] = R(d);
+                }
+    return r;
+}
+
+/* The layout a value of shape s (broadcastable to L's shape) should have so that broadcasting it
+ * to L moves no data: L itself along the dimensions s keeps, one replicated element along the
+ * dimensions s has as 1. */
+Layout broadcast_view(const Layout *L, Shape s)
+{
+    Layout B = *L;
+    int S[2] = { s.rank == 2 ? (int)s.dim[0] : 1, s.rank >= 1 ? (int)s.dim[s.rank - 1] : 1 };
+    B.rank = s.rank;
+    for (int d = 0; d < 2; d++)
+        if (S[d] != L->S[d]) {
+            B.S[d] = 1;
+            B.O[d] = B.V[d] = 1;
+            B.bcast[d] = L->T[d] > 1;
+        }
+    return B;
+}
+
+SymInfo *info(Lower *c, Sym *s)
+{
+    if (!s->lower)
+        s->lower = arena_alloc(c->a, sizeof(SymInfo));
+    return s->lower;
+}
