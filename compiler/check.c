@@ -161,20 +161,94 @@ static void check_consts(Check *c, Define *defs, int ndefs)
 
 /* ---------------------------------------------------------------- kernel parameters */
 
+static int rpn_tokens(const Expr *e);
+static Loc start_loc(const Expr *e);
+
+/* The symbol of a name used as a size: a new size symbol (shared by all the kernel's parameters)
+ * the first time, else what it names. */
+static Sym *size_name(Check *c, Expr *e)
+{
+    Sym *s = lookup(c, e->name);
+    if (!s) {
+        s = new_sym(c, SYM_SIZE, e->name, e->loc);
+        s->type = TY_I32;
+        s->size_index = c->sizes.n;
+        vec_push(&c->sizes, s);
+        scope_push(c, s);
+    }
+    return s;
+}
+
+/* A stride written as an expression (strides(S * D, D, 1), a head's view into [B, S, H, D]):
+ * sizes, consts and integers joined by + and *. Sizes are never negative and the integers must
+ * be positive, so the stride is never negative, and it can be computed at launch (TMA's pitch). */
+static bool stride_expr_ok(Check *c, Expr *e, int depth)
+{
+    if (depth > MAX_NESTING)
+        return false;
+    switch (e->kind) {
+    case E_INT:
+        return true;
+    case E_NAME: {
+        Sym *s = size_name(c, e);
+        if (s->kind == SYM_SIZE || s->kind == SYM_CONST)
+            return true;
+        error_at(e->loc, "'%s' is a parameter, not a size", e->name);
+        note_at(s->loc, "'%s' was declared here", e->name);
+        return false;
+    }
+    case E_BINARY:
+        if (e->op != '+' && e->op != '*')
+            break;
+        return stride_expr_ok(c, e->a, depth + 1) && stride_expr_ok(c, e->b, depth + 1);
+    default:
+        break;
+    }
+    error_at(start_loc(e), "a tensor stride must be a size, an integer constant, or sizes and "
+             "constants joined by '+' and '*'");
+    return false;
+}
+
+/* The first integer of a checked stride expression that is not positive or passes i32, or NULL. */
+static const Expr *bad_int(const Expr *e)
+{
+    if (e->kind == E_INT)
+        return e->ival > 0 && e->ival <= INT32_MAX ? NULL : e;
+    if (e->kind == E_BINARY)
+        return bad_int(e->a) ? bad_int(e->a) : bad_int(e->b);
+    return NULL;
+}
+
 /* A tensor dimension or stride: a bare name that is not a const is a size symbol, shared by all
- * the kernel's parameters; anything else must fold to a positive constant. */
+ * the kernel's parameters; a stride may also be an expression of sizes (stride_expr_ok); anything
+ * else must fold to a positive constant. */
 static Extent check_extent(Check *c, Expr *e, bool is_stride)
 {
     Extent x = {.cval = 1};
-    if (e->kind == E_NAME) {
-        Sym *s = lookup(c, e->name);
-        if (!s) {
-            s = new_sym(c, SYM_SIZE, e->name, e->loc);
-            s->type = TY_I32;
-            s->size_index = c->sizes.n;
-            vec_push(&c->sizes, s);
-            scope_push(c, s);
+    if (is_stride && e->kind == E_BINARY && (e->op == '+' || e->op == '*')) {
+        if (!stride_expr_ok(c, e, 0))
+            return x;
+        check_expr(c, e);
+        if (e->type == TY_NONE)
+            return x;
+        if (e->kind != E_INT) {
+            const Expr *bad = bad_int(e);
+            if (bad) {
+                error_at(bad->loc, "the integers in a tensor stride must be positive and fit in i32, "
+                         "not %lld", (long long)bad->ival);
+                return x;
+            }
+            if (rpn_tokens(e) > TILERT_MAX_RPN) {
+                error_at(start_loc(e), "this stride takes %d terms to evaluate at launch; the launcher "
+                         "takes at most %d", rpn_tokens(e), TILERT_MAX_RPN);
+                return x;
+            }
+            x.expr = e;
+            return x;
         }
+    }
+    if (e->kind == E_NAME) {
+        Sym *s = size_name(c, e);
         if (s->kind == SYM_SIZE) {
             e->sym = s;
             e->type = TY_I32;
@@ -191,8 +265,9 @@ static Extent check_extent(Check *c, Expr *e, bool is_stride)
     if (e->type == TY_NONE)
         return x;
     if (e->kind != E_INT) {
-        error_at(e->loc, "a tensor %s must be a size name or an integer constant",
-                 is_stride ? "stride" : "dimension");
+        error_at(start_loc(e), is_stride ? "a tensor stride must be a size, an integer constant, or sizes "
+                 "and constants joined by '+' and '*'" : "a tensor dimension must be a size name or an "
+                 "integer constant");
         return x;
     }
     if (e->ival <= 0 || e->ival > INT32_MAX) {

@@ -334,7 +334,8 @@ static bool vector_ok(Lower *c, Expr *e, Access *a, int vm)
             continue;
         int64_t m;
         if (!a->t->has_default_strides)
-            m = a->t->stride[d].size ? size_multiple(c, a->t->stride[d].size) : a->t->stride[d].cval;
+            m = a->t->stride[d].expr ? known_multiple(c, a->t->stride[d].expr)
+                : a->t->stride[d].size ? size_multiple(c, a->t->stride[d].size) : a->t->stride[d].cval;
         else
             m = a->t->dim[d1].size ? size_multiple(c, a->t->dim[d1].size) : a->t->dim[d1].cval;
         if (m % vm)

@@ -7,6 +7,29 @@
 
 static ElemType scalar_param_type(Sym *s) { return s->type; }
 
+/* A stride written as an expression of sizes and constants (check.c), in an s64 register: the
+ * S * D of a [B, S, H, D] view passes 2^31 long before the tensor's bytes do. */
+static Opnd stride_expr64(Lower *c, Expr *e)
+{
+    if (e->kind == E_INT)
+        return R(ir_mov(c->f, PT_S64, IMM(e->ival)));
+    if (e->kind == E_NAME) {
+        if (e->sym->kind != SYM_SIZE)
+            die("lower: stride term '%s' is not a size", e->name);
+        return R(ir_cvt(c->f, PT_S64, PT_S32, ((SymInfo *)e->sym->lower)->val.v[0]));
+    }
+    if (e->kind != E_BINARY || (e->op != '+' && e->op != '*'))
+        die("lower: stride expression of kind %d", e->kind);
+    Opnd a = e->a->kind == E_INT ? IMM(e->a->ival) : stride_expr64(c, e->a);
+    Opnd b = e->b->kind == E_INT ? IMM(e->b->ival) : stride_expr64(c, e->b);
+    if (a.kind == O_IMM) {    /* PTX wants a register first */
+        Opnd t = a;
+        a = b;
+        b = t;
+    }
+    return R(ir_bin(c->f, e->op == '+' ? OP_ADD : OP_MUL, PT_S64, a, b));
+}
+
 void load_params(Lower *c)
 {
     Func *f = c->f;
@@ -75,7 +98,9 @@ void load_params(Lower *c)
         for (int d = s->rank - 1; d >= 0; d--) {
             Opnd st;
             si->stride64[d] = -1;
-            if (!s->has_default_strides)
+            if (s->stride[d].expr)
+                si->stride64[d] = (st = stride_expr64(c, s->stride[d].expr)).reg;
+            else if (!s->has_default_strides)
                 st = s->stride[d].size ? ((SymInfo *)s->stride[d].size->lower)->val.v[0] : IMM(s->stride[d].cval);
             else if (d == s->rank - 1)
                 st = IMM(1);
@@ -170,6 +195,8 @@ static void rpn(Lower *c, Buf *b, Expr *e)
 
 const char *extent_rpn(Lower *c, Extent e)
 {
+    if (e.expr)
+        return rpn_text(c, e.expr, "a stride expression");
     if (!e.size)
         return arena_printf(c->a, "%lld", (long long)e.cval);
     return arena_printf(c->a, "a%d", c->k->nparams + e.size->size_index);

@@ -46,7 +46,7 @@ static bool window_ok(Lower *c, const PipeOperand *p)
     int64_t rows = win->shape.dim[0], cols = win->shape.dim[1];
     if (rows > TMA_BOX_MAX || cols % SLAB_COLS || pitch != cols)
         return false;
-    if (!t->has_default_strides && (t->stride[1].size || t->stride[1].cval != 1))
+    if (!t->has_default_strides && (t->stride[1].size || t->stride[1].expr || t->stride[1].cval != 1))
         return false;
     return async_piece_bytes(c, win, pitch) == 16;
 }

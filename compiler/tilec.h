@@ -237,7 +237,9 @@ typedef enum {
 } SymKind;
 
 /* A tensor dimension or stride: a constant or a size symbol. */
-typedef struct { int64_t cval; Sym *size; } Extent;   /* size == NULL: constant cval */
+/* A tensor dimension or stride: a size symbol, a stride expression of sizes and constants
+ * (check.c: stride_expr_ok), or (both NULL) the constant cval. */
+typedef struct { int64_t cval; Sym *size; Expr *expr; } Extent;
 
 struct Sym {
     SymKind kind;

@@ -424,6 +424,56 @@ static void types(int n)
     free(a), free(o), free(b), free(p), free(cb), free(q), free(d), free(e), free(r), free(s);
 }
 
+/* head_proj_f32 / _f16: X is [S, H, D] and Y [S, H, E] in memory, each kernel sees head h as
+ * [S, D] through strides that are expressions of the sizes (H * D); W is [D, E]. Per head, the
+ * float64 product of the inputs (rounded to f16 for the f16 kernel) within its bound; every
+ * element of Y written. */
+static void head_proj(int h, int sq, int d, int e, bool f16)
+{
+    char desc[112];
+    const char *name = f16 ? "head_proj_f16" : "head_proj_f32";
+    snprintf(desc, sizeof desc, "%s (strides(D, H * D, 1)) H=%d S=%d D=%d E=%d", name, h, sq, d, e);
+    size_t sx = (size_t)sq * h * d, sw = (size_t)d * e, sy = (size_t)sq * h * e;
+    float *x = malloc(sx * 4 + 4), *w = malloc(sw * 4 + 4), *xh = malloc((size_t)sq * d * 4 + 4);
+    uint16_t *x16 = malloc(sx * 2 + 2), *w16 = malloc(sw * 2 + 2);
+    double *ref = malloc(sy * 8 + 8), *bound = malloc(sy * 8 + 8);
+    double *rh = malloc((size_t)sq * e * 8 + 8), *bh = malloc((size_t)sq * e * 8 + 8);
+    rng_fill(x, sx, -1, 1);
+    rng_fill(w, sw, -1, 1);
+    for (size_t i = 0; f16 && i < sx; i++)
+        x[i] = from_f16(x16[i] = to_f16(x[i]));
+    for (size_t i = 0; f16 && i < sw; i++)
+        w[i] = from_f16(w16[i] = to_f16(w[i]));
+    for (int hh = 0; hh < h; hh++) {
+        for (int r = 0; r < sq; r++)
+            memcpy(&xh[(size_t)r * d], &x[((size_t)r * h + hh) * d], (size_t)d * 4);
+        ref_matmul_bound(xh, NULL, w, NULL, rh, bh, sq, e, d, f16 ? SUM_TENSOR : SUM_FMA);
+        for (int r = 0; r < sq; r++)
+            for (int j = 0; j < e; j++) {
+                ref[((size_t)r * h + hh) * e + j] = rh[(size_t)r * e + j];
+                bound[((size_t)r * h + hh) * e + j] = bh[(size_t)r * e + j];
+            }
+    }
+    CUdeviceptr dx = 0, dw = 0, dy = poisoned(sy);
+    if (f16) {
+        if (!gpu_alloc(&dx, sx * 2 + 16) || !gpu_upload(dx, x16, sx * 2))
+            dx = 0;
+        if (!gpu_alloc(&dw, sw * 2 + 16) || !gpu_upload(dw, w16, sw * 2))
+            dw = 0;
+    } else {
+        dx = upload(x, sx);
+        dw = upload(w, sw);
+    }
+    tilert_kernel *k = kernel(name);
+    /* arguments, then the sizes in order of first appearance: H, S, D, E */
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dw), tilert_ptr(dy), tilert_i32(h), tilert_i32(sq), tilert_i32(d),
+                       tilert_i32(e) };
+    if (k && dx && dw && dy)
+        run(desc, k, a, 7, dy, ref, bound, sy, (size_t)e);
+    gpu_free(dx), gpu_free(dw), gpu_free(dy);
+    free(x), free(w), free(xh), free(x16), free(w16), free(ref), free(bound), free(rh), free(bh);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "build/examples";
@@ -482,6 +532,14 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < (small ? COUNT(us_small) : COUNT(us)); i++) {
         r = small ? us_small[i] : us[i];
         tf32_unaligned(r[0], r[1], r[2]);
+    }
+    /* heads seen through stride expressions: H, S, D, E */
+    static const int hs[][4] = { { 1, 1, 8, 8 }, { 3, 70, 24, 72 }, { 4, 129, 72, 136 } };
+    static const int hs_small[][4] = { { 1, 1, 8, 8 }, { 2, 64, 32, 64 }, { 3, 70, 24, 72 } };
+    for (size_t i = 0; i < (small ? COUNT(hs_small) : COUNT(hs)); i++) {
+        r = small ? hs_small[i] : hs[i];
+        head_proj(r[0], r[1], r[2], r[3], false);
+        head_proj(r[0], r[1], r[2], r[3], true);
     }
     maxes(1, false);
     maxes(small ? 5000 : 100000, false);
