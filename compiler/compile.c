@@ -106,7 +106,8 @@ bool pass_disable(Options *opt, const char *name)
 }
 
 /* Every pass of the table on one lowered kernel, in order, with the dump the options ask for
- * after it (a pass that is off still marks its dump point). */
+ * after it (a pass that is off still marks its dump point), and with opt->verify_ir the IR
+ * checked after lowering and after each pass that ran: malformed IR goes no further. */
 bool compile_kernel(Arena *a, Func *f, const Options *opt, bool *drop)
 {
     PassCtx x = { a, f, opt };
@@ -115,8 +116,13 @@ bool compile_kernel(Arena *a, Func *f, const Options *opt, bool *drop)
     *drop = false;
     if (dump && !strcmp(dump, "lower"))
         ir_dump(f, stdout);
+    if (opt->verify_ir && !ir_verify(f, "lower")) {
+        *drop = true;
+        return false;
+    }
     for (int i = 0; i < NPASSES; i++) {
-        if (pass_switch(opt, i) && !passes[i].run(&x)) {
+        bool on = pass_switch(opt, i);
+        if (on && !passes[i].run(&x)) {
             ok = false;
             if (passes[i].fatal) {
                 *drop = true;
@@ -125,14 +131,26 @@ bool compile_kernel(Arena *a, Func *f, const Options *opt, bool *drop)
         }
         if (dump && !strcmp(dump, passes[i].name))
             ir_dump(f, stdout);
+        if (on && opt->verify_ir && !ir_verify(f, passes[i].name)) {
+            *drop = true;
+            return false;
+        }
     }
     return ok;
+}
+
+/* The test suites turn the verifier on for every compilation, in-process ones included. */
+static bool verify_ir_from_env(void)
+{
+    const char *v = getenv("TILEC_VERIFY_IR");
+    return v && *v && strcmp(v, "0");
 }
 
 bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
 {
     Options opt = *options;
     const char *arch = opt.arch;
+    opt.verify_ir |= verify_ir_from_env();
     memset(out, 0, sizeof *out);
     out->nk = p->nkernels;
     out->metas = arena_alloc(a, sizeof(KernelMeta) * (size_t)(p->nkernels + 1));
@@ -256,7 +274,8 @@ CompileStatus compile_buffer(const CompileJob *job, CompileOutput *out)
         st = COMPILE_INTERNAL;
     else
         st = compile_job(a, job, ao, out);
-    /* an error that is the compiler's bug (a race in the code it made) is internal too */
+    /* an error that is the compiler's bug (a race in the code it made, IR the verifier refused)
+       is internal too */
     if (st == COMPILE_ERRORS && diag.nbugs)
         st = COMPILE_INTERNAL;
     die_recover = outer;

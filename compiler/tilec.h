@@ -92,7 +92,7 @@ typedef struct {
     const char *src;       /* whole file, NUL-terminated */
     size_t len;
     int nerrors, nwarnings;
-    int nbugs;             /* of the errors, those that are compiler bugs (race_check.c) */
+    int nbugs;             /* of the errors, those that are compiler bugs (race_check.c, ir_verify.c) */
     bool capped;           /* stop collecting: the cap was hit */
     FILE *out;             /* where messages go; NULL: stderr */
 } Diag;
@@ -426,7 +426,7 @@ typedef enum { O_NONE, O_REG, O_IMM, O_FIMM, O_SYM } OpndKind;
 typedef struct { OpndKind kind; int reg; int64_t i; double f; const char *sym; } Opnd;
 
 typedef enum {
-#define X(n, i, f, sfx, flags, fields) OP_##n,
+#define X(n, i, f, sfx, flags, fields, dsts, srcs) OP_##n,
     IR_OPS(X)
 #undef X
     OP_COUNT_
@@ -537,6 +537,9 @@ typedef struct {
     int sm_threads;        /* threads a multiprocessor holds on the target arch (occupancy) */
     bool cap_tight;        /* maxnreg was held below demand + slack to keep occupancy: ptxas may spill */
     int reg_boundary;      /* the most registers that keep the occupancy the demand allows */
+    /* ir_verify: the order of barriers and shared accesses in the code race_check saw */
+    uint64_t sync_order;
+    bool sync_order_set;
 } Func;
 
 Func *func_new(Kernel *k);
@@ -568,6 +571,7 @@ void ir_bra(Func *f, int label, int guard, bool neg);
 void ir_bar(Func *f);
 void ir_comment(Func *f, const char *text);
 void ir_dump(Func *f, FILE *out);
+void ir_ins_text(Buf *out, const Ins *in);     /* one instruction as ir_dump prints it */
 
 /* ---------------------------------------------------------------- lower*.c: tiles -> thread IR */
 
@@ -580,6 +584,7 @@ typedef struct {
     const char *arch;      /* "sm_80" ... */
     bool no_ptxas;         /* never run ptxas (the cap's spill check, --no-ptxas) */
     const char *dump;      /* --dump=tir|alloc: print the IR after that stage to stdout */
+    bool verify_ir;        /* ir_verify after lowering and every pass (--verify-ir, TILEC_VERIFY_IR=1) */
 } Options;
 
 /* Lowers one checked kernel. Returns NULL after reporting errors (e.g. a tile too large). */
@@ -609,6 +614,15 @@ const Target *target_at(int i);
  * lowered (register tensors and shared symbols still in place). */
 bool race_check(Func *f);
 
+/* ---------------------------------------------------------------- ir_verify.c */
+
+/* Checks that f is well-formed IR: every instruction's operands and fields as ops.h says, every
+ * register read defined before on every path, and the order of barriers and shared-memory
+ * accesses race_check proved kept by the passes. On failure reports a compiler bug (diag.nbugs)
+ * naming the stage `after` and the instruction, and returns false. For test builds: compile.c
+ * runs it after lowering and after every pass when Options.verify_ir is set. */
+bool ir_verify(Func *f, const char *after);
+
 /* ---------------------------------------------------------------- compile.c: the pipeline */
 
 /* One architecture's result: the module's PTX (metadata block, then every kernel) and, per
@@ -631,9 +645,10 @@ void arch_output_free(ArchOutput *out);
 
 /* The whole compilation in memory, for callers in their own process (tests, fuzzing): source
  * text for one architecture (opt.arch) to PTX text, and with c_base also --emit=c's launchers
- * (PTX only, no cubins; c_base is their C prefix). Internal errors (die, and the races
- * race_check.c finds) return COMPILE_INTERNAL instead of aborting: the arena and finished kernels
- * are freed, memory the failed stage held may not be. Messages go to diag.out. */
+ * (PTX only, no cubins; c_base is their C prefix). Internal errors (die, the races
+ * race_check.c finds, IR ir_verify.c refuses) return COMPILE_INTERNAL instead of aborting: the
+ * arena and finished kernels are freed, memory the failed stage held may not be. Messages go
+ * to diag.out. */
 typedef enum { COMPILE_OK, COMPILE_ERRORS, COMPILE_INTERNAL } CompileStatus;
 typedef struct {
     const char *file;
@@ -645,8 +660,9 @@ typedef struct {
 typedef struct { Buf ptx, c, h; } CompileOutput;   /* empty unless COMPILE_OK */
 CompileStatus compile_buffer(const CompileJob *job, CompileOutput *out);
 /* The passes after lowering (compile.c's table: race check, register tensors, address
- * splitting, the pressure passes, allocation) on one kernel. False after errors; *drop when
- * the code may not go further (the race check failed). */
+ * splitting, the pressure passes, allocation) on one kernel, with opt->verify_ir the IR checked
+ * after lowering and after each (ir_verify). False after errors; *drop when the code may not
+ * go further (the race check or the verifier failed). */
 bool compile_kernel(Arena *a, Func *f, const Options *opt, bool *drop);
 bool pass_dump_point(const char *name);           /* --dump=NAME names a pass, lower, tir or alloc */
 bool pass_disable(Options *opt, const char *name);  /* -fno-NAME: false when NAME has no switch */
