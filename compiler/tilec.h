@@ -668,7 +668,7 @@ bool pass_dump_point(const char *name);           /* --dump=NAME names a pass, l
 bool pass_disable(Options *opt, const char *name);  /* -fno-NAME: false when NAME has no switch */
 void compile_output_free(CompileOutput *out);
 
-/* ---------------------------------------------------------------- regalloc.c */
+/* ---------------------------------------------------------------- regalloc.c, regcap.c */
 
 /* Liveness over the CFG, then linear-scan allocation per register class; fills VReg.phys,
  * Func.nphys and the peak. Reports an error (naming the values live at the peak) when the demand
@@ -679,6 +679,12 @@ bool regalloc(Func *f, int budget);
 int reg_budget(int threads);
 /* The slack the register cap leaves over the predicted demand. */
 int reg_cap_slack(int pred);
+
+/* regcap.c: with ptxas at hand (and opt->reg_cap, not opt->no_ptxas), assembles out's module,
+ * loosens the cap of every kernel that spills under it and has emit write the module again, for
+ * a few rounds. False when ptxas rejects the PTX (reported). */
+bool regcap_fit(ArchOutput *out, const Options *opt,
+                void (*emit)(ArchOutput *out, const char *arch));
 
 /* ---------------------------------------------------------------- const_reg_elim.c */
 
