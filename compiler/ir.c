@@ -280,10 +280,22 @@ static void dump_fields(Buf *out, const Ins *in)
         buf_printf(out, " off2=%lld", (long long)in->off2);
     if (fl & FL_LABEL)
         buf_printf(out, " L%d", in->label);
+    if (fl & FL_INFLIGHT)
+        buf_printf(out, " inflight=%d", in->inflight);
+    if (fl & FL_ARRAY)
+        buf_printf(out, " array=%d", in->array);
+    if (fl & FL_N)
+        buf_printf(out, " n=%d", in->n);
     if (fl & FL_COUNT)
-        buf_printf(out, " n=%d", in->label);
+        buf_printf(out, " count=%d", in->count);
+    if (fl & FL_BYTES)
+        buf_printf(out, " bytes=%d", in->bytes);
     if (fl & FL_CMP)
         buf_printf(out, " cmp=%d", in->cmp);
+    if (fl & FL_RND)
+        buf_printf(out, " rnd=%d", in->rnd);
+    if (fl & FL_TRANS)
+        buf_printf(out, " trans=%d", in->trans);
     if (fl & FL_SPACE)
         buf_printf(out, " %s", in->space < 4 ? space[in->space] : "?");
     if (fl & FL_REDOP)

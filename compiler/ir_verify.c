@@ -159,10 +159,24 @@ static bool blank_fields(Verify *v, int i)
         field = "off";
     else if (!(fl & FL_OFF2) && in->off2)
         field = "off2";
-    else if (!(fl & (FL_LABEL | FL_COUNT)) && in->label)
+    else if (!(fl & FL_LABEL) && in->label)
         field = "label";
+    else if (!(fl & FL_INFLIGHT) && in->inflight)
+        field = "inflight";
+    else if (!(fl & FL_ARRAY) && in->array)
+        field = "array";
+    else if (!(fl & FL_N) && in->n)
+        field = "n";
+    else if (!(fl & FL_COUNT) && in->count)
+        field = "count";
+    else if (!(fl & FL_BYTES) && in->bytes)
+        field = "bytes";
     else if (!(fl & FL_CMP) && in->cmp)
         field = "cmp";
+    else if (!(fl & FL_RND) && in->rnd)
+        field = "rnd";
+    else if (!(fl & FL_TRANS) && in->trans)
+        field = "trans";
     else if (!(fl & FL_VEC) && in->vec != 1)
         field = "vec";
     else if (!(fl & FL_SPACE) && in->space && !(in->op == OP_LDMATRIX && in->space == SP_SHARED))
@@ -235,8 +249,8 @@ static bool typed_sizes(Verify *v, int i)
     }
     if (in->op == OP_SETP && in->cmp > CMP_HS)
         return fail(v, i, "comparison %d", in->cmp);
-    if (in->op == OP_CVT && in->cmp != 0 && in->cmp != 2 && in->cmp != 3)
-        return fail(v, i, "rounding %d", in->cmp);
+    if (in->op == OP_CVT && in->rnd != RND_DEFAULT && in->rnd != RND_TF32_RNA && in->rnd != RND_TF32_RN)
+        return fail(v, i, "rounding %d", in->rnd);
     return true;
 }
 
@@ -249,7 +263,7 @@ static bool vec_of(Verify *v, int i, int a, int b, int c)
 static bool array_op(Verify *v, int i)
 {
     const Ins *in = &v->f->code.v[i];
-    int a = in->label;
+    int a = in->array;
     if (a < 0 || a >= v->f->arrays.n)
         return fail(v, i, "register tensor %d of %d", a, v->f->arrays.n);
     const RegArray *arr = &v->f->arrays.v[a];
@@ -267,7 +281,7 @@ static bool wgmma_group(Verify *v, int i)
 {
     Func *f = v->f;
     const Ins *in = &f->code.v[i];
-    int N = in->label;
+    int N = in->n;
     if (N < 8 || N > 256 || N % 8)
         return fail(v, i, "wgmma with N = %d", N);
     int n = 0;
@@ -604,8 +618,8 @@ static uint64_t sync_order(Func *f)
         if (shared_access(in))
             accesses += mix((uint64_t)in->op << 8 | (uint64_t)in->own << 4 | in->space);
         if (fence) {
-            uint64_t key = (uint64_t)in->op << 40 ^ (uint64_t)(uint32_t)in->label << 8 ^
-                           (in->guard >= 0);
+            uint64_t key = (uint64_t)in->op << 48 ^ (uint64_t)(uint32_t)in->label << 16 ^
+                           (uint64_t)in->inflight << 1 ^ (in->guard >= 0);
             h = mix(h ^ accesses) + mix(key);
             accesses = 0;
         }

@@ -73,7 +73,7 @@ static int array_get(Func *f, int array, Opnd idx)
     in->ndst = 1;
     in->src[0] = idx;
     in->nsrc = 1;
-    in->label = array;
+    in->array = array;
     return r;
 }
 
@@ -105,7 +105,7 @@ int pipe_buffer(Lower *c, Expr *operand, Sym *var)
     return -1;
 }
 
-static void cp_wait(Func *f, int n) { emit_ins(f, OP_CPWAIT, PT_B32)->label = n; }
+static void cp_wait(Func *f, int n) { emit_ins(f, OP_CPWAIT, PT_B32)->inflight = n; }
 
 /* Moving the barrier. At the top of the body the barrier makes the first fragment loads of every
  * iteration wait for it, and the first mma for them. A body that is one tensor-core matmul takes
@@ -146,7 +146,7 @@ static void publish_stage(Lower *c, int n)
         emit_ins(c->f, OP_FENCEPROXY, PT_B32);
     if (c->pipe_inflight && c->pipe_inflight->n) {
         /* the previous iteration's wgmma done before the barrier lets its stage be overwritten */
-        emit_ins(c->f, OP_WGWAIT, PT_B32)->label = 0;
+        emit_ins(c->f, OP_WGWAIT, PT_B32)->inflight = 0;
         wg_hold(c->f, c->pipe_inflight->regs, c->pipe_inflight->n);
     }
     ir_bar(c->f);
@@ -313,7 +313,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             in->src[0] = R(r);
             in->nsrc = 1;
             in->off = st;
-            in->label = ops[i].array;
+            in->array = ops[i].array;
         }
     }
     int leader_saved = c->pipe_leader, phase = tma ? tma_setup(c, ops, nops, S) : -1;
@@ -426,7 +426,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     ir_label(f, exit);
     if (inflight) {
         /* the last iterations' wgmma, before anything reads the accumulators */
-        emit_ins(f, OP_WGWAIT, PT_B32)->label = 0;
+        emit_ins(f, OP_WGWAIT, PT_B32)->inflight = 0;
         wg_hold(f, held.regs, held.n);
     }
     /* copies issued for iterations past the end were predicated off; drain anyway so shared

@@ -130,13 +130,13 @@ static void init_barriers(Lower *c, PipeOperand *p, int S)
         Ins *in = emit_ins(f, OP_MBINIT, PT_B64);
         in->src[0] = R(r);
         in->nsrc = 1;
-        in->label = 1;
+        in->count = 1;
         in->guard = c->pipe_leader;
         in = emit_ins(f, OP_ARRSET, PT_U32);
         in->src[0] = R(r);
         in->nsrc = 1;
         in->off = st;
-        in->label = p->bars;
+        in->array = p->bars;
     }
     emit_ins(f, OP_MBFENCEINIT, PT_B32)->guard = c->pipe_leader;
     ir_bar(f);
@@ -171,7 +171,7 @@ void tma_issue(Lower *c, PipeOperand *p, int base, int bar, int valid)
     Ins *in = emit_ins(f, OP_MBEXPECT, PT_B64);
     in->src[0] = R(bar);
     in->nsrc = 1;
-    in->label = rows * cols * 4;
+    in->bytes = rows * cols * 4;
     in->guard = go;
     for (int j = 0; j < cols / SLAB_COLS; j++) {
         int cj = j ? ir_bin(f, OP_ADD, PT_S32, R(col), IMM(j * SLAB_COLS)) : col;

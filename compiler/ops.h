@@ -15,8 +15,8 @@
  *               OPF_SYNC: orders threads or asynchronous work, nothing moves across it;
  *               OPF_JUMP: ends a basic block
  *   fields      the Ins fields besides ty, guard, dst and src that carry meaning for it (the dump
- *               prints exactly these): FL_OFF, FL_OFF2, FL_LABEL (a label), FL_COUNT (label as a
- *               number: groups, arrivals, bytes, N, array index), FL_CMP, FL_VEC, FL_SPACE,
+ *               prints exactly these), one flag a field: FL_OFF, FL_OFF2, FL_LABEL, FL_INFLIGHT,
+ *               FL_ARRAY, FL_N, FL_COUNT, FL_BYTES, FL_CMP, FL_RND, FL_TRANS, FL_VEC, FL_SPACE,
  *               FL_REDOP, FL_TY2, FL_TEXT, FL_OWN
  *   dsts, srcs  how many destination registers and source operands it has (Ins.ndst, Ins.nsrc):
  *               N_VEC, one per vector element (LD, LDMATRIX: vec; ST: the address and vec
@@ -47,7 +47,7 @@
     X(SHR,     "shr",     "shr",     SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, 0, 1, 2) \
     X(SETP,    NULL,      NULL,      SFX_TYPE,   OPF_PURE, FL_CMP, 1, 2) \
     X(SELP,    "selp",    "selp",    SFX_TYPE,   OPF_PURE, 0, 1, 3) \
-    X(CVT,     NULL,      NULL,      SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, FL_CMP | FL_TY2, 1, 1) \
+    X(CVT,     NULL,      NULL,      SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, FL_RND | FL_TY2, 1, 1) \
     X(EX2,     "ex2.approx.ftz", "ex2.approx.ftz", SFX_TYPE, OPF_PURE, 0, 1, 1) \
     X(LG2,     "lg2.approx.ftz", "lg2.approx.ftz", SFX_TYPE, OPF_PURE, 0, 1, 1) \
     X(SQRT,    "sqrt.rn", "sqrt.rn", SFX_TYPE,   OPF_PURE, 0, 1, 1) \
@@ -65,25 +65,25 @@
     X(MOVSYM,  NULL,      NULL,      SFX_TYPE,   OPF_PURE | OPF_CHEAP, 0, 1, 1) \
     X(CPASYNC, NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_STORE, FL_OFF | FL_OFF2 | FL_VEC, 0, N_VAR) \
     X(CPCOMMIT, NULL,     NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
-    X(CPWAIT,  NULL,      NULL,      SFX_NONE,   OPF_SYNC, FL_COUNT, 0, 0) \
-    X(ARRSET,  NULL,      NULL,      SFX_NONE,   0, FL_OFF | FL_COUNT, 0, 1) \
-    X(ARRGET,  NULL,      NULL,      SFX_NONE,   0, FL_COUNT, 1, 1) \
+    X(CPWAIT,  NULL,      NULL,      SFX_NONE,   OPF_SYNC, FL_INFLIGHT, 0, 0) \
+    X(ARRSET,  NULL,      NULL,      SFX_NONE,   0, FL_OFF | FL_ARRAY, 0, 1) \
+    X(ARRGET,  NULL,      NULL,      SFX_NONE,   0, FL_ARRAY, 1, 1) \
     X(LABEL,   NULL,      NULL,      SFX_NONE,   0, FL_LABEL, 0, 0) \
     X(BRA,     NULL,      NULL,      SFX_NONE,   OPF_JUMP, FL_LABEL, 0, 0) \
     X(RET,     NULL,      NULL,      SFX_NONE,   OPF_JUMP, 0, 0, 0) \
     X(COMMENT, NULL,      NULL,      SFX_NONE,   0, FL_TEXT, 0, 0) \
-    X(LDMATRIX, NULL,     NULL,      SFX_NONE,   OPF_LOAD, FL_OFF | FL_VEC | FL_CMP, N_VEC, 1) \
+    X(LDMATRIX, NULL,     NULL,      SFX_NONE,   OPF_LOAD, FL_OFF | FL_VEC | FL_TRANS, N_VEC, 1) \
     X(MMA,     NULL,      NULL,      SFX_NONE,   0, FL_TY2, 4, 10) \
     X(WGFENCE, NULL,      NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
-    X(WGMMA,   NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_SYNC, FL_COUNT | FL_CMP | FL_TY2, 0, N_VAR) \
+    X(WGMMA,   NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_SYNC, FL_N | FL_TRANS | FL_TY2, 0, N_VAR) \
     X(WGACC,   NULL,      NULL,      SFX_NONE,   0, 0, 4, 4) \
     X(WGCOMMIT, NULL,     NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
-    X(WGWAIT,  NULL,      NULL,      SFX_NONE,   OPF_SYNC, FL_COUNT, 0, 0) \
+    X(WGWAIT,  NULL,      NULL,      SFX_NONE,   OPF_SYNC, FL_INFLIGHT, 0, 0) \
     X(WGHOLD,  NULL,      NULL,      SFX_NONE,   0, 0, 0, N_VAR) \
     X(FENCEPROXY, NULL,   NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
     X(MBINIT,  NULL,      NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, FL_COUNT, 0, 1) \
     X(MBFENCEINIT, NULL,  NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
-    X(MBEXPECT, NULL,     NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, FL_COUNT, 0, 1) \
+    X(MBEXPECT, NULL,     NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, FL_BYTES, 0, 1) \
     X(MBWAIT,  NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_SYNC, 0, 1, 2) \
     X(TMALOAD, NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_STORE, FL_OFF, 0, 5)
 
@@ -94,8 +94,10 @@ enum {
     OPF_SYNC = 1 << 5, OPF_JUMP = 1 << 6
 };
 enum {
-    FL_OFF = 1 << 0, FL_OFF2 = 1 << 1, FL_LABEL = 1 << 2, FL_COUNT = 1 << 3, FL_CMP = 1 << 4, FL_VEC = 1 << 5,
-    FL_SPACE = 1 << 6, FL_REDOP = 1 << 7, FL_TY2 = 1 << 8, FL_TEXT = 1 << 9, FL_OWN = 1 << 10
+    FL_OFF = 1 << 0, FL_OFF2 = 1 << 1, FL_LABEL = 1 << 2, FL_INFLIGHT = 1 << 3, FL_ARRAY = 1 << 4,
+    FL_N = 1 << 5, FL_COUNT = 1 << 6, FL_BYTES = 1 << 7, FL_CMP = 1 << 8, FL_RND = 1 << 9,
+    FL_TRANS = 1 << 10, FL_VEC = 1 << 11, FL_SPACE = 1 << 12, FL_REDOP = 1 << 13, FL_TY2 = 1 << 14,
+    FL_TEXT = 1 << 15, FL_OWN = 1 << 16
 };
 
 typedef struct {

@@ -438,47 +438,60 @@ bool op_has(int op, int flags);                /* every one of the OPF_ flags */
 typedef enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_LO, CMP_HS } Cmp;
 typedef enum { SP_GLOBAL, SP_SHARED, SP_PARAM, SP_LOCAL } Space;
 typedef enum { RED_ADD, RED_MAX, RED_MIN, RED_CAS } RedOp;
+/* CVT's rounding. RND_DEFAULT: the conversion's own (.rn into a float from an integer or to a
+ * narrower float, .rzi into an integer from a float, none when widening); the other two round
+ * f32 to tf32 bits (cvt.rna.tf32.f32, ties away; cvt.rn.tf32.f32, ties to even). Their numbers
+ * are the ones lower_mma.c's cvt_tf32 takes. */
+typedef enum { RND_DEFAULT = 0, RND_TF32_RNA = 2, RND_TF32_RN = 3 } CvtRound;
 
+/* One instruction. Each field has one meaning, for the operations whose ops.h row names it
+ * (FL_*: the dump prints those, ir_verify.c checks the others are left as emit_ins sets them). */
 typedef struct {
     uint16_t op;
     uint8_t ty;            /* PType of the operation (for CVT: destination type) */
     uint8_t ty2;           /* CVT: source type; SETP: compared type is ty, ty2 unused */
-    uint8_t cmp;           /* SETP: Cmp; CVT: 1 = round to nearest (.rn / .rzi for f->i),
-                              2 = f32 to tf32 bits ties away (.rna), 3 = ties to even (.rn) */
+    uint8_t cmp;           /* SETP: Cmp */
+    uint8_t rnd;           /* CVT: CvtRound */
     uint8_t vec;           /* LD/ST: 1, 2 or 4 */
     uint8_t space;         /* LD/ST/RED/ATOM */
     uint8_t redop;         /* RED/ATOM */
+    uint8_t inflight;      /* CPWAIT, WGWAIT: groups allowed to stay in flight */
+    bool trans;            /* LDMATRIX: .trans; WGMMA: B is N-major (imm-trans-b) */
+    bool guard_neg;        /* the guard's negation guards it */
+    uint16_t n;            /* WGMMA: N of m64nNk16 (m64nNk8) */
+    uint16_t count;        /* MBINIT: the arrival count */
     int guard;             /* predicate register guarding the instruction, -1 if none */
-    bool guard_neg;
     int dst[4]; int ndst;
     Opnd src[10]; int nsrc;       /* ST.v4: the address and four values; MMA: ten (below) */
     int64_t off;           /* LD/ST/RED/ATOM/CPASYNC: constant byte offset added to the address src[0] */
     int64_t off2;          /* CPASYNC: constant byte offset added to the global address src[1] */
-    int label;             /* LABEL, BRA; CPWAIT: groups allowed in flight; ARRSET/ARRGET: array */
+    int label;             /* LABEL, BRA */
+    int array;             /* ARRSET, ARRGET: the register tensor (index in Func.arrays) */
+    int bytes;             /* MBEXPECT: the bytes the barrier's phase waits for */
     /* CPASYNC: src[0] shared address (u32), src[1] global address (u64), src[2] bytes actually
      * read (0 = zero-fill), vec = copy size in bytes (4, 8, 16), off = shared offset.
      * ARRSET: src[0] value, off = element index. ARRGET: dst[0], src[0] index register.
      * LDMATRIX (ldmatrix.sync.aligned.m8n8, b16): dst[0..vec-1] (.b32), src[0] shared address
-     * (u32) + off, vec = matrices (1, 2, 4), cmp = 1 for .trans.
+     * (u32) + off, vec = matrices (1, 2, 4), trans for .trans.
      * MMA (mma.sync.aligned, row.col, f32 accumulators): ty2 = operand type: PT_F16 or PT_BF16
      * (m16n8k16), PT_B32 for tf32 (m16n8k8); dst[0..3] = d, src[0..3] = a, src[4..5] = b,
      * src[6..9] = c (the accumulators are read too: lowering passes d as c).
      * WGMMA (wgmma.mma_async.sync.aligned.m64nNk16, f32 accumulators, sm_90a): ty2 = PT_F16 or
-     * PT_BF16, src[0], src[1] = the A and B matrix descriptors (b64), label = N, cmp = 1 when B is
+     * PT_BF16, src[0], src[1] = the A and B matrix descriptors (b64), n = N, trans when B is
      * N-major (imm-trans-b). Its N / 2 accumulators follow as N / 8 WGACC instructions, each
      * dst[0..3] = src[0..3] = four of them (read and written): the passes see ordinary registers,
      * emit prints the group as one instruction. ty2 = PT_B32: tf32 (m64nNk8) with A from
-     * registers, src[0..3] = the A fragment, src[4] = B's descriptor (K-major). WGWAIT: label =
-     * groups allowed in flight. WGHOLD: no code; its sources (registers an in-flight wgmma reads,
-     * up to 10) stay live, so allocated apart, until it, placed after the wait.
+     * registers, src[0..3] = the A fragment, src[4] = B's descriptor (K-major). WGWAIT: inflight
+     * = groups allowed in flight. WGHOLD: no code; its sources (registers an in-flight wgmma
+     * reads, up to 10) stay live, so allocated apart, until it, placed after the wait.
      * WGFENCE, WGCOMMIT, FENCEPROXY (fence.proxy.async.shared::cta): no operands.
-     * mbarriers (sm_90) and TMA: MBINIT src[0] = the barrier's shared address, label = the
+     * mbarriers (sm_90) and TMA: MBINIT src[0] = the barrier's shared address, count = the
      * arrival count; MBFENCEINIT (fence.mbarrier_init) no operands; MBEXPECT (arrive.expect_tx)
-     * src[0] = barrier, label = bytes; MBWAIT (try_wait.parity) dst[0] = predicate (phase
-     * complete), src[0] = barrier, src[1] = the phase parity; TMALOAD (cp.async.bulk.tensor.2d)
-     * src[0] = shared destination + off, src[1] = the tensor map's generic address (b64),
-     * src[2], src[3] = the coordinates (column, row), src[4] = barrier. CVTA with space =
-     * SP_PARAM: cvta.param (the address of a by-value parameter). */
+     * src[0] = barrier, bytes; MBWAIT (try_wait.parity) dst[0] = predicate (phase complete),
+     * src[0] = barrier, src[1] = the phase parity; TMALOAD (cp.async.bulk.tensor.2d) src[0] =
+     * shared destination + off, src[1] = the tensor map's generic address (b64), src[2], src[3]
+     * = the coordinates (column, row), src[4] = barrier. CVTA with space = SP_PARAM: cvta.param
+     * (the address of a by-value parameter). */
     int line;              /* source line that produced it (report) */
     const char *text;      /* COMMENT */
     /* a shared access that touches only bytes the issuing thread's own async copies fill, until

@@ -162,7 +162,7 @@ static void wgmma(int groups, bool ok)
     in->src[0] = R(da);
     in->src[1] = R(db);
     in->nsrc = 2;
-    in->label = 16;
+    in->n = 16;
     for (int g = 0; g < groups; g++) {
         Ins *a = emit_ins(f, OP_WGACC, PT_B32);
         for (int q = 0; q < 4; q++) {
