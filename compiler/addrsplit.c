@@ -73,7 +73,7 @@ static bool is_pure_int(const Ins *in)
     }
     if (in->ndst != 1 || in->ty == PT_PRED || in->ty == PT_F32 || in->ty == PT_F16 || in->ty == PT_BF16)
         return false;
-    if (in->op == OP_CVT && (in->ty2 == PT_F32 || in->ty2 == PT_F16 || in->ty2 == PT_BF16 || in->cmp))
+    if (in->op == OP_CVT && (in->ty2 == PT_F32 || in->ty2 == PT_F16 || in->ty2 == PT_BF16 || in->rnd))
         return false;
     /* reading a special register is pure only for the launch geometry */
     for (int s = 0; s < in->nsrc; s++)
@@ -330,7 +330,8 @@ static bool opnd_eq(Opnd a, Opnd b)
 
 static bool same_work(const Ins *a, const Ins *b)
 {
-    if (a->op != b->op || a->ty != b->ty || a->ty2 != b->ty2 || a->cmp != b->cmp || a->nsrc != b->nsrc)
+    if (a->op != b->op || a->ty != b->ty || a->ty2 != b->ty2 || a->cmp != b->cmp || a->rnd != b->rnd ||
+        a->nsrc != b->nsrc)
         return false;
     for (int s = 0; s < a->nsrc; s++)
         if (!opnd_eq(a->src[s], b->src[s]))
@@ -681,7 +682,7 @@ static Split split_def(Folder *fo, int d, int bits, int depth)
     case OP_CVT: {
         /* widening keeps the sum only if the 32-bit sum did not wrap */
         bool sgn = in.ty == PT_S64 && in.ty2 == PT_S32, uns = in.ty == PT_U64 && in.ty2 == PT_U32;
-        if (bits != 64 || in.cmp || !(sgn || uns) || in.src[0].kind != O_REG)
+        if (bits != 64 || in.rnd || !(sgn || uns) || in.src[0].kind != O_REG)
             break;
         Split s = split_at(fo, in.src[0], d, 32, depth + 1);
         if (!s.c || !OK_BASE(s) || s.base.kind != O_REG)

@@ -18,12 +18,12 @@ Program *compile_front(Arena *a, const char *file, const char *src, size_t len, 
 }
 
 /* PTX text of the whole module: header, every kernel's metadata block, every kernel. */
-static void emit_module(ArchOutput *out, int nkernels, const char *arch)
+static void emit_module(ArchOutput *out, const char *arch)
 {
     emit_ptx_header(&out->ptx, arch);
     /* the metadata block leads, so the runtime finds it without parsing PTX */
     Buf body = { 0 };
-    for (int i = 0; i < nkernels; i++) {
+    for (int i = 0; i < out->nk; i++) {
         meta_write(&out->ptx, &out->metas[i]);
         emit_ptx_kernel(&body, out->funcs[i], &out->metas[i]);
     }
@@ -106,7 +106,8 @@ bool pass_disable(Options *opt, const char *name)
 }
 
 /* Every pass of the table on one lowered kernel, in order, with the dump the options ask for
- * after it (a pass that is off still marks its dump point). */
+ * after it (a pass that is off still marks its dump point), and with opt->verify_ir the IR
+ * checked after lowering and after each pass that ran: malformed IR goes no further. */
 bool compile_kernel(Arena *a, Func *f, const Options *opt, bool *drop)
 {
     PassCtx x = { a, f, opt };
@@ -115,8 +116,13 @@ bool compile_kernel(Arena *a, Func *f, const Options *opt, bool *drop)
     *drop = false;
     if (dump && !strcmp(dump, "lower"))
         ir_dump(f, stdout);
+    if (opt->verify_ir && !ir_verify(f, "lower")) {
+        *drop = true;
+        return false;
+    }
     for (int i = 0; i < NPASSES; i++) {
-        if (pass_switch(opt, i) && !passes[i].run(&x)) {
+        bool on = pass_switch(opt, i);
+        if (on && !passes[i].run(&x)) {
             ok = false;
             if (passes[i].fatal) {
                 *drop = true;
@@ -125,14 +131,26 @@ bool compile_kernel(Arena *a, Func *f, const Options *opt, bool *drop)
         }
         if (dump && !strcmp(dump, passes[i].name))
             ir_dump(f, stdout);
+        if (on && opt->verify_ir && !ir_verify(f, passes[i].name)) {
+            *drop = true;
+            return false;
+        }
     }
     return ok;
+}
+
+/* The test suites turn the verifier on for every compilation, in-process ones included. */
+static bool verify_ir_from_env(void)
+{
+    const char *v = getenv("TILEC_VERIFY_IR");
+    return v && *v && strcmp(v, "0");
 }
 
 bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
 {
     Options opt = *options;
     const char *arch = opt.arch;
+    opt.verify_ir |= verify_ir_from_env();
     memset(out, 0, sizeof *out);
     out->nk = p->nkernels;
     out->metas = arena_alloc(a, sizeof(KernelMeta) * (size_t)(p->nkernels + 1));
@@ -165,53 +183,8 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
     }
     if (!ok)
         return false;
-    emit_module(out, p->nkernels, arch);
-    /* The cap rests on an estimate: where ptxas is at hand, check that no kernel spills under it,
-       and loosen the cap of any that does: to the occupancy boundary, then by one allocation
-       unit (8) a round, the last round to the budget. Small steps keep kernels that differ by a
-       register or two at counts that differ as little. ptxas runs once when nothing spills. */
-    bool capped = false;
-    for (int i = 0; i < p->nkernels; i++)
-        capped |= out->funcs[i]->maxnreg > 0;
-    enum { CAP_ROUNDS = 5 };
-    for (int round = 0; capped && opt.reg_cap && !opt.no_ptxas && round < CAP_ROUNDS; round++) {
-        Buf cub = { 0 }, log = { 0 };
-        bool missing = false, changed = false;
-        bool assembled = ptxas_run(out->ptx.s, arch, &cub, &log, &missing);
-        if (!assembled && !missing) {
-            /* PTX ptxas rejects is never written out, whatever the output asked for */
-            sys_error("ptxas failed for %s:\n%s", arch, log.s ? log.s : "");
-            buf_free(&cub);
-            buf_free(&log);
-            return false;
-        }
-        if (assembled) {
-            ptxas_parse_report(log.s ? log.s : "", out->metas, out->nk);
-            for (int i = 0; i < p->nkernels; i++) {
-                Func *f = out->funcs[i];
-                KernelMeta *m = &out->metas[i];
-                int budget = opt.max_regs ? opt.max_regs : reg_budget(f->threads);
-                if (f->maxnreg > 0 && f->maxnreg < budget && m->ptxas_spill_stores + m->ptxas_spill_loads > 0) {
-                    /* up to the occupancy boundary first: ptxas may fit there, and one register
-                       more costs a block per multiprocessor */
-                    int cap = round + 1 == CAP_ROUNDS ? budget
-                            : f->maxnreg < f->reg_boundary ? f->reg_boundary : f->maxnreg + 8;
-                    f->maxnreg = cap < budget ? cap : budget;
-                    f->cap_tight = false;
-                    m->pred_regs = f->peak_regs;
-                    changed = true;
-                }
-                m->ptxas_regs = m->ptxas_spill_stores = m->ptxas_spill_loads = m->ptxas_stack = -1;
-            }
-        }
-        buf_free(&cub);
-        buf_free(&log);
-        if (!changed)
-            break;
-        buf_free(&out->ptx);
-        emit_module(out, p->nkernels, arch);
-    }
-    return true;
+    emit_module(out, arch);
+    return regcap_fit(out, &opt, emit_module);
 }
 
 void arch_output_free(ArchOutput *out)
@@ -256,7 +229,8 @@ CompileStatus compile_buffer(const CompileJob *job, CompileOutput *out)
         st = COMPILE_INTERNAL;
     else
         st = compile_job(a, job, ao, out);
-    /* an error that is the compiler's bug (a race in the code it made) is internal too */
+    /* an error that is the compiler's bug (a race in the code it made, IR the verifier refused)
+       is internal too */
     if (st == COMPILE_ERRORS && diag.nbugs)
         st = COMPILE_INTERNAL;
     die_recover = outer;

@@ -132,7 +132,7 @@ int const_reg_elim(Func *f)
         bool ok = true;
         for (int i = 0; i < f->code.n; i++) {
             Ins *in = &f->code.v[i];
-            if (in->label != ai || (in->op != OP_ARRSET && in->op != OP_ARRGET))
+            if (in->array != ai || (in->op != OP_ARRSET && in->op != OP_ARRGET))
                 continue;
             if (in->op == OP_ARRGET) {
                 if (first_get < 0)
@@ -175,9 +175,9 @@ int const_reg_elim(Func *f)
         InsVec out = { 0 };
         for (int i = 0; i < f->code.n; i++) {
             Ins in = f->code.v[i];
-            if (in.label == ai && in.op == OP_ARRSET)
+            if (in.array == ai && in.op == OP_ARRSET)
                 continue;
-            if (!(in.label == ai && in.op == OP_ARRGET)) {
+            if (!(in.array == ai && in.op == OP_ARRGET)) {
                 push(&out, in);
                 continue;
             }
@@ -277,7 +277,7 @@ void arrays_to_local(Func *f)
         InsVec out = { 0 };
         for (int i = 0; i < f->code.n; i++) {
             Ins in = f->code.v[i];
-            if (in.label != ai || (in.op != OP_ARRSET && in.op != OP_ARRGET)) {
+            if (in.array != ai || (in.op != OP_ARRSET && in.op != OP_ARRGET)) {
                 push(&out, in);
                 continue;
             }

@@ -94,8 +94,8 @@ static void put_opcode(Buf *out, Ins *in)
     case OP_SETP: buf_printf(out, "setp.%s%s", cmp_name[in->cmp], ts); return;
     case OP_CVT: {
         PType from = (PType)in->ty2;
-        if (in->cmp == 2 || in->cmp == 3) {   /* f32 -> tf32 bits: ties away, ties to even */
-            buf_puts(out, in->cmp == 2 ? "cvt.rna.tf32.f32" : "cvt.rn.tf32.f32");
+        if (in->rnd == RND_TF32_RNA || in->rnd == RND_TF32_RN) {
+            buf_puts(out, in->rnd == RND_TF32_RNA ? "cvt.rna.tf32.f32" : "cvt.rn.tf32.f32");
             return;
         }
         const char *rnd = "";
@@ -187,7 +187,7 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         }
         break;
     case OP_CPCOMMIT: buf_puts(out, "cp.async.commit_group"); break;
-    case OP_CPWAIT: buf_printf(out, "cp.async.wait_group %d", in->label); break;
+    case OP_CPWAIT: buf_printf(out, "cp.async.wait_group %d", in->inflight); break;
     case OP_LDPARAM:
         buf_printf(out, "ld.param%s ", ptype_suffix(t));
         put_reg(out, f, in->dst[0]);
@@ -216,7 +216,7 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         break;
     }
     case OP_LDMATRIX:
-        buf_printf(out, "ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 {", in->vec, in->cmp ? ".trans" : "");
+        buf_printf(out, "ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 {", in->vec, in->trans ? ".trans" : "");
         for (int d = 0; d < in->ndst; d++) {
             if (d)
                 buf_puts(out, ", ");
@@ -247,18 +247,18 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
     }
     case OP_WGFENCE: buf_puts(out, "wgmma.fence.sync.aligned"); break;
     case OP_WGCOMMIT: buf_puts(out, "wgmma.commit_group.sync.aligned"); break;
-    case OP_WGWAIT: buf_printf(out, "wgmma.wait_group.sync.aligned %d", in->label); break;
+    case OP_WGWAIT: buf_printf(out, "wgmma.wait_group.sync.aligned %d", in->inflight); break;
     case OP_FENCEPROXY: buf_puts(out, "fence.proxy.async.shared::cta"); break;
     case OP_MBINIT:
         buf_puts(out, "mbarrier.init.shared::cta.b64 [");
         put_opnd(out, f, in->src[0], PT_U32);
-        buf_printf(out, "], %d", in->label);
+        buf_printf(out, "], %d", in->count);
         break;
     case OP_MBFENCEINIT: buf_puts(out, "fence.mbarrier_init.release.cluster"); break;
     case OP_MBEXPECT:
         buf_puts(out, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [");
         put_opnd(out, f, in->src[0], PT_U32);
-        buf_printf(out, "], %d", in->label);
+        buf_printf(out, "], %d", in->bytes);
         break;
     case OP_MBWAIT:
         buf_puts(out, "mbarrier.try_wait.parity.shared::cta.b64 ");
@@ -287,15 +287,15 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         /* the accumulators are the WGACC instructions that follow */
         bool tf32 = in->ty2 == PT_B32;
         const char *ab = in->ty2 == PT_BF16 ? "bf16" : tf32 ? "tf32" : "f16";
-        buf_printf(out, "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", in->label, tf32 ? 8 : 16, ab, ab);
+        buf_printf(out, "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", in->n, tf32 ? 8 : 16, ab, ab);
         int n = 0;
         for (Ins *g = in + 1; g < f->code.v + f->code.n && g->op == OP_WGACC; g++)
             for (int d = 0; d < g->ndst; d++) {
                 buf_puts(out, n++ ? ", " : "");
                 put_reg(out, f, g->dst[d]);
             }
-        if (n != in->label / 2)
-            die("emit: wgmma m64n%d with %d accumulators", in->label, n);
+        if (n != in->n / 2)
+            die("emit: wgmma m64n%d with %d accumulators", in->n, n);
         buf_puts(out, "}, ");
         if (tf32) {
             /* A from registers; no transpose operands (tf32 is K-major only) */
@@ -312,7 +312,7 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         put_opnd(out, f, in->src[0], PT_B64);
         buf_puts(out, ", ");
         put_opnd(out, f, in->src[1], PT_B64);
-        buf_printf(out, ", 1, 1, 1, 0, %d", in->cmp ? 1 : 0);
+        buf_printf(out, ", 1, 1, 1, 0, %d", in->trans ? 1 : 0);
         break;
     }
     case OP_BRA: buf_printf(out, "bra.uni $L%d", in->label); break;

@@ -5,7 +5,7 @@
 #include "tilec.h"
 
 const OpInfo op_info[OP_COUNT_] = {
-#define X(n, i, f, sfx, flags, fields) { #n, i, f, sfx, flags, fields },
+#define X(n, i, f, sfx, flags, fields, dsts, srcs) { #n, i, f, sfx, flags, fields, dsts, srcs },
     IR_OPS(X)
 #undef X
 };
@@ -258,69 +258,91 @@ void ir_bar(Func *f) { emit_ins(f, OP_BAR, PT_B32); }
 
 void ir_comment(Func *f, const char *text) { emit_ins(f, OP_COMMENT, PT_B32)->text = text; }
 
-static void dump_opnd(FILE *out, Opnd o)
+static void dump_opnd(Buf *out, Opnd o)
 {
     switch (o.kind) {
-    case O_REG: fprintf(out, "v%d", o.reg); break;
-    case O_IMM: fprintf(out, "%lld", (long long)o.i); break;
-    case O_FIMM: fprintf(out, "%g", o.f); break;
-    case O_SYM: fprintf(out, "%s", o.sym); break;
-    default: fprintf(out, "_"); break;
+    case O_REG: buf_printf(out, "v%d", o.reg); break;
+    case O_IMM: buf_printf(out, "%lld", (long long)o.i); break;
+    case O_FIMM: buf_printf(out, "%g", o.f); break;
+    case O_SYM: buf_printf(out, "%s", o.sym); break;
+    default: buf_puts(out, "_"); break;
     }
 }
 
-/* A stable, readable text form: one instruction a line. */
 /* The fields ops.h says the operation uses, each with its name. */
-static void dump_fields(FILE *out, const Ins *in)
+static void dump_fields(Buf *out, const Ins *in)
 {
     static const char *const space[] = { "global", "shared", "param", "local" };
     int fl = op_info[in->op].fields;
     if (fl & FL_OFF)
-        fprintf(out, " +%lld", (long long)in->off);
+        buf_printf(out, " +%lld", (long long)in->off);
     if (fl & FL_OFF2)
-        fprintf(out, " off2=%lld", (long long)in->off2);
+        buf_printf(out, " off2=%lld", (long long)in->off2);
     if (fl & FL_LABEL)
-        fprintf(out, " L%d", in->label);
+        buf_printf(out, " L%d", in->label);
+    if (fl & FL_INFLIGHT)
+        buf_printf(out, " inflight=%d", in->inflight);
+    if (fl & FL_ARRAY)
+        buf_printf(out, " array=%d", in->array);
+    if (fl & FL_N)
+        buf_printf(out, " n=%d", in->n);
     if (fl & FL_COUNT)
-        fprintf(out, " n=%d", in->label);
+        buf_printf(out, " count=%d", in->count);
+    if (fl & FL_BYTES)
+        buf_printf(out, " bytes=%d", in->bytes);
     if (fl & FL_CMP)
-        fprintf(out, " cmp=%d", in->cmp);
+        buf_printf(out, " cmp=%d", in->cmp);
+    if (fl & FL_RND)
+        buf_printf(out, " rnd=%d", in->rnd);
+    if (fl & FL_TRANS)
+        buf_printf(out, " trans=%d", in->trans);
     if (fl & FL_SPACE)
-        fprintf(out, " %s", in->space < 4 ? space[in->space] : "?");
+        buf_printf(out, " %s", in->space < 4 ? space[in->space] : "?");
     if (fl & FL_REDOP)
-        fprintf(out, " redop=%d", in->redop);
+        buf_printf(out, " redop=%d", in->redop);
     if (fl & FL_TY2)
-        fprintf(out, " ty2=%s", ptype_suffix((PType)in->ty2) + 1);
+        buf_printf(out, " ty2=%s", ptype_suffix((PType)in->ty2) + 1);
     if ((fl & FL_OWN) && in->own)
-        fprintf(out, " own");
+        buf_puts(out, " own");
 }
 
+void ir_ins_text(Buf *out, const Ins *in)
+{
+    if (in->op >= OP_COUNT_) {
+        buf_printf(out, "op%d", in->op);
+        return;
+    }
+    if (in->op == OP_LABEL) {
+        buf_printf(out, "L%d:", in->label);
+        return;
+    }
+    if (in->op == OP_COMMENT) {
+        buf_printf(out, "// %s", in->text);
+        return;
+    }
+    if (in->guard >= 0)
+        buf_printf(out, "@%sv%d ", in->guard_neg ? "!" : "", in->guard);
+    buf_printf(out, "%s%s", op_name(in->op), ptype_suffix((PType)in->ty));
+    if (in->vec > 1)
+        buf_printf(out, ".v%d", in->vec);
+    for (int d = 0; d < in->ndst; d++)
+        buf_printf(out, "%sv%d", d ? ", " : " ", in->dst[d]);
+    for (int s = 0; s < in->nsrc; s++) {
+        buf_puts(out, (s || in->ndst) ? ", " : " ");
+        dump_opnd(out, in->src[s]);
+    }
+    dump_fields(out, in);
+}
+
+/* A stable, readable text form: one instruction a line, labels at the margin. */
 void ir_dump(Func *f, FILE *out)
 {
     fprintf(out, "func %s threads %d smem %d\n", f->k->name, f->threads, f->smem_bytes);
+    Buf line = { 0 };
     for (int i = 0; i < f->code.n; i++) {
-        Ins *in = &f->code.v[i];
-        if (in->op == OP_LABEL) {
-            fprintf(out, "L%d:\n", in->label);
-            continue;
-        }
-        if (in->op == OP_COMMENT) {
-            fprintf(out, "    // %s\n", in->text);
-            continue;
-        }
-        fprintf(out, "    ");
-        if (in->guard >= 0)
-            fprintf(out, "@%sv%d ", in->guard_neg ? "!" : "", in->guard);
-        fprintf(out, "%s%s", op_name(in->op), ptype_suffix((PType)in->ty));
-        if (in->vec > 1)
-            fprintf(out, ".v%d", in->vec);
-        for (int d = 0; d < in->ndst; d++)
-            fprintf(out, "%sv%d", d ? ", " : " ", in->dst[d]);
-        for (int s = 0; s < in->nsrc; s++) {
-            fprintf(out, (s || in->ndst) ? ", " : " ");
-            dump_opnd(out, in->src[s]);
-        }
-        dump_fields(out, in);
-        fprintf(out, "\n");
+        line.len = 0;
+        ir_ins_text(&line, &f->code.v[i]);
+        fprintf(out, "%s%s\n", f->code.v[i].op == OP_LABEL ? "" : "    ", line.s);
     }
+    buf_free(&line);
 }

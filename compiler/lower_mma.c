@@ -173,7 +173,7 @@ static void ldmatrix(Lower *c, int *dst, int n, bool trans, int addr, int64_t of
         in->dst[i] = dst[i] = new_reg(f, RC_R);
     in->ndst = n;
     in->vec = (uint8_t)n;
-    in->cmp = trans;
+    in->trans = trans;
     in->space = SP_SHARED;
     in->src[0] = R(addr);
     in->nsrc = 1;
@@ -224,12 +224,12 @@ void mma_sync(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, const 
     in->nsrc = 10;
 }
 
-/* cvt of f32 v to tf32 bits into dst: rounding 2 = .rna, 3 = .rn (Ins.cmp of CVT). */
+/* cvt of f32 v to tf32 bits into dst: rounding 2 = .rna, 3 = .rn (Ins.rnd of CVT). */
 static void cvt_tf32(Lower *c, int dst, int rounding, int v)
 {
     Ins *cv = emit_ins(c->f, OP_CVT, PT_B32);
     cv->ty2 = PT_F32;
-    cv->cmp = (uint8_t)rounding;
+    cv->rnd = (uint8_t)rounding;
     cv->dst[0] = dst;
     cv->ndst = 1;
     cv->src[0] = R(v);

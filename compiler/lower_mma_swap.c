@@ -146,7 +146,7 @@ static void swapped_wgmma(Lower *c, Tile *acc, SmemMatrix a, const BtFrags *F, i
                 in->src[i] = R(frag[n + 4 * j + i]);
             in->src[4] = R(dak);
             in->nsrc = 5;
-            in->label = M;
+            in->n = M;
             for (int jc = 0; jc < M / 8; jc++) {
                 int cs[4];
                 acc_slots(L, j, jc, cs);
@@ -159,7 +159,7 @@ static void swapped_wgmma(Lower *c, Tile *acc, SmemMatrix a, const BtFrags *F, i
     pipe_issue_pending(c);
     if (!inflight) {
         /* the tensor cores read the fragment registers until the wait: none may be reused before */
-        emit_ins(f, OP_WGWAIT, PT_B32)->label = 0;
+        emit_ins(f, OP_WGWAIT, PT_B32)->inflight = 0;
         wg_hold(f, frag, nfrag);
     }
 }

@@ -73,7 +73,7 @@ static int array_get(Func *f, int array, Opnd idx)
     in->ndst = 1;
     in->src[0] = idx;
     in->nsrc = 1;
-    in->label = array;
+    in->array = array;
     return r;
 }
 
@@ -120,7 +120,7 @@ int pipe_buffer(Lower *c, Expr *operand, Sym *var)
     return p ? array_get(c->f, p->array, R(c->pipe->stage)) : -1;
 }
 
-static void cp_wait(Func *f, int n) { emit_ins(f, OP_CPWAIT, PT_B32)->label = n; }
+static void cp_wait(Func *f, int n) { emit_ins(f, OP_CPWAIT, PT_B32)->inflight = n; }
 
 /* Moving the barrier. At the top of the body the barrier makes the first fragment loads of every
  * iteration wait for it, and the first mma for them. A body that is one tensor-core matmul takes
@@ -167,7 +167,7 @@ static void publish_stage(Lower *c, int n)
         emit_ins(c->f, OP_FENCEPROXY, PT_B32);
     if (pl->inflight && pl->inflight->n) {
         /* the previous iteration's wgmma done before the barrier lets its stage be overwritten */
-        emit_ins(c->f, OP_WGWAIT, PT_B32)->label = 0;
+        emit_ins(c->f, OP_WGWAIT, PT_B32)->inflight = 0;
         wg_hold(c->f, pl->inflight->regs, pl->inflight->n);
     }
     ir_bar(c->f);
@@ -339,7 +339,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             in->src[0] = R(r);
             in->nsrc = 1;
             in->off = st;
-            in->label = ops[i].array;
+            in->array = ops[i].array;
         }
     }
     if (tma)
@@ -434,7 +434,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     ir_label(f, exit);
     if (inflight) {
         /* the last iterations' wgmma, before anything reads the accumulators */
-        emit_ins(f, OP_WGWAIT, PT_B32)->label = 0;
+        emit_ins(f, OP_WGWAIT, PT_B32)->inflight = 0;
         wg_hold(f, held.regs, held.n);
     }
     /* copies issued for iterations past the end were predicated off; drain anyway so shared

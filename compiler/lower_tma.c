@@ -130,13 +130,13 @@ static void init_barriers(Lower *c, const PipeLoop *pl, PipeOperand *p)
         Ins *in = emit_ins(f, OP_MBINIT, PT_B64);
         in->src[0] = R(r);
         in->nsrc = 1;
-        in->label = 1;
+        in->count = 1;
         in->guard = pl->leader;
         in = emit_ins(f, OP_ARRSET, PT_U32);
         in->src[0] = R(r);
         in->nsrc = 1;
         in->off = st;
-        in->label = p->bars;
+        in->array = p->bars;
     }
     emit_ins(f, OP_MBFENCEINIT, PT_B32)->guard = pl->leader;
     ir_bar(f);
@@ -170,7 +170,7 @@ void tma_issue(Lower *c, const PipeLoop *pl, PipeOperand *p, int base, int bar, 
     Ins *in = emit_ins(f, OP_MBEXPECT, PT_B64);
     in->src[0] = R(bar);
     in->nsrc = 1;
-    in->label = rows * cols * 4;
+    in->bytes = rows * cols * 4;
     in->guard = go;
     for (int j = 0; j < cols / SLAB_COLS; j++) {
         int cj = j ? ir_bin(f, OP_ADD, PT_S32, R(col), IMM(j * SLAB_COLS)) : col;

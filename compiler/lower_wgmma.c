@@ -97,8 +97,8 @@ void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
             in->src[0] = R(dak);
             in->src[1] = R(dbk);
             in->nsrc = 2;
-            in->label = N;
-            in->cmp = 1;
+            in->n = N;
+            in->trans = 1;
             for (int i = 0; i < N / 8; i++) {
                 int s[4] = { accumulator_slot(L, 2 * j, i, 0), accumulator_slot(L, 2 * j, i, 1),
                              accumulator_slot(L, 2 * j + 1, i, 0), accumulator_slot(L, 2 * j + 1, i, 1) };
@@ -109,5 +109,5 @@ void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     emit_ins(f, OP_WGCOMMIT, PT_B32);
     /* the next stage's copies go into the stage every thread finished reading before the barrier */
     pipe_issue_pending(c);
-    emit_ins(f, OP_WGWAIT, PT_B32)->label = 0;
+    emit_ins(f, OP_WGWAIT, PT_B32)->inflight = 0;
 }

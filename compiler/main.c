@@ -109,6 +109,8 @@ static int parse_args(Cli *cli, int argc, char **argv)
             else if (!strcmp(k, "c")) cli->emit = EMIT_C;
             else if (!strcmp(k, "meta")) cli->emit = EMIT_META;
             else return usage_error("unknown --emit kind '%s' (ptx, cubin, c, meta)", k);
+        } else if (!strcmp(a, "--verify-ir")) {
+            cli->opt.verify_ir = true;     /* for tests: not in --help */
         } else if (!strcmp(a, "--no-ptxas")) {
             cli->opt.no_ptxas = true;
         } else if (!strcmp(a, "--report")) {

@@ -1,8 +1,9 @@
 /* ops.h: the thread-level IR's operations, one row each, with every property a pass asks of an
- * operation. ir.c, addrsplit.c, remat.c, schedule.c, emit_ptx.c and the IR dump read this table
- * and nothing else, so a new operation is one row here plus its spelling where it is special.
+ * operation. ir.c, addrsplit.c, remat.c, schedule.c, emit_ptx.c, ir_verify.c and the IR dump
+ * read this table and nothing else, so a new operation is one row here plus its spelling where
+ * it is special.
  *
- * X(NAME, int, float, suffix, flags, fields)
+ * X(NAME, int, float, suffix, flags, fields, dsts, srcs)
  *   int, float  the PTX mnemonic for integer or bit types and for floating types; NULL where
  *               emit_ptx.c writes the instruction from its fields (memory, tensor cores, ...)
  *   suffix      how the type goes on the mnemonic: SFX_TYPE (.s32, .f32 ...), SFX_BITS (.pred,
@@ -14,89 +15,96 @@
  *               OPF_SYNC: orders threads or asynchronous work, nothing moves across it;
  *               OPF_JUMP: ends a basic block
  *   fields      the Ins fields besides ty, guard, dst and src that carry meaning for it (the dump
- *               prints exactly these): FL_OFF, FL_OFF2, FL_LABEL (a label), FL_COUNT (label as a
- *               number: groups, arrivals, bytes, N, array index), FL_CMP, FL_VEC, FL_SPACE,
- *               FL_REDOP, FL_TY2, FL_TEXT, FL_OWN */
+ *               prints exactly these), one flag a field: FL_OFF, FL_OFF2, FL_LABEL, FL_INFLIGHT,
+ *               FL_ARRAY, FL_N, FL_COUNT, FL_BYTES, FL_CMP, FL_RND, FL_TRANS, FL_VEC, FL_SPACE,
+ *               FL_REDOP, FL_TY2, FL_TEXT, FL_OWN
+ *   dsts, srcs  how many destination registers and source operands it has (Ins.ndst, Ins.nsrc):
+ *               N_VEC, one per vector element (LD, LDMATRIX: vec; ST: the address and vec
+ *               values); N_VAR, fixed by other fields, which ir_verify.c checks it against */
 #ifndef TILEC_OPS_H
 #define TILEC_OPS_H
 
 #define IR_OPS(X) \
-    X(MOV,     "mov",     "mov",     SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, 0) \
-    X(ADD,     "add",     "add",     SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, 0) \
-    X(SUB,     "sub",     "sub",     SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, 0) \
-    X(MUL,     "mul.lo",  "mul",     SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, 0) \
-    X(MULHI,   "mul.hi",  "mul.hi",  SFX_TYPE,   OPF_PURE, 0) \
-    X(MULWIDE, "mul.wide", "mul.wide", SFX_TYPE, OPF_PURE | OPF_CHEAP_INT, 0) \
-    X(MAD,     "mad.lo",  "mad.lo",  SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, 0) \
-    X(FMA,     "fma.rn",  "fma.rn",  SFX_TYPE,   OPF_PURE, 0) \
-    X(DIV,     "div",     "div.rn",  SFX_TYPE,   OPF_PURE, 0) \
-    X(REM,     "rem",     "rem",     SFX_TYPE,   OPF_PURE, 0) \
-    X(MIN,     "min",     "min",     SFX_TYPE,   OPF_PURE, 0) \
-    X(MAX,     "max",     "max",     SFX_TYPE,   OPF_PURE, 0) \
-    X(NEG,     "neg",     "neg",     SFX_TYPE,   OPF_PURE, 0) \
-    X(ABS,     "abs",     "abs",     SFX_TYPE,   OPF_PURE, 0) \
-    X(BAND,    "and",     "and",     SFX_BITS,   OPF_PURE | OPF_CHEAP_INT, 0) \
-    X(BOR,     "or",      "or",      SFX_BITS,   OPF_PURE | OPF_CHEAP_INT, 0) \
-    X(BXOR,    "xor",     "xor",     SFX_BITS32, OPF_PURE, 0) \
-    X(BNOT,    "not",     "not",     SFX_BITS32, OPF_PURE, 0) \
-    X(SHL,     "shl",     "shl",     SFX_BITS,   OPF_PURE | OPF_CHEAP_INT, 0) \
-    X(SHR,     "shr",     "shr",     SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, 0) \
-    X(SETP,    NULL,      NULL,      SFX_TYPE,   OPF_PURE, FL_CMP) \
-    X(SELP,    "selp",    "selp",    SFX_TYPE,   OPF_PURE, 0) \
-    X(CVT,     NULL,      NULL,      SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, FL_CMP | FL_TY2) \
-    X(EX2,     "ex2.approx.ftz", "ex2.approx.ftz", SFX_TYPE, OPF_PURE, 0) \
-    X(LG2,     "lg2.approx.ftz", "lg2.approx.ftz", SFX_TYPE, OPF_PURE, 0) \
-    X(SQRT,    "sqrt.rn", "sqrt.rn", SFX_TYPE,   OPF_PURE, 0) \
-    X(RSQRT,   "rsqrt.approx.ftz", "rsqrt.approx.ftz", SFX_TYPE, OPF_PURE, 0) \
-    X(RCP,     "rcp.rn",  "rcp.rn",  SFX_TYPE,   OPF_PURE, 0) \
-    X(TANH,    "tanh.approx", "tanh.approx", SFX_TYPE, OPF_PURE, 0) \
-    X(LD,      NULL,      NULL,      SFX_TYPE,   OPF_LOAD, FL_OFF | FL_VEC | FL_SPACE | FL_OWN) \
-    X(ST,      NULL,      NULL,      SFX_TYPE,   OPF_STORE, FL_OFF | FL_VEC | FL_SPACE | FL_OWN) \
-    X(RED,     NULL,      NULL,      SFX_TYPE,   OPF_LOAD | OPF_STORE, FL_OFF | FL_SPACE | FL_REDOP) \
-    X(ATOM,    NULL,      NULL,      SFX_TYPE,   OPF_LOAD | OPF_STORE, FL_OFF | FL_SPACE | FL_REDOP) \
-    X(SHFL,    NULL,      NULL,      SFX_NONE,   OPF_SYNC, 0) \
-    X(BAR,     NULL,      NULL,      SFX_NONE,   OPF_SYNC, 0) \
-    X(LDPARAM, NULL,      NULL,      SFX_TYPE,   OPF_PURE | OPF_CHEAP, 0) \
-    X(CVTA,    NULL,      NULL,      SFX_NONE,   OPF_PURE | OPF_CHEAP, FL_SPACE) \
-    X(MOVSYM,  NULL,      NULL,      SFX_TYPE,   OPF_PURE | OPF_CHEAP, 0) \
-    X(CPASYNC, NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_STORE, FL_OFF | FL_OFF2 | FL_VEC) \
-    X(CPCOMMIT, NULL,     NULL,      SFX_NONE,   OPF_SYNC, 0) \
-    X(CPWAIT,  NULL,      NULL,      SFX_NONE,   OPF_SYNC, FL_COUNT) \
-    X(ARRSET,  NULL,      NULL,      SFX_NONE,   0, FL_OFF | FL_COUNT) \
-    X(ARRGET,  NULL,      NULL,      SFX_NONE,   0, FL_COUNT) \
-    X(LABEL,   NULL,      NULL,      SFX_NONE,   0, FL_LABEL) \
-    X(BRA,     NULL,      NULL,      SFX_NONE,   OPF_JUMP, FL_LABEL) \
-    X(RET,     NULL,      NULL,      SFX_NONE,   OPF_JUMP, 0) \
-    X(COMMENT, NULL,      NULL,      SFX_NONE,   0, FL_TEXT) \
-    X(LDMATRIX, NULL,     NULL,      SFX_NONE,   OPF_LOAD, FL_OFF | FL_VEC | FL_CMP) \
-    X(MMA,     NULL,      NULL,      SFX_NONE,   0, FL_TY2) \
-    X(WGFENCE, NULL,      NULL,      SFX_NONE,   OPF_SYNC, 0) \
-    X(WGMMA,   NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_SYNC, FL_COUNT | FL_CMP | FL_TY2) \
-    X(WGACC,   NULL,      NULL,      SFX_NONE,   0, 0) \
-    X(WGCOMMIT, NULL,     NULL,      SFX_NONE,   OPF_SYNC, 0) \
-    X(WGWAIT,  NULL,      NULL,      SFX_NONE,   OPF_SYNC, FL_COUNT) \
-    X(WGHOLD,  NULL,      NULL,      SFX_NONE,   0, 0) \
-    X(FENCEPROXY, NULL,   NULL,      SFX_NONE,   OPF_SYNC, 0) \
-    X(MBINIT,  NULL,      NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, FL_COUNT) \
-    X(MBFENCEINIT, NULL,  NULL,      SFX_NONE,   OPF_SYNC, 0) \
-    X(MBEXPECT, NULL,     NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, FL_COUNT) \
-    X(MBWAIT,  NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_SYNC, 0) \
-    X(TMALOAD, NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_STORE, FL_OFF)
+    X(MOV,     "mov",     "mov",     SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, 0, 1, 1) \
+    X(ADD,     "add",     "add",     SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, 0, 1, 2) \
+    X(SUB,     "sub",     "sub",     SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, 0, 1, 2) \
+    X(MUL,     "mul.lo",  "mul",     SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, 0, 1, 2) \
+    X(MULHI,   "mul.hi",  "mul.hi",  SFX_TYPE,   OPF_PURE, 0, 1, 2) \
+    X(MULWIDE, "mul.wide", "mul.wide", SFX_TYPE, OPF_PURE | OPF_CHEAP_INT, 0, 1, 2) \
+    X(MAD,     "mad.lo",  "mad.lo",  SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, 0, 1, 3) \
+    X(FMA,     "fma.rn",  "fma.rn",  SFX_TYPE,   OPF_PURE, 0, 1, 3) \
+    X(DIV,     "div",     "div.rn",  SFX_TYPE,   OPF_PURE, 0, 1, 2) \
+    X(REM,     "rem",     "rem",     SFX_TYPE,   OPF_PURE, 0, 1, 2) \
+    X(MIN,     "min",     "min",     SFX_TYPE,   OPF_PURE, 0, 1, 2) \
+    X(MAX,     "max",     "max",     SFX_TYPE,   OPF_PURE, 0, 1, 2) \
+    X(NEG,     "neg",     "neg",     SFX_TYPE,   OPF_PURE, 0, 1, 1) \
+    X(ABS,     "abs",     "abs",     SFX_TYPE,   OPF_PURE, 0, 1, 1) \
+    X(BAND,    "and",     "and",     SFX_BITS,   OPF_PURE | OPF_CHEAP_INT, 0, 1, 2) \
+    X(BOR,     "or",      "or",      SFX_BITS,   OPF_PURE | OPF_CHEAP_INT, 0, 1, 2) \
+    X(BXOR,    "xor",     "xor",     SFX_BITS32, OPF_PURE, 0, 1, 2) \
+    X(BNOT,    "not",     "not",     SFX_BITS32, OPF_PURE, 0, 1, 1) \
+    X(SHL,     "shl",     "shl",     SFX_BITS,   OPF_PURE | OPF_CHEAP_INT, 0, 1, 2) \
+    X(SHR,     "shr",     "shr",     SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, 0, 1, 2) \
+    X(SETP,    NULL,      NULL,      SFX_TYPE,   OPF_PURE, FL_CMP, 1, 2) \
+    X(SELP,    "selp",    "selp",    SFX_TYPE,   OPF_PURE, 0, 1, 3) \
+    X(CVT,     NULL,      NULL,      SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, FL_RND | FL_TY2, 1, 1) \
+    X(EX2,     "ex2.approx.ftz", "ex2.approx.ftz", SFX_TYPE, OPF_PURE, 0, 1, 1) \
+    X(LG2,     "lg2.approx.ftz", "lg2.approx.ftz", SFX_TYPE, OPF_PURE, 0, 1, 1) \
+    X(SQRT,    "sqrt.rn", "sqrt.rn", SFX_TYPE,   OPF_PURE, 0, 1, 1) \
+    X(RSQRT,   "rsqrt.approx.ftz", "rsqrt.approx.ftz", SFX_TYPE, OPF_PURE, 0, 1, 1) \
+    X(RCP,     "rcp.rn",  "rcp.rn",  SFX_TYPE,   OPF_PURE, 0, 1, 1) \
+    X(TANH,    "tanh.approx", "tanh.approx", SFX_TYPE, OPF_PURE, 0, 1, 1) \
+    X(LD,      NULL,      NULL,      SFX_TYPE,   OPF_LOAD, FL_OFF | FL_VEC | FL_SPACE | FL_OWN, N_VEC, 1) \
+    X(ST,      NULL,      NULL,      SFX_TYPE,   OPF_STORE, FL_OFF | FL_VEC | FL_SPACE | FL_OWN, 0, N_VEC) \
+    X(RED,     NULL,      NULL,      SFX_TYPE,   OPF_LOAD | OPF_STORE, FL_OFF | FL_SPACE | FL_REDOP, 0, 2) \
+    X(ATOM,    NULL,      NULL,      SFX_TYPE,   OPF_LOAD | OPF_STORE, FL_OFF | FL_SPACE | FL_REDOP, 1, N_VAR) \
+    X(SHFL,    NULL,      NULL,      SFX_NONE,   OPF_SYNC, 0, 1, 2) \
+    X(BAR,     NULL,      NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
+    X(LDPARAM, NULL,      NULL,      SFX_TYPE,   OPF_PURE | OPF_CHEAP, 0, 1, 1) \
+    X(CVTA,    NULL,      NULL,      SFX_NONE,   OPF_PURE | OPF_CHEAP, FL_SPACE, 1, 1) \
+    X(MOVSYM,  NULL,      NULL,      SFX_TYPE,   OPF_PURE | OPF_CHEAP, 0, 1, 1) \
+    X(CPASYNC, NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_STORE, FL_OFF | FL_OFF2 | FL_VEC, 0, N_VAR) \
+    X(CPCOMMIT, NULL,     NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
+    X(CPWAIT,  NULL,      NULL,      SFX_NONE,   OPF_SYNC, FL_INFLIGHT, 0, 0) \
+    X(ARRSET,  NULL,      NULL,      SFX_NONE,   0, FL_OFF | FL_ARRAY, 0, 1) \
+    X(ARRGET,  NULL,      NULL,      SFX_NONE,   0, FL_ARRAY, 1, 1) \
+    X(LABEL,   NULL,      NULL,      SFX_NONE,   0, FL_LABEL, 0, 0) \
+    X(BRA,     NULL,      NULL,      SFX_NONE,   OPF_JUMP, FL_LABEL, 0, 0) \
+    X(RET,     NULL,      NULL,      SFX_NONE,   OPF_JUMP, 0, 0, 0) \
+    X(COMMENT, NULL,      NULL,      SFX_NONE,   0, FL_TEXT, 0, 0) \
+    X(LDMATRIX, NULL,     NULL,      SFX_NONE,   OPF_LOAD, FL_OFF | FL_VEC | FL_TRANS, N_VEC, 1) \
+    X(MMA,     NULL,      NULL,      SFX_NONE,   0, FL_TY2, 4, 10) \
+    X(WGFENCE, NULL,      NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
+    X(WGMMA,   NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_SYNC, FL_N | FL_TRANS | FL_TY2, 0, N_VAR) \
+    X(WGACC,   NULL,      NULL,      SFX_NONE,   0, 0, 4, 4) \
+    X(WGCOMMIT, NULL,     NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
+    X(WGWAIT,  NULL,      NULL,      SFX_NONE,   OPF_SYNC, FL_INFLIGHT, 0, 0) \
+    X(WGHOLD,  NULL,      NULL,      SFX_NONE,   0, 0, 0, N_VAR) \
+    X(FENCEPROXY, NULL,   NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
+    X(MBINIT,  NULL,      NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, FL_COUNT, 0, 1) \
+    X(MBFENCEINIT, NULL,  NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
+    X(MBEXPECT, NULL,     NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, FL_BYTES, 0, 1) \
+    X(MBWAIT,  NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_SYNC, 0, 1, 2) \
+    X(TMALOAD, NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_STORE, FL_OFF, 0, 5)
 
 enum { SFX_NONE, SFX_TYPE, SFX_BITS, SFX_BITS32 };
+enum { N_VEC = -1, N_VAR = -2 };
 enum {
     OPF_PURE = 1 << 0, OPF_CHEAP = 1 << 1, OPF_CHEAP_INT = 1 << 2, OPF_LOAD = 1 << 3, OPF_STORE = 1 << 4,
     OPF_SYNC = 1 << 5, OPF_JUMP = 1 << 6
 };
 enum {
-    FL_OFF = 1 << 0, FL_OFF2 = 1 << 1, FL_LABEL = 1 << 2, FL_COUNT = 1 << 3, FL_CMP = 1 << 4, FL_VEC = 1 << 5,
-    FL_SPACE = 1 << 6, FL_REDOP = 1 << 7, FL_TY2 = 1 << 8, FL_TEXT = 1 << 9, FL_OWN = 1 << 10
+    FL_OFF = 1 << 0, FL_OFF2 = 1 << 1, FL_LABEL = 1 << 2, FL_INFLIGHT = 1 << 3, FL_ARRAY = 1 << 4,
+    FL_N = 1 << 5, FL_COUNT = 1 << 6, FL_BYTES = 1 << 7, FL_CMP = 1 << 8, FL_RND = 1 << 9,
+    FL_TRANS = 1 << 10, FL_VEC = 1 << 11, FL_SPACE = 1 << 12, FL_REDOP = 1 << 13, FL_TY2 = 1 << 14,
+    FL_TEXT = 1 << 15, FL_OWN = 1 << 16
 };
 
 typedef struct {
     const char *name;
     const char *ptx_int, *ptx_float;
     int suffix, flags, fields;
+    int dsts, srcs;
 } OpInfo;
 
 #endif

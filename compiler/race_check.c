@@ -161,7 +161,7 @@ static Prov def_prov(Check *c, const Ins *in)
         }
         return prov_none();
     case OP_ARRGET: {
-        int a = in->label;
+        int a = in->array;
         Prov p = prov_none();
         if (a < 0 || a >= f->arrays.n || c->array_buf[a] == NO_BUF)
             return p;
@@ -458,8 +458,8 @@ static void transfer(Check *c, AccSet *s, int *first, int i)
     case OP_BAR: barrier(s); return;
     case OP_CPCOMMIT: commit(s, AS_CP); return;
     case OP_WGCOMMIT: commit(s, AS_WG); return;
-    case OP_CPWAIT: complete(s, AS_CP, in->label, -1); return;
-    case OP_WGWAIT: complete(s, AS_WG, in->label, -1); return;
+    case OP_CPWAIT: complete(s, AS_CP, in->inflight, -1); return;
+    case OP_WGWAIT: complete(s, AS_WG, in->inflight, -1); return;
     case OP_MBWAIT: {
         Prov b = opnd_prov(c, in->src[0]);
         complete(s, AS_TMA, 0, b.st == ST_REL ? b.stage : -1);
@@ -497,7 +497,7 @@ static void compute_prov(Check *c)
     for (int i = 0; i < f->code.n; i++) {
         const Ins *in = &f->code.v[i];
         if (in->op == OP_ARRSET) {
-            int a = in->label;
+            int a = in->array;
             Prov p = opnd_prov(c, in->src[0]);
             if (a >= 0 && a < f->arrays.n && is_addr(p))
                 c->array_buf[a] = p.buf;

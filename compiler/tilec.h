@@ -92,7 +92,7 @@ typedef struct {
     const char *src;       /* whole file, NUL-terminated */
     size_t len;
     int nerrors, nwarnings;
-    int nbugs;             /* of the errors, those that are compiler bugs (race_check.c) */
+    int nbugs;             /* of the errors, those that are compiler bugs (race_check.c, ir_verify.c) */
     bool capped;           /* stop collecting: the cap was hit */
     FILE *out;             /* where messages go; NULL: stderr */
 } Diag;
@@ -428,7 +428,7 @@ typedef enum { O_NONE, O_REG, O_IMM, O_FIMM, O_SYM } OpndKind;
 typedef struct { OpndKind kind; int reg; int64_t i; double f; const char *sym; } Opnd;
 
 typedef enum {
-#define X(n, i, f, sfx, flags, fields) OP_##n,
+#define X(n, i, f, sfx, flags, fields, dsts, srcs) OP_##n,
     IR_OPS(X)
 #undef X
     OP_COUNT_
@@ -440,47 +440,60 @@ bool op_has(int op, int flags);                /* every one of the OPF_ flags */
 typedef enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_LO, CMP_HS } Cmp;
 typedef enum { SP_GLOBAL, SP_SHARED, SP_PARAM, SP_LOCAL } Space;
 typedef enum { RED_ADD, RED_MAX, RED_MIN, RED_CAS } RedOp;
+/* CVT's rounding. RND_DEFAULT: the conversion's own (.rn into a float from an integer or to a
+ * narrower float, .rzi into an integer from a float, none when widening); the other two round
+ * f32 to tf32 bits (cvt.rna.tf32.f32, ties away; cvt.rn.tf32.f32, ties to even). Their numbers
+ * are the ones lower_mma.c's cvt_tf32 takes. */
+typedef enum { RND_DEFAULT = 0, RND_TF32_RNA = 2, RND_TF32_RN = 3 } CvtRound;
 
+/* One instruction. Each field has one meaning, for the operations whose ops.h row names it
+ * (FL_*: the dump prints those, ir_verify.c checks the others are left as emit_ins sets them). */
 typedef struct {
     uint16_t op;
     uint8_t ty;            /* PType of the operation (for CVT: destination type) */
     uint8_t ty2;           /* CVT: source type; SETP: compared type is ty, ty2 unused */
-    uint8_t cmp;           /* SETP: Cmp; CVT: 1 = round to nearest (.rn / .rzi for f->i),
-                              2 = f32 to tf32 bits ties away (.rna), 3 = ties to even (.rn) */
+    uint8_t cmp;           /* SETP: Cmp */
+    uint8_t rnd;           /* CVT: CvtRound */
     uint8_t vec;           /* LD/ST: 1, 2 or 4 */
     uint8_t space;         /* LD/ST/RED/ATOM */
     uint8_t redop;         /* RED/ATOM */
+    uint8_t inflight;      /* CPWAIT, WGWAIT: groups allowed to stay in flight */
+    bool trans;            /* LDMATRIX: .trans; WGMMA: B is N-major (imm-trans-b) */
+    bool guard_neg;        /* the guard's negation guards it */
+    uint16_t n;            /* WGMMA: N of m64nNk16 (m64nNk8) */
+    uint16_t count;        /* MBINIT: the arrival count */
     int guard;             /* predicate register guarding the instruction, -1 if none */
-    bool guard_neg;
     int dst[4]; int ndst;
     Opnd src[10]; int nsrc;       /* ST.v4: the address and four values; MMA: ten (below) */
     int64_t off;           /* LD/ST/RED/ATOM/CPASYNC: constant byte offset added to the address src[0] */
     int64_t off2;          /* CPASYNC: constant byte offset added to the global address src[1] */
-    int label;             /* LABEL, BRA; CPWAIT: groups allowed in flight; ARRSET/ARRGET: array */
+    int label;             /* LABEL, BRA */
+    int array;             /* ARRSET, ARRGET: the register tensor (index in Func.arrays) */
+    int bytes;             /* MBEXPECT: the bytes the barrier's phase waits for */
     /* CPASYNC: src[0] shared address (u32), src[1] global address (u64), src[2] bytes actually
      * read (0 = zero-fill), vec = copy size in bytes (4, 8, 16), off = shared offset.
      * ARRSET: src[0] value, off = element index. ARRGET: dst[0], src[0] index register.
      * LDMATRIX (ldmatrix.sync.aligned.m8n8, b16): dst[0..vec-1] (.b32), src[0] shared address
-     * (u32) + off, vec = matrices (1, 2, 4), cmp = 1 for .trans.
+     * (u32) + off, vec = matrices (1, 2, 4), trans for .trans.
      * MMA (mma.sync.aligned, row.col, f32 accumulators): ty2 = operand type: PT_F16 or PT_BF16
      * (m16n8k16), PT_B32 for tf32 (m16n8k8); dst[0..3] = d, src[0..3] = a, src[4..5] = b,
      * src[6..9] = c (the accumulators are read too: lowering passes d as c).
      * WGMMA (wgmma.mma_async.sync.aligned.m64nNk16, f32 accumulators, sm_90a): ty2 = PT_F16 or
-     * PT_BF16, src[0], src[1] = the A and B matrix descriptors (b64), label = N, cmp = 1 when B is
+     * PT_BF16, src[0], src[1] = the A and B matrix descriptors (b64), n = N, trans when B is
      * N-major (imm-trans-b). Its N / 2 accumulators follow as N / 8 WGACC instructions, each
      * dst[0..3] = src[0..3] = four of them (read and written): the passes see ordinary registers,
      * emit prints the group as one instruction. ty2 = PT_B32: tf32 (m64nNk8) with A from
-     * registers, src[0..3] = the A fragment, src[4] = B's descriptor (K-major). WGWAIT: label =
-     * groups allowed in flight. WGHOLD: no code; its sources (registers an in-flight wgmma reads,
-     * up to 10) stay live, so allocated apart, until it, placed after the wait.
+     * registers, src[0..3] = the A fragment, src[4] = B's descriptor (K-major). WGWAIT: inflight
+     * = groups allowed in flight. WGHOLD: no code; its sources (registers an in-flight wgmma
+     * reads, up to 10) stay live, so allocated apart, until it, placed after the wait.
      * WGFENCE, WGCOMMIT, FENCEPROXY (fence.proxy.async.shared::cta): no operands.
-     * mbarriers (sm_90) and TMA: MBINIT src[0] = the barrier's shared address, label = the
+     * mbarriers (sm_90) and TMA: MBINIT src[0] = the barrier's shared address, count = the
      * arrival count; MBFENCEINIT (fence.mbarrier_init) no operands; MBEXPECT (arrive.expect_tx)
-     * src[0] = barrier, label = bytes; MBWAIT (try_wait.parity) dst[0] = predicate (phase
-     * complete), src[0] = barrier, src[1] = the phase parity; TMALOAD (cp.async.bulk.tensor.2d)
-     * src[0] = shared destination + off, src[1] = the tensor map's generic address (b64),
-     * src[2], src[3] = the coordinates (column, row), src[4] = barrier. CVTA with space =
-     * SP_PARAM: cvta.param (the address of a by-value parameter). */
+     * src[0] = barrier, bytes; MBWAIT (try_wait.parity) dst[0] = predicate (phase complete),
+     * src[0] = barrier, src[1] = the phase parity; TMALOAD (cp.async.bulk.tensor.2d) src[0] =
+     * shared destination + off, src[1] = the tensor map's generic address (b64), src[2], src[3]
+     * = the coordinates (column, row), src[4] = barrier. CVTA with space = SP_PARAM: cvta.param
+     * (the address of a by-value parameter). */
     int line;              /* source line that produced it (report) */
     const char *text;      /* COMMENT */
     /* a shared access that touches only bytes the issuing thread's own async copies fill, until
@@ -539,6 +552,9 @@ typedef struct {
     int sm_threads;        /* threads a multiprocessor holds on the target arch (occupancy) */
     bool cap_tight;        /* maxnreg was held below demand + slack to keep occupancy: ptxas may spill */
     int reg_boundary;      /* the most registers that keep the occupancy the demand allows */
+    /* ir_verify: the order of barriers and shared accesses in the code race_check saw */
+    uint64_t sync_order;
+    bool sync_order_set;
 } Func;
 
 Func *func_new(Kernel *k);
@@ -570,6 +586,7 @@ void ir_bra(Func *f, int label, int guard, bool neg);
 void ir_bar(Func *f);
 void ir_comment(Func *f, const char *text);
 void ir_dump(Func *f, FILE *out);
+void ir_ins_text(Buf *out, const Ins *in);     /* one instruction as ir_dump prints it */
 
 /* ---------------------------------------------------------------- lower*.c: tiles -> thread IR */
 
@@ -582,6 +599,7 @@ typedef struct {
     const char *arch;      /* "sm_80" ... */
     bool no_ptxas;         /* never run ptxas (the cap's spill check, --no-ptxas) */
     const char *dump;      /* --dump=tir|alloc: print the IR after that stage to stdout */
+    bool verify_ir;        /* ir_verify after lowering and every pass (--verify-ir, TILEC_VERIFY_IR=1) */
 } Options;
 
 /* Lowers one checked kernel. Returns NULL after reporting errors (e.g. a tile too large). */
@@ -611,6 +629,15 @@ const Target *target_at(int i);
  * lowered (register tensors and shared symbols still in place). */
 bool race_check(Func *f);
 
+/* ---------------------------------------------------------------- ir_verify.c */
+
+/* Checks that f is well-formed IR: every instruction's operands and fields as ops.h says, every
+ * register read defined before on every path, and the order of barriers and shared-memory
+ * accesses race_check proved kept by the passes. On failure reports a compiler bug (diag.nbugs)
+ * naming the stage `after` and the instruction, and returns false. For test builds: compile.c
+ * runs it after lowering and after every pass when Options.verify_ir is set. */
+bool ir_verify(Func *f, const char *after);
+
 /* ---------------------------------------------------------------- compile.c: the pipeline */
 
 /* One architecture's result: the module's PTX (metadata block, then every kernel) and, per
@@ -633,9 +660,10 @@ void arch_output_free(ArchOutput *out);
 
 /* The whole compilation in memory, for callers in their own process (tests, fuzzing): source
  * text for one architecture (opt.arch) to PTX text, and with c_base also --emit=c's launchers
- * (PTX only, no cubins; c_base is their C prefix). Internal errors (die, and the races
- * race_check.c finds) return COMPILE_INTERNAL instead of aborting: the arena and finished kernels
- * are freed, memory the failed stage held may not be. Messages go to diag.out. */
+ * (PTX only, no cubins; c_base is their C prefix). Internal errors (die, the races
+ * race_check.c finds, IR ir_verify.c refuses) return COMPILE_INTERNAL instead of aborting: the
+ * arena and finished kernels are freed, memory the failed stage held may not be. Messages go
+ * to diag.out. */
 typedef enum { COMPILE_OK, COMPILE_ERRORS, COMPILE_INTERNAL } CompileStatus;
 typedef struct {
     const char *file;
@@ -647,14 +675,15 @@ typedef struct {
 typedef struct { Buf ptx, c, h; } CompileOutput;   /* empty unless COMPILE_OK */
 CompileStatus compile_buffer(const CompileJob *job, CompileOutput *out);
 /* The passes after lowering (compile.c's table: race check, register tensors, address
- * splitting, the pressure passes, allocation) on one kernel. False after errors; *drop when
- * the code may not go further (the race check failed). */
+ * splitting, the pressure passes, allocation) on one kernel, with opt->verify_ir the IR checked
+ * after lowering and after each (ir_verify). False after errors; *drop when the code may not
+ * go further (the race check or the verifier failed). */
 bool compile_kernel(Arena *a, Func *f, const Options *opt, bool *drop);
 bool pass_dump_point(const char *name);           /* --dump=NAME names a pass, lower, tir or alloc */
 bool pass_disable(Options *opt, const char *name);  /* -fno-NAME: false when NAME has no switch */
 void compile_output_free(CompileOutput *out);
 
-/* ---------------------------------------------------------------- regalloc.c */
+/* ---------------------------------------------------------------- regalloc.c, regcap.c */
 
 /* Liveness over the CFG, then linear-scan allocation per register class; fills VReg.phys,
  * Func.nphys and the peak. Reports an error (naming the values live at the peak) when the demand
@@ -665,6 +694,12 @@ bool regalloc(Func *f, int budget);
 int reg_budget(int threads);
 /* The slack the register cap leaves over the predicted demand. */
 int reg_cap_slack(int pred);
+
+/* regcap.c: with ptxas at hand (and opt->reg_cap, not opt->no_ptxas), assembles out's module,
+ * loosens the cap of every kernel that spills under it and has emit write the module again, for
+ * a few rounds. False when ptxas rejects the PTX (reported). */
+bool regcap_fit(ArchOutput *out, const Options *opt,
+                void (*emit)(ArchOutput *out, const char *arch));
 
 /* ---------------------------------------------------------------- const_reg_elim.c */
 

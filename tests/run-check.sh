@@ -26,6 +26,11 @@ if ! have_driver && [ -e "$B/cuda-stub/libcuda.so.1" ]; then
 	echo "run-check: no CUDA driver here: GPU parts of the tests will skip"
 fi
 
+# Every compilation of every suite checks its IR after lowering and after each pass
+# (compiler/ir_verify.c): a pass that breaks the IR fails where it did, as a compiler bug.
+TILEC_VERIFY_IR=1
+export TILEC_VERIFY_IR
+
 tmp=$(mktemp "${TMPDIR:-/tmp}/tilec-check.XXXXXX") || exit 2
 trap 'rm -f "$tmp" "$tmp.rc"' EXIT INT TERM
 

@@ -6,8 +6,9 @@
 # of its `// flags:` line, --report (so ptxas runs and its report is read); then the examples
 # the way the other suites build them: other tile shapes and stage counts, -fno-addr-split,
 # --emit=c for two architectures, --emit=meta, --dump=alloc. Compile errors are fine (tests/diag
-# wants them); a sanitizer report, an internal error, a crash or a hang fails. Leak checking
-# stays on: tilec frees what it allocates, at exit too.
+# wants them); a sanitizer report, an internal error, a compiler bug the compiler reports (a
+# race in its code, IR the verifier refuses: every run verifies the IR between passes), a
+# crash or a hang fails. Leak checking stays on: tilec frees what it allocates, at exit too.
 # Without the sanitized tilec (configure found no -fsanitize=address,undefined) it skips.
 # Last line: `N passed, M failed[, K skipped]`.
 
@@ -28,6 +29,8 @@ ASAN_OPTIONS=exitcode=86:detect_leaks=1:abort_on_error=0:symbolize=1
 UBSAN_OPTIONS=exitcode=86:halt_on_error=1:print_stacktrace=1
 LSAN_OPTIONS=exitcode=86
 export ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+TILEC_VERIFY_IR=1
+export TILEC_VERIFY_IR
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tilec-asan.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -54,12 +57,12 @@ check() {   # label tilec-arguments...
 	124) what="timed out after ${TIMEOUT}s" ;;
 	*) what="exit status $rc" ;;
 	esac
-	if [ -z "$what" ] && grep -q 'Sanitizer\|runtime error:\|internal error' "$tmp/err"; then
-		what="sanitizer report or internal error"
+	if [ -z "$what" ] && grep -q 'Sanitizer\|runtime error:\|internal error\|compiler bug' "$tmp/err"; then
+		what="sanitizer report, internal error or compiler bug"
 	fi
 	if [ -n "$what" ]; then
 		echo "FAIL $label: $what"
-		grep -m 8 'ERROR\|SUMMARY\|runtime error:\|internal error\|^    #[0-3] ' "$tmp/err" | sed 's/^/    /'
+		grep -m 8 'ERROR\|SUMMARY\|runtime error:\|internal error\|compiler bug\|^    #[0-3] ' "$tmp/err" | sed 's/^/    /'
 		fail=$((fail + 1))
 	else
 		pass=$((pass + 1))

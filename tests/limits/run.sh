@@ -48,7 +48,7 @@ expect() {
 	*.124) why="no answer within 10 s" ;;
 	*) why="exit status $rc, expected $([ "$want" = ok ] && echo 0 || echo 1)" ;;
 	esac
-	if [ -z "$why" ] && grep -q 'internal error' "$tmp/err"; then why="internal error"; fi
+	if [ -z "$why" ] && grep -q 'internal error\|compiler bug' "$tmp/err"; then why="internal error"; fi
 	if [ -n "$why" ]; then
 		echo "FAIL $name: $why"
 		sed -n '1,4s/^/    /p' "$tmp/err"

@@ -30,7 +30,7 @@ static void arrset(Func *f, int arr, int i, int reg)
     in->src[0] = R(reg);
     in->nsrc = 1;
     in->off = i;
-    in->label = arr;
+    in->array = arr;
 }
 
 static int arrget(Func *f, int arr, int idx)
@@ -41,7 +41,7 @@ static int arrget(Func *f, int arr, int idx)
     in->ndst = 1;
     in->src[0] = R(idx);
     in->nsrc = 1;
-    in->label = arr;
+    in->array = arr;
     return d;
 }
 

@@ -90,7 +90,7 @@ static void run_ldmatrix(Block *b, Ins *in, int w)
         for (int l = 0; l < 32; l++) {
             uint16_t h[2];
             for (int e = 0; e < 2; e++) {
-                int row = in->cmp ? 2 * (l % 4) + e : l / 4, col = in->cmp ? l / 4 : 2 * (l % 4) + e;
+                int row = in->trans ? 2 * (l % 4) + e : l / 4, col = in->trans ? l / 4 : 2 * (l % 4) + e;
                 memcpy(&h[e], &smem[addr[8 * i + row] + 2 * col], 2);
             }
             out[l][i] = h[0] | (uint32_t)h[1] << 16;
@@ -151,7 +151,7 @@ static uint32_t swizzle128(uint32_t a) { return a ^ (a >> 7 & 7) << 4; }
  * A is 64 x K, B K x N (K <= 16, N <= 256). */
 static void wgmma_accumulate(Block *b, Ins *in, int u, int K, double A[64][16], double B[16][256])
 {
-    int N = in->label, t0 = 128 * u, regs[128], nr = 0;
+    int N = in->n, t0 = 128 * u, regs[128], nr = 0;
     for (Ins *g = in + 1; g->op == OP_WGACC && nr < 128; g++)
         for (int q = 0; q < 4; q++)
             regs[nr++] = g->dst[q];
@@ -177,7 +177,7 @@ static void wgmma_accumulate(Block *b, Ins *in, int u, int K, double A[64][16], 
  * (n % 8) 128 + (n / 8) SBO, k at 4 k bytes. Both read as tf32: the top 19 bits. */
 static void run_wgmma_tf32(Block *b, Ins *in, int u, uint64_t db)
 {
-    int N = in->label, t0 = 128 * u;
+    int N = in->n, t0 = 128 * u;
     if (db >> 62 != 1 || (db >> 49 & 7)) {
         printf("FAIL wgmma: descriptor not 128-byte swizzle at base offset 0\n");
         exit(1);
@@ -200,7 +200,7 @@ static void run_wgmma_tf32(Block *b, Ins *in, int u, uint64_t db)
 
 static void run_wgmma(Block *b, Ins *in, int u)
 {
-    int N = in->label, t0 = 128 * u;
+    int N = in->n, t0 = 128 * u;
     bool bf = in->ty2 == PT_BF16, tf = in->ty2 == PT_B32;
     /* tf32 (m64nNk8): A from registers, B K-major through src[4] */
     uint64_t da = tf ? 0 : val(b, t0, in->src[0]), db = val(b, t0, in->src[tf ? 4 : 1]);
@@ -224,7 +224,7 @@ static void run_wgmma(Block *b, Ins *in, int u)
         lbo[i] = (uint32_t)(d[i] >> 16 & 0x3fff) << 4;
         sbo[i] = (uint32_t)(d[i] >> 32 & 0x3fff) << 4;
     }
-    if (!in->cmp) {
+    if (!in->trans) {
         printf("FAIL wgmma: B not N-major\n");
         exit(1);
     }
@@ -299,9 +299,9 @@ static void run(Func *f, Block *b)
                     d &= 0xffff;
                 break;
             case OP_CVT:
-                if (in->cmp == 2)      /* round to 10 mantissa bits, ties away (finite inputs) */
+                if (in->rnd == RND_TF32_RNA)   /* round to 10 mantissa bits, ties away (finite inputs) */
                     d = (f2u(u2f((uint32_t)s0)) + 0x1000) & ~0x1fffu;
-                else if (in->cmp == 3)     /* ties to even */
+                else if (in->rnd == RND_TF32_RN)   /* ties to even */
                     d = ((uint32_t)s0 + 0xfff + ((uint32_t)s0 >> 13 & 1)) & ~0x1fffu;
                 else if (in->ty == PT_U32 && in->ty2 == PT_U16)
                     d = s0 & 0xffff;

@@ -67,7 +67,7 @@ static void cp_async(Func *f, int a)
     in->vec = 16;
 }
 
-static void cp_wait(Func *f, int n) { emit_ins(f, OP_CPWAIT, PT_B32)->label = n; }
+static void cp_wait(Func *f, int n) { emit_ins(f, OP_CPWAIT, PT_B32)->inflight = (uint8_t)n; }
 static void commit(Func *f) { emit_ins(f, OP_CPCOMMIT, PT_B32); }
 
 static bool check(Func *f)
@@ -190,12 +190,12 @@ static void pipeline(Arena *a, int read_ahead, bool bar)
         in->src[0] = R(base);
         in->nsrc = 1;
         in->off = s;
-        in->label = 0;
+        in->array = 0;
     }
     int k0 = ir_mov(f, PT_U32, IMM(0));
     int b0 = new_reg(f, RC_R);
     Ins *g = emit_ins(f, OP_ARRGET, PT_U32);
-    g->dst[0] = b0, g->ndst = 1, g->src[0] = R(k0), g->nsrc = 1, g->label = 0;
+    g->dst[0] = b0, g->ndst = 1, g->src[0] = R(k0), g->nsrc = 1, g->array = 0;
     cp_async(f, b0);
     commit(f);
     int stage = ir_mov(f, PT_U32, IMM(0));
@@ -212,9 +212,9 @@ static void pipeline(Arena *a, int read_ahead, bool bar)
     int w = ir_tern(f, OP_SELP, PT_U32, R(w2), R(w1), R(wrap));
     int cur = new_reg(f, RC_R), ahead = new_reg(f, RC_R);
     g = emit_ins(f, OP_ARRGET, PT_U32);
-    g->dst[0] = cur, g->ndst = 1, g->src[0] = R(read_ahead ? w : stage), g->nsrc = 1, g->label = 0;
+    g->dst[0] = cur, g->ndst = 1, g->src[0] = R(read_ahead ? w : stage), g->nsrc = 1, g->array = 0;
     g = emit_ins(f, OP_ARRGET, PT_U32);
-    g->dst[0] = ahead, g->ndst = 1, g->src[0] = R(w), g->nsrc = 1, g->label = 0;
+    g->dst[0] = ahead, g->ndst = 1, g->src[0] = R(w), g->nsrc = 1, g->array = 0;
     ld(f, cur);
     cp_async(f, ahead);
     commit(f);

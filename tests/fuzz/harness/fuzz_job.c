@@ -20,6 +20,8 @@ void fuzz_compile_job(CompileJob *job)
             diag.out = fopen("/dev/null", "w");
     }
     job->opt.no_ptxas = true;
+    /* IR a pass broke is a finding even where the PTX still comes out */
+    job->opt.verify_ir = true;
     CompileOutput out;
     CompileStatus st = compile_buffer(job, &out);
     if (st == COMPILE_INTERNAL) {
