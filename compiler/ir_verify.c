@@ -179,8 +179,8 @@ static bool blank_fields(Verify *v, int i)
         field = "trans";
     else if (!(fl & FL_VEC) && in->vec != 1)
         field = "vec";
-    else if (!(fl & FL_SPACE) && in->space && !(in->op == OP_LDMATRIX && in->space == SP_SHARED))
-        field = "space";   /* lower_mma.c names ldmatrix's one space, which nothing reads */
+    else if (!(fl & FL_SPACE) && in->space)
+        field = "space";
     else if (!(fl & FL_REDOP) && in->redop)
         field = "redop";
     else if (!(fl & FL_TY2) && in->ty2)

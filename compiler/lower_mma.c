@@ -174,7 +174,6 @@ static void ldmatrix(Lower *c, int *dst, int n, bool trans, int addr, int64_t of
     in->ndst = n;
     in->vec = (uint8_t)n;
     in->trans = trans;
-    in->space = SP_SHARED;
     in->src[0] = R(addr);
     in->nsrc = 1;
     in->off = off;
@@ -224,8 +223,8 @@ void mma_sync(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, const 
     in->nsrc = 10;
 }
 
-/* cvt of f32 v to tf32 bits into dst: rounding 2 = .rna, 3 = .rn (Ins.rnd of CVT). */
-static void cvt_tf32(Lower *c, int dst, int rounding, int v)
+/* cvt of f32 v to tf32 bits into dst with the rounding (Ins.rnd of CVT) given. */
+static void cvt_tf32(Lower *c, int dst, CvtRound rounding, int v)
 {
     Ins *cv = emit_ins(c->f, OP_CVT, PT_B32);
     cv->ty2 = PT_F32;
@@ -254,7 +253,7 @@ static void cvt_tf32(Lower *c, int dst, int rounding, int v)
  * (CUDA's canonical 0x7fffffff among them) carries into the sign bit and reads as a zero, and one
  * whose payload lies only in the low 13 bits reads as an infinity; others stay NaNs
  * (docs/language.md). */
-void round_tf32_even_to(Lower *c, int dst, int v) { cvt_tf32(c, dst, 3, v); }
+void round_tf32_even_to(Lower *c, int dst, int v) { cvt_tf32(c, dst, RND_TF32_RN, v); }
 
 int round_tf32_even(Lower *c, int v)
 {
@@ -284,7 +283,7 @@ int round_tf32_operand(Lower *c, int v)
 int round_tf32_value(Lower *c, int v)
 {
     int d = new_reg(c->f, RC_R);
-    cvt_tf32(c, d, 2, v);
+    cvt_tf32(c, d, RND_TF32_RNA, v);
     return d;
 }
 
