@@ -789,6 +789,7 @@ static void check_kernel(Check *c, Kernel *k)
     scope_pop(c, 0);
     check_kernel_name(k);
     c->sizes.n = 0;
+    c->views.n = 0;
     c->assumes.n = 0;
     c->depth = 0;
     check_params(c, k);
@@ -797,6 +798,10 @@ static void check_kernel(Check *c, Kernel *k)
     if (k->body)
         check_stmt(c, k->body);
 
+    k->nviews = c->views.n;
+    k->views = arena_alloc(c->a, (size_t)(k->nviews + 1) * sizeof *k->views);
+    for (int i = 0; i < k->nviews; i++)
+        k->views[i] = c->views.v[i];
     k->nsizes = c->sizes.n;
     k->sizes = arena_alloc(c->a, (size_t)(k->nsizes + 1) * sizeof *k->sizes);
     if (k->nsizes)
@@ -830,6 +835,7 @@ bool check_program(Arena *a, Program *p, Define *defs, int ndefs)
     vec_free(&c.consts);
     vec_free(&c.scope);
     vec_free(&c.sizes);
+    vec_free(&c.views);
     vec_free(&c.assumes);
     return diag.nerrors == before;
 }

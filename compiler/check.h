@@ -16,6 +16,7 @@ typedef struct {
     Vec(Sym *) scope;      /* the kernel's parameters, sizes and visible locals, innermost last */
     Map const_names, scope_names;   /* the same by name: a name is visible at most once */
     Vec(Sym *) sizes;      /* the kernel's size symbols in order of first appearance */
+    Vec(Sym *) views;      /* the kernel's transposed views (Kernel.views) */
     Vec(Stmt *) assumes;
     int depth, edepth;     /* statement and expression recursion */
     bool too_deep;         /* the nesting error was reported: say it once */

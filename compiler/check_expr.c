@@ -813,6 +813,166 @@ bool check_index(Check *c, Expr *e, bool is_target)
     return true;
 }
 
+/* ---------------------------------------------------------------- transposed views */
+
+static Expr *new_node(Check *c, ExprKind kind, Loc loc)
+{
+    Expr *e = arena_alloc(c->a, sizeof *e);
+    memset(e, 0, sizeof *e);
+    e->kind = kind;
+    e->loc = loc;
+    e->type = TY_I32;
+    return e;
+}
+
+/* An extent as an expression (a size name or a constant). */
+static Expr *extent_expr(Check *c, Extent x, Loc loc)
+{
+    if (x.expr)
+        return x.expr;
+    Expr *e = new_node(c, x.size ? E_NAME : E_INT, loc);
+    if (x.size) {
+        e->name = x.size->name;
+        e->sym = x.size;
+    } else {
+        e->ival = x.cval;
+    }
+    return e;
+}
+
+/* Stride d of a tensor with default strides, written out: the product of the later dimensions,
+ * constant where they all are (check_params computed those), else an expression of sizes. */
+static Extent default_stride(Check *c, const Sym *t, int d)
+{
+    if (d == t->rank - 1)
+        return (Extent){ .cval = 1 };
+    if (t->stride[d].cval > 0)
+        return t->stride[d];
+    Expr *prod = NULL;
+    for (int j = d + 1; j < t->rank; j++) {
+        Expr *x = extent_expr(c, t->dim[j], t->loc);
+        if (prod) {
+            Expr *m = new_node(c, E_BINARY, t->loc);
+            m->op = '*';
+            m->a = prod;
+            m->b = x;
+            x = m;
+        }
+        prod = x;
+    }
+    if (prod->kind == E_NAME)
+        return (Extent){ .cval = 1, .size = prod->sym };
+    return (Extent){ .cval = 1, .expr = prod };
+}
+
+/* Tensor t seen with dimensions d0 and d1 swapped: the same argument and memory, made once per
+ * kernel, tensor and pair (Kernel.views); the view of a view is the tensor. */
+static Sym *swapped_view(Check *c, Sym *t, int d0, int d1)
+{
+    if (t->view_of && t->view_d0 == d0 && t->view_d1 == d1)
+        return t->view_of;
+    for (int i = 0; i < c->views.n; i++) {
+        Sym *v = c->views.v[i];
+        if (v->view_of == t && v->view_d0 == d0 && v->view_d1 == d1)
+            return v;
+    }
+    Sym *v = arena_alloc(c->a, sizeof *v);
+    *v = *t;
+    v->name = arena_printf(c->a, "%s.T", t->name);
+    v->view_of = t;
+    v->view_d0 = d0;
+    v->view_d1 = d1;
+    v->lower = NULL;
+    v->has_default_strides = false;
+    for (int d = 0; d < t->rank; d++)
+        v->stride[d] = t->has_default_strides ? default_stride(c, t, d) : t->stride[d];
+    Extent x = v->dim[d0];
+    v->dim[d0] = v->dim[d1];
+    v->dim[d1] = x;
+    x = v->stride[d0];
+    v->stride[d0] = v->stride[d1];
+    v->stride[d1] = x;
+    vec_push(&c->views, v);
+    return v;
+}
+
+/* The two windowed subscripts of a checked 2-D window (false if it is not one). */
+static bool window_dims(const Expr *e, int *d0, int *d1)
+{
+    if (e->kind != E_INDEX || e->shape.rank != 2)
+        return false;
+    int n = 0;
+    for (int i = 0; i < e->nidx; i++)
+        if (e->idx[i].width_expr)
+            *(n++ ? d1 : d0) = i;
+    return n == 2;
+}
+
+/* The same elements as window e (2-D, checked), transposed: a window of the swapped view. */
+static Expr *transposed_window(Check *c, Expr *e)
+{
+    int d0, d1;
+    if (!window_dims(e, &d0, &d1))
+        return NULL;
+    Expr *t = arena_alloc(c->a, sizeof *t);
+    *t = *e;
+    t->sym = swapped_view(c, e->sym, d0, d1);
+    t->idx = arena_alloc(c->a, sizeof *t->idx * (size_t)e->nidx);
+    memcpy(t->idx, e->idx, sizeof *t->idx * (size_t)e->nidx);
+    t->idx[d0] = e->idx[d1];
+    t->idx[d1] = e->idx[d0];
+    t->shape.dim[0] = e->shape.dim[1];
+    t->shape.dim[1] = e->shape.dim[0];
+    t->twin = NULL;
+    return t;
+}
+
+/* x.T: x must be a 2-D window of a tensor; the node becomes the window of the swapped view,
+ * whose twin is x itself. */
+static bool check_transpose(Check *c, Expr *e)
+{
+    Expr *x = e->a;
+    if (x->kind != E_INDEX) {
+        error_at(e->loc, "'.T' transposes a 2-D window of a tensor (W[n +: BN, k +: BK].T), not an "
+                 "expression");
+        return fail(e);
+    }
+    if (!check_index(c, x, false))
+        return fail(e);
+    Expr *t = transposed_window(c, x);
+    if (!t) {
+        error_at(e->loc, "'.T' transposes a 2-D window of a tensor, and this one is %s",
+                 shape_str(c, x->type, x->shape));
+        return fail(e);
+    }
+    Loc loc = e->loc;
+    *e = *t;
+    e->loc = loc;
+    e->twin = x;
+    return true;
+}
+
+/* Is stride d of tensor t known to be 1 (elements contiguous along d)? */
+static bool unit_stride(const Sym *t, int d)
+{
+    if (t->has_default_strides)
+        return d == t->rank - 1;
+    return !t->stride[d].size && !t->stride[d].expr && t->stride[d].cval == 1;
+}
+
+/* An `@` operand that is a 2-D window contiguous along its first windowed dimension (a
+ * column-major view) gets its twin, the same window of the swapped view, which is contiguous
+ * along rows: the pipeline copies that and the tensor cores read it transposed. */
+static void find_twin(Check *c, Expr *x)
+{
+    int d0, d1;
+    if (x->kind == E_CAST)
+        x = x->a;
+    if (x->twin || !window_dims(x, &d0, &d1) || !unit_stride(x->sym, d0) || unit_stride(x->sym, d1))
+        return;
+    x->twin = transposed_window(c, x);
+}
+
 /* ---------------------------------------------------------------- matmul */
 
 static bool check_operand(Check *c, Expr *x)
@@ -862,6 +1022,8 @@ bool check_matmul(Check *c, Expr *e)
     e->shape = (Shape){.rank = 2, .dim = {a->shape.dim[0], b->shape.dim[1]}};
     if (!tile_fits(c, e->loc, e->type, e->shape))
         return fail(e);
+    find_twin(c, a);
+    find_twin(c, b);
     return true;
 }
 
@@ -889,6 +1051,7 @@ void check_expr(Check *c, Expr *e)
     case E_CALL: check_call(c, e); break;
     case E_CAST: check_cast(c, e); break;
     case E_INDEX: check_index(c, e, false); break;
+    case E_TRANSPOSE: check_transpose(c, e); break;
     }
     if (e->type != TY_NONE && e->kind != E_INDEX && !tile_fits(c, e->loc, e->type, e->shape))
         fail(e);

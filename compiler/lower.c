@@ -76,6 +76,12 @@ Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *me
         if (k->params[i].is_tensor && si && si->vec_ok)
             meta->args[i].align = 16;
     }
+    for (int i = 0; i < k->nviews; i++) {   /* a view's vector accesses rest on its tensor's pointer */
+        Sym *v = k->views[i];
+        SymInfo *si = v->lower;
+        if (si && si->vec_ok)
+            meta->args[v->param_index].align = 16;
+    }
     if (c->failed) {
         func_free(c->f);
         return NULL;

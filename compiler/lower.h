@@ -85,6 +85,8 @@ typedef struct WgInflight { int *regs; int n; } WgInflight;   /* regs in the are
  * filled from (var); its stage buffers' addresses are a register tensor. */
 typedef struct {
     Expr *operand; Sym *var; int array; int pitch; ElemType type; int bytes; int swz;
+    Expr *window;          /* what is copied: the operand, or its twin when trans */
+    bool trans;            /* the operand is copied transposed, in memory order (Expr.twin) */
     MatmulPlan *plan;      /* a matmul operand: the product's plan ... */
     int side;              /* ... and which operand (0: A, 1: B) */
     int tmap;              /* >= 0: copied by TMA through KernelMeta.tmaps[tmap] (lower_tma.c) */
@@ -213,7 +215,9 @@ Tile reduce_tile(Lower *c, Tile v, Builtin b, int axis);
 /* lower_matmul.c: `@` operands live in shared memory as row-major matrices of their own element
  * type (f32, f16, bf16); base is a register holding the shared address of element (0, 0). */
 /* stage_bytes: the distance between a pipelined loop's stage buffers of this operand (0: not one) */
-typedef struct { int base; int pitch; ElemType type; bool tf32; int rows, cols; int swz; int stage_bytes; } SmemMatrix;
+/* trans: stored transposed, element (r, c) at row c of the buffer (a column-major operand a
+ * pipelined loop copied in memory order: PipeOperand.trans); pitch is then the buffer's */
+typedef struct { int base; int pitch; ElemType type; bool tf32; int rows, cols; int swz; int stage_bytes; bool trans; } SmemMatrix;
 void lower_matmul(Lower *c, Tile *acc, Expr *mm, bool accumulate);
 
 /* matmul_plan.c: how one `@` is computed, chosen once (the file's comment says how). */
@@ -231,9 +235,9 @@ typedef enum {
 typedef struct {
     MatmulPath path;
     const char *name;
-    /* may a product of operands of type t (f32 under tf32(): tf32) and shape M x N x K take it
-       on c's target and block; NULL: only ever a fallback */
-    bool (*fits)(Lower *c, ElemType t, bool tf32, int M, int N, int K);
+    /* may the product p (its type, shape and operand layouts) take it on c's target and block;
+       NULL: only ever a fallback */
+    bool (*fits)(Lower *c, const MatmulPlan *p);
     Layout (*layout)(Lower *c, const MatmulPlan *p, Shape s);     /* the accumulator's */
     /* the layout (SWZ_*) a pipelined loop stores operand `side` of type t in */
     int (*swizzle)(Lower *c, const MatmulPlan *p, ElemType t, int side);
@@ -245,6 +249,9 @@ typedef struct {
     unsigned round_tf32;    /* operands read as tf32 from shared memory: rounded after cp.async */
     bool tensor_cores;      /* loads fragments: may take a pipelined loop's barrier and copies */
     bool inflight;          /* keeps its wgmma group in flight into the next iteration */
+    /* may a pipelined loop copy operand `side`, when it is transposed (MatmulPlan.trans), in
+       memory order for this path to read transposed (NULL: never) */
+    bool (*reads_trans)(const MatmulPlan *p, int side);
     void (*lower)(Lower *c, Tile *acc, const MatmulPlan *p, SmemMatrix a, SmemMatrix b);
 } MatmulPathRow;
 struct MatmulPlan {
@@ -254,12 +261,18 @@ struct MatmulPlan {
     int M, N, K;
     Layout acc;                 /* the accumulator's layout: fixed once chosen */
     MatmulSource src[2];        /* where A and B come from (MS_REGS until known) */
+    /* A or B is a window contiguous along its first dimension (Expr.twin: a column-major view or
+     * a .T): in memory its rows are A's columns (M-major A) or B's (K-major B) */
+    bool trans[2];
     MatmulPlan *next;           /* Lower.plans */
 };
 /* The plan of `@` expression mm, chosen on first use. */
 MatmulPlan *matmul_plan(Lower *c, Expr *mm);
-/* Chooses a plan for operands of type t of an s (M x N) x K product (the unit tests call it). */
-void matmul_choose(Lower *c, MatmulPlan *p, ElemType t, bool tf32, Shape s, int K);
+/* Chooses a plan for operands of type t of an s (M x N) x K product whose operands are transposed
+ * as trans says (NULL: neither); the unit tests call it. */
+void matmul_choose(Lower *c, MatmulPlan *p, ElemType t, bool tf32, Shape s, int K, const bool *trans);
+/* Will a pipelined loop copy operand `side` of p in memory order (transposed)? */
+bool matmul_reads_trans(const MatmulPlan *p, int side);
 /* Records where the operands come from; a path whose needs they do not meet gives way to its
  * fallback. */
 void matmul_set_sources(MatmulPlan *p, MatmulSource a, MatmulSource b);

@@ -419,6 +419,7 @@ Tile lower_expr(Lower *c, Expr *e, const Layout *want)
     case E_CALL: return lower_call(c, e, want);
     case E_CAST: return lower_cast(c, e, want);
     case E_INDEX: return load_window(c, e, want);
+    case E_TRANSPOSE: break;    /* check made it an E_INDEX */
     }
     die("lower: expression kind %d", e->kind);
 }

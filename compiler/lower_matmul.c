@@ -21,7 +21,7 @@ static SmemMatrix stage_operand(Lower *c, const MatmulPlan *plan, Expr *e, Matmu
 {
     bool tf32;
     Expr *x = matmul_operand(e, &tf32);
-    SmemMatrix m = { -1, 0, matmul_stored_type(x), tf32, (int)x->shape.dim[0], (int)x->shape.dim[1], SWZ_NONE, 0 };
+    SmemMatrix m = { -1, 0, matmul_stored_type(x), tf32, (int)x->shape.dim[0], (int)x->shape.dim[1], SWZ_NONE, 0, false };
     if (x->kind == E_NAME && x->sym->kind == SYM_VAR && x->sym->is_shared) {
         SymInfo *si = x->sym->lower;
         m.base = pipe_buffer(c, NULL, x->sym);
@@ -38,6 +38,7 @@ static SmemMatrix stage_operand(Lower *c, const MatmulPlan *plan, Expr *e, Matmu
         m.swz = po->swz;
         m.type = po->type;
         m.stage_bytes = po->bytes;
+        m.trans = po->trans;
         m.base = pipe_buffer(c, x, NULL);
         *src = po->tmap >= 0 ? MS_TMA : MS_CPASYNC;
         return m;

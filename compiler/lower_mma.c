@@ -305,6 +305,7 @@ static int pair_b16(Lower *c, int addr, int64_t off_lo, int64_t off_hi)
 /* Where the fragments of one k step come from and go. */
 typedef struct {
     bool tf, ldm_a, ldm_b, vec_b;
+    bool trans_a, trans_b;      /* stored transposed (SmemMatrix.trans): A as [K][M], B as [N][K] */
     bool swz_a, swz_b;          /* swizzled tiles (swizzle.c): lane addresses step by swz_step */
     int es, G, T0, WN, mtiles, groups;
     int alane, blane;
@@ -317,7 +318,13 @@ static void load_a(Lower *c, Frags *F, int k, int *a)
 {
     for (int j = 0; j < F->mtiles; j++) {
         int64_t base = 2 * j * F->T0 * F->apitch + (int64_t)k * F->es;
-        if (F->swz_a) {
+        if (F->trans_a) {
+            /* A^T: rows k (a multiple of 8: no swizzle change), the tile's m columns 2 j T0 on,
+               whole chunks above the lane's own (< 2 WM) */
+            int64_t cols = 2 * j * F->T0 * F->es, imm = cols;
+            int addr = F->swz_a ? swz_step(c, F->alane, cols / 16, F->ax, &imm) : F->alane;
+            ldmatrix(c, &a[4 * j], 4, true, addr, (int64_t)k * F->apitch + imm);
+        } else if (F->swz_a) {
             /* tiles 2 T0 rows apart (a multiple of 8): a constant; k steps: whole chunks */
             int64_t imm;
             int addr = swz_step(c, F->alane, (int64_t)k * F->es / 16, F->ax, &imm);
@@ -343,7 +350,14 @@ static void load_b_unit(Lower *c, Frags *F, int k, int o1, int *b)
     int G = F->G;
     int *bg = &b[2 * o1 * G];
     int64_t col = o1 * (int64_t)F->WN * MMA_N * G * F->es;   /* the warp's group o1 */
-    if (F->tf) {
+    if (F->trans_b) {
+        /* B^T: the pair's rows o1 WN n8 tiles on (a multiple of 8 rows: no swizzle change), k
+           whole chunks on, above the lane's own (the k half) */
+        int n = F->groups - o1 >= 2 ? 4 : 2;
+        int64_t kb = (int64_t)k * F->es, imm = kb;
+        int addr = F->swz_b ? swz_step(c, F->blane, kb / 16, F->bx, &imm) : F->blane;
+        ldmatrix(c, bg, n, false, addr, o1 * (int64_t)F->WN * MMA_N * F->bpitch + imm);
+    } else if (F->tf) {
         for (int i = 0; i < 2; i++) {
             int w[4];
             ld_shared(c, PT_B32, w, G, F->vec_b, F->blane, (k + 4 * i) * F->bpitch + col);
@@ -402,10 +416,14 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     F.vec_b = F.tf && F.bpitch % 16 == 0;
     F.swz_a = a.swz != SWZ_NONE;
     F.swz_b = b.swz != SWZ_NONE;
+    F.trans_a = a.trans;
+    F.trans_b = b.trans;
     for (int i = 0; i < 8; i++)
         F.ax[i] = F.bx[i] = -1;
-    if ((F.swz_a && (a.swz != SWZ_LDMATRIX || !F.ldm_a || a.pitch != a.cols)) ||
-        (F.swz_b && b.pitch != b.cols) ||
+    if ((a.trans || b.trans) && (F.tf || (a.trans && !F.ldm_a) || (b.trans && !F.ldm_b)))
+        die("lower_mma: a transposed operand ldmatrix cannot read");
+    if ((F.swz_a && (a.swz != SWZ_LDMATRIX || !F.ldm_a || a.pitch != (a.trans ? a.rows : a.cols))) ||
+        (F.swz_b && b.pitch != (b.trans ? b.rows : b.cols)) ||
         (F.swz_b && !F.tf && (b.swz != SWZ_LDMATRIX || !F.ldm_b || F.G != 1)) ||
         (F.swz_b && F.tf && (b.swz != SWZ_QUAD || !F.vec_b || F.G != 4)))
         die("lower_mma: a swizzled operand the fragment loads cannot read");
@@ -425,7 +443,17 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
                              : ir_bin(f, OP_SHL, PT_B32, R(tid_bits(c, 0, (F.WN - 1) << 5)), IMM(colb - 5));
         bcol = ir_bin(f, OP_ADD, PT_U32, R(wcol), R(b.base));
     }
-    if (F.ldm_a) {
+    if (F.trans_a) {
+        /* A^T ([K][M], ldmatrix.trans): lane l gives row k = (l & 7) + 8 ((l >> 4) & 1) at
+           column m = 8 wm + ((l >> 3) & 1) T0: matrices 0-3 are a0-a3 (rows r_lo / r_hi x the
+           low / high 8 k) */
+        int krow = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(8), R(tid_bits(c, 0, 7)));
+        int mcol = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(F.T0), R(wm8));
+        int colb = ir_bin(f, OP_SHL, PT_B32, R(mcol), IMM(log2_exact(F.es)));
+        int off = F.swz_a ? swz_offset_ir(c, SWZ_LDMATRIX, krow, colb, true, (int)F.apitch, a.cols)
+                          : ir_tern(f, OP_MAD, PT_U32, R(krow), IMM(F.apitch), R(colb));
+        F.alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(off));
+    } else if (F.ldm_a) {
         /* A: row (l & 8 ? T0 : 0) + 8 wm + (l & 7), 16 bytes further for l >= 16 */
         int row = ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 0, 7)));
         row = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(F.T0), R(row));
@@ -442,7 +470,18 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
         int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(4), R(a.base));
         F.alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(F.apitch), R(aoff));
     }
-    if (F.swz_b && F.tf) {
+    if (F.trans_b) {
+        /* B^T ([N][K], ldmatrix): lane l gives row n = 8 wn + (l & 7) + ((l >> 4) & 1) 8 WN (the
+           warp's n8 tile, or its next one) at k byte ((l >> 3) & 1) 16: matrices 0-3 are b0, b1
+           of the tile and of the next */
+        int wn8 = ir_bin(f, OP_SHL, PT_B32, R(warp_column(c, F.WN)), IMM(3));
+        int nrow = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(8 * F.WN),
+                           R(ir_bin(f, OP_ADD, PT_U32, R(wn8), R(tid_bits(c, 0, 7)))));
+        int kb = ir_bin(f, OP_SHL, PT_B32, R(tid_bits(c, 3, 1)), IMM(4));
+        int off = F.swz_b ? swz_offset_ir(c, SWZ_LDMATRIX, nrow, kb, true, (int)F.bpitch, b.cols)
+                          : ir_tern(f, OP_MAD, PT_U32, R(nrow), IMM(F.bpitch), R(kb));
+        F.blane = ir_bin(f, OP_ADD, PT_U32, R(b.base), R(off));
+    } else if (F.swz_b && F.tf) {
         /* tf32 B: row q, unit g of the warp's first group of 4 n8 tiles (128 bytes at wn 128) */
         int col = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 2, 7)), IMM(16),
                           R(ir_bin(f, OP_SHL, PT_B32, R(warp_column(c, F.WN)), IMM(7))));

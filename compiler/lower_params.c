@@ -125,6 +125,21 @@ void load_params(Lower *c)
                 si->stride64[d] = ir_cvt(f, PT_S64, PT_S32, st);
         }
     }
+    /* transposed views (check.c): the same pointer, two dimensions and their strides swapped */
+    for (int i = 0; i < c->k->nviews; i++) {
+        Sym *v = c->k->views[i];
+        SymInfo *si = arena_alloc(c->a, sizeof *si), *of = v->view_of->lower;
+        *si = *of;
+        si->vec_ok = false;
+        int d0 = v->view_d0, d1 = v->view_d1;
+        Opnd x = si->dim[d0];
+        si->dim[d0] = si->dim[d1], si->dim[d1] = x;
+        x = si->stride[d0];
+        si->stride[d0] = si->stride[d1], si->stride[d1] = x;
+        int r = si->stride64[d0];
+        si->stride64[d0] = si->stride64[d1], si->stride64[d1] = r;
+        v->lower = si;
+    }
     f->cur_what = "thread index";
     c->tid = new_reg(f, RC_R);
     Ins *in = emit_ins(f, OP_MOVSYM, PT_U32);

@@ -91,7 +91,7 @@ static void issue_copies(Lower *c, const PipeLoop *pl, int v, Opnd stage)
         if (op->tmap >= 0)
             tma_issue(c, pl, op, base, array_get(f, op->bars, idx), valid);
         else
-            copy_window_async(c, op->operand, base, op->pitch, op->swz, valid);
+            copy_window_async(c, op->window, base, op->pitch, op->swz, valid);
     }
     emit_ins(f, OP_CPCOMMIT, PT_B32);
 }
@@ -161,7 +161,7 @@ static void publish_stage(Lower *c, int n)
         if (p->tmap >= 0)
             tma_wait(c, array_get(c->f, p->bars, R(pl->stage)), pl->phase);
         else if (rounds_in_place(p))
-            round_window_tf32(c, p->operand, pipe_buffer(c, p->operand, NULL), p->pitch, p->swz);
+            round_window_tf32(c, p->window, pipe_buffer(c, p->operand, NULL), p->pitch, p->swz);
     }
     if (pl->async_proxy)
         emit_ins(c->f, OP_FENCEPROXY, PT_B32);
@@ -218,7 +218,7 @@ void pipe_issue_pending(Lower *c)
  * its consumer loads it in each iteration. */
 static bool async_copyable(Lower *c, PipeOperand *p, int S)
 {
-    int piece = async_piece_bytes(c, p->operand, p->pitch);
+    int piece = async_piece_bytes(c, p->window, p->pitch);
     if (piece >= 4)
         return true;
     warning_at(p->operand->loc, "pipeline(%d): '%s' cannot move by cp.async, its rows not known to start "
@@ -234,7 +234,7 @@ static bool async_copyable(Lower *c, PipeOperand *p, int S)
 static void set_stage_layout(Lower *c, PipeOperand *p)
 {
     int swz = matmul_swizzle(c, p->plan, p->side, p->type);
-    int rows = (int)p->operand->shape.dim[0], cols = (int)p->operand->shape.dim[1], align = slab(swz) ? 1024 : 128;
+    int rows = (int)p->window->shape.dim[0], cols = (int)p->window->shape.dim[1], align = slab(swz) ? 1024 : 128;
     p->swz = swz;
     p->pitch = swz ? cols : p->plan->row->pitch(p->type, cols);
     p->bytes = (rows * p->pitch * type_size(p->type) + align - 1) & ~(align - 1);
@@ -264,7 +264,8 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             st->rhs->shape.dim[0] == st->lhs->sym->shape.dim[0] && st->rhs->shape.dim[1] == st->lhs->sym->shape.dim[1]) {
             SymInfo *vi = st->lhs->sym->lower;
             PipeOperand *p = &ops[nops++];
-            p->operand = st->rhs;
+            p->operand = p->window = st->rhs;
+            p->trans = false;
             p->var = st->lhs->sym;
             p->type = st->rhs->type;
             p->pitch = vi->smem_ld;
@@ -291,7 +292,21 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             if (!pipelinable_window(x, inner, ninner))
                 continue;
             PipeOperand *p = &cand[j];
-            p->operand = x;
+            p->operand = p->window = x;
+            p->trans = false;
+            if (plan->trans[j]) {
+                /* a column-major window: copied as its twin, rows in memory order, for a path
+                   that reads it transposed */
+                if (!matmul_reads_trans(plan, j)) {
+                    warning_at(x->loc, "pipeline(%d): '%s' is read transposed (its first dimension is "
+                               "the contiguous one), which the %s path takes only through registers; "
+                               "it is loaded in each iteration instead (f16 and bf16 products read it "
+                               "transposed from the pipeline)", S, x->sym->name, plan->row->name);
+                    continue;
+                }
+                p->window = x->twin;
+                p->trans = true;
+            }
             p->var = NULL;
             p->type = x->type;
             p->tmap = p->bars = p->map_addr = -1;

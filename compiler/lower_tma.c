@@ -32,7 +32,7 @@ enum { SLAB_BYTES = 128, SLAB_COLS = SLAB_BYTES / 4, TMA_BOX_MAX = 256 };
  * base and pitch must be: the same facts that let cp.async move 16-byte pieces). */
 static bool window_ok(Lower *c, const PipeOperand *p)
 {
-    Expr *win = p->operand;
+    Expr *win = p->window;
     int pitch = p->pitch;
     if (!c->target->tma || !p->plan || !matmul_side(p->plan->row->tma, p->side) ||
         win->kind != E_INDEX || win->type != TY_F32 || win->nidx != 2)
@@ -90,7 +90,7 @@ bool tma_choose(Lower *c, PipeLoop *pl)
     bool any = false;
     for (int i = 0; i < pl->nops; i++)
         if (window_ok(c, &pl->ops[i])) {
-            pl->ops[i].tmap = register_map(c, pl->ops[i].operand);
+            pl->ops[i].tmap = register_map(c, pl->ops[i].window);
             any |= pl->ops[i].tmap >= 0;
         }
     return any;
@@ -162,7 +162,7 @@ void tma_setup(Lower *c, PipeLoop *pl)
 void tma_issue(Lower *c, const PipeLoop *pl, PipeOperand *p, int base, int bar, int valid)
 {
     Func *f = c->f;
-    Expr *win = p->operand;
+    Expr *win = p->window;
     int rows = (int)win->shape.dim[0], cols = (int)win->shape.dim[1];
     int row = opnd_reg(c, lower_expr(c, win->idx[0].start, NULL).v[0], PT_S32);
     int col = opnd_reg(c, lower_expr(c, win->idx[1].start, NULL).v[0], PT_S32);

@@ -71,8 +71,9 @@ void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     Layout *L = &acc->L;
     int warps = c->threads / 32, es = type_size(a.type);
     int M = L->S[0], N = L->S[1], K = a.cols;
-    if (a.pitch != K || b.pitch != N || b.rows != K || L->T[0] != 8 * warps || L->T[1] != 4 || L->V[0] != 1 ||
-        L->V[1] != 2 || L->O[1] != N / 8 || L->reps != 1 || !wgmma_shape(c, a.type, false, M, N, K))
+    if (a.pitch != K || a.trans || b.pitch != (b.trans ? K : N) || b.rows != K || L->T[0] != 8 * warps ||
+        L->T[1] != 4 || L->V[0] != 1 || L->V[1] != 2 || L->O[1] != N / 8 || L->reps != 1 ||
+        !wgmma_shape(c, a.type, false, M, N, K))
         die("lower_wgmma: operands or accumulator not in wgmma's layouts");
     if (pipe_take_barrier(c))
         pipe_barrier(c);
@@ -81,7 +82,8 @@ void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     /* warpgroup u's rows start 64 u rows (8 KB) into A */
     int u = ir_bin(f, OP_SHR, PT_U32, R(c->tid), IMM(7));
     int abase = ir_tern(f, OP_MAD, PT_U32, R(u), IMM(WG_M * SLAB), R(a.base));
-    int da = wgmma_descriptor(c, abase, 16), db = wgmma_descriptor(c, b.base, K * SLAB);
+    /* B^T ([N][K]) is K-major like A: its N rows in slabs of K, 8 rows per 1024 bytes */
+    int da = wgmma_descriptor(c, abase, 16), db = wgmma_descriptor(c, b.base, b.trans ? 16 : K * SLAB);
     f->cur_what = saved;
     emit_ins(f, OP_WGFENCE, PT_B32);
     int tall = M / (16 * warps);     /* wgmma per k step: 64-row blocks of this warpgroup */
@@ -89,7 +91,7 @@ void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
         int64_t kb = (int64_t)k * es;    /* bytes along A's rows */
         for (int j = 0; j < tall; j++) {
             int64_t aoff = (int64_t)j * 16 * warps * SLAB + kb / SLAB * M * SLAB + kb % SLAB;
-            int64_t boff = (int64_t)k * SLAB;
+            int64_t boff = b.trans ? kb / SLAB * N * SLAB + kb % SLAB : (int64_t)k * SLAB;
             int dak = aoff ? ir_bin(f, OP_ADD, PT_S64, R(da), IMM(aoff >> 4)) : da;
             int dbk = boff ? ir_bin(f, OP_ADD, PT_S64, R(db), IMM(boff >> 4)) : db;
             Ins *in = emit_ins(f, OP_WGMMA, PT_F32);
@@ -98,7 +100,7 @@ void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
             in->src[1] = R(dbk);
             in->nsrc = 2;
             in->n = N;
-            in->trans = 1;
+            in->trans = !b.trans;     /* imm-trans-b: B N-major */
             for (int i = 0; i < N / 8; i++) {
                 int s[4] = { accumulator_slot(L, 2 * j, i, 0), accumulator_slot(L, 2 * j, i, 1),
                              accumulator_slot(L, 2 * j + 1, i, 0), accumulator_slot(L, 2 * j + 1, i, 1) };

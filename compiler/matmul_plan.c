@@ -18,25 +18,43 @@
  * A new path is a row here plus the file that emits it. */
 #include "lower.h"
 
-static bool fits_wgmma_tf32(Lower *c, ElemType t, bool tf32, int M, int N, int K)
+static bool fits_mma_sync(Lower *c, const MatmulPlan *p)
 {
-    return t == TY_F32 && tf32 && mma_supported(c, t, tf32, M, N, K) && wgmma_shape(c, t, true, M, N, K);
+    return mma_supported(c, p->type, p->tf32, p->M, p->N, p->K);
 }
 
-static bool fits_wgmma(Lower *c, ElemType t, bool tf32, int M, int N, int K)
+/* A arrives in slabs, K-major: a transposed A cannot */
+static bool fits_wgmma_tf32(Lower *c, const MatmulPlan *p)
 {
-    return (t == TY_F16 || t == TY_BF16) && mma_supported(c, t, tf32, M, N, K) && wgmma_shape(c, t, false, M, N, K);
+    return p->type == TY_F32 && p->tf32 && !p->trans[0] && fits_mma_sync(c, p) &&
+           wgmma_shape(c, p->type, true, p->M, p->N, p->K);
 }
 
-static bool fits_mma_sync(Lower *c, ElemType t, bool tf32, int M, int N, int K)
+/* A in warpgroup row order (K-major); B N-major, or K-major when transposed */
+static bool fits_wgmma(Lower *c, const MatmulPlan *p)
 {
-    return mma_supported(c, t, tf32, M, N, K);
+    return (p->type == TY_F16 || p->type == TY_BF16) && !p->trans[0] && fits_mma_sync(c, p) &&
+           wgmma_shape(c, p->type, false, p->M, p->N, p->K);
 }
 
-static bool fits_any(Lower *c, ElemType t, bool tf32, int M, int N, int K)
+static bool fits_any(Lower *c, const MatmulPlan *p)
 {
-    (void)c, (void)t, (void)tf32, (void)M, (void)N, (void)K;
+    (void)c, (void)p;
     return true;
+}
+
+/* ldmatrix reads 16-bit A and B either way (.trans or not); 32-bit tf32 has no transposing one */
+static bool trans_mma_sync(const MatmulPlan *p, int side)
+{
+    (void)side;
+    return p->type == TY_F16 || p->type == TY_BF16;
+}
+
+/* B's descriptor reads K-major or N-major slabs; A comes in warpgroup row order only */
+static bool trans_wgmma(const MatmulPlan *p, int side)
+{
+    (void)p;
+    return side == 1;
 }
 
 static Layout layout_ffma(Lower *c, const MatmulPlan *p, Shape s) { (void)p; return layout_matmul(s, c->threads); }
@@ -58,10 +76,14 @@ static int swizzle_none(Lower *c, const MatmulPlan *p, ElemType t, int side)
 
 static int swizzle_mma_sync(Lower *c, const MatmulPlan *p, ElemType t, int side)
 {
+    if (p->trans[side]) {      /* rows of M (A) or K (B) elements, read by ldmatrix */
+        int row_bytes = (side == 0 ? p->M : p->K) * type_size(t);
+        return swz_applies(SWZ_LDMATRIX, row_bytes) ? SWZ_LDMATRIX : SWZ_NONE;
+    }
     return mma_sync_swizzle(c, t, side, p->M, p->N, p->K);
 }
 
-/* A in warpgroup row order (wg_row), B N-major, both in 128-byte slabs */
+/* A in warpgroup row order (wg_row), B N-major (or K-major, transposed), all in 128-byte slabs */
 static int swizzle_wgmma(Lower *c, const MatmulPlan *p, ElemType t, int side)
 {
     (void)c, (void)p, (void)t;
@@ -104,19 +126,19 @@ static const MatmulPathRow rows[] = {
        (rounded in place after cp.async; TMA rounds on the way), its group in flight across
        iterations (lower_mma_swap.c) */
     { MM_WGMMA_TF32, "wgmma tf32 (swapped)", fits_wgmma_tf32, layout_swapped, swizzle_swapped, mma_pitch,
-      SIDE_A, MM_MMA_SWAPPED, SIDE_A, SIDE_A, SIDE_A, true, true, emit_swapped },
+      SIDE_A, MM_MMA_SWAPPED, SIDE_A, SIDE_A, SIDE_A, true, true, NULL, emit_swapped },
     /* f16/bf16 on sm_90a: both operands in slabs (lower_wgmma.c) */
     { MM_WGMMA, "wgmma", fits_wgmma, layout_wgmma, swizzle_wgmma, mma_pitch,
-      SIDE_A | SIDE_B, MM_MMA_SYNC, 0, SIDE_A | SIDE_B, 0, true, false, emit_wgmma },
+      SIDE_A | SIDE_B, MM_MMA_SYNC, 0, SIDE_A | SIDE_B, 0, true, false, trans_wgmma, emit_wgmma },
     /* f16/bf16/tf32, sm_80 on (lower_mma.c) */
     { MM_MMA_SYNC, "mma.sync", fits_mma_sync, layout_mma_sync, swizzle_mma_sync, mma_pitch,
-      0, MM_MMA_SYNC, 0, 0, 0, true, false, emit_mma_sync },
+      0, MM_MMA_SYNC, 0, 0, 0, true, false, trans_mma_sync, emit_mma_sync },
     /* the swapped tf32 product by mma.sync, when A does not arrive in a slab */
     { MM_MMA_SWAPPED, "mma.sync tf32 (swapped)", NULL, layout_swapped, swizzle_swapped, mma_pitch,
-      0, MM_MMA_SWAPPED, 0, 0, 0, true, false, emit_swapped },
+      0, MM_MMA_SWAPPED, 0, 0, 0, true, false, NULL, emit_swapped },
     /* everything else: IEEE f32 (and widened f16/bf16) FMA on the SIMT cores (lower_ffma.c) */
     { MM_FFMA, "ffma", fits_any, layout_ffma, swizzle_none, pitch_ffma,
-      0, MM_FFMA, 0, 0, 0, false, false, lower_ffma },
+      0, MM_FFMA, 0, 0, 0, false, false, NULL, lower_ffma },
 };
 enum { NROWS = sizeof rows / sizeof rows[0] };
 
@@ -128,16 +150,18 @@ const MatmulPathRow *matmul_path_row(MatmulPath path)
     die("matmul_path_row: no row for path %d", (int)path);
 }
 
-void matmul_choose(Lower *c, MatmulPlan *p, ElemType t, bool tf32, Shape s, int K)
+void matmul_choose(Lower *c, MatmulPlan *p, ElemType t, bool tf32, Shape s, int K, const bool *trans)
 {
     p->type = t;
     p->tf32 = tf32;
     p->M = (int)s.dim[0];
     p->N = (int)s.dim[1];
     p->K = K;
+    p->trans[0] = trans && trans[0];
+    p->trans[1] = trans && trans[1];
     p->row = NULL;
     for (int i = 0; i < NROWS && !p->row; i++)
-        if (rows[i].fits && rows[i].fits(c, t, tf32, p->M, p->N, K))
+        if (rows[i].fits && rows[i].fits(c, p))
             p->row = &rows[i];
     p->acc = p->row->layout(c, p, s);
     p->src[0] = p->src[1] = MS_REGS;
@@ -167,10 +191,11 @@ MatmulPlan *matmul_plan(Lower *c, Expr *mm)
         if (p->mm == mm)
             return p;
     MatmulPlan *p = arena_alloc(c->a, sizeof *p);
-    bool tf32;
-    Expr *x = matmul_operand(mm->a, &tf32);
+    bool tf32, tb;
+    Expr *x = matmul_operand(mm->a, &tf32), *y = matmul_operand(mm->b, &tb);
     ElemType t = matmul_stored_type(x);
-    matmul_choose(c, p, t, tf32, mm->shape, (int)mm->a->shape.dim[1]);
+    bool trans[2] = { x->kind == E_INDEX && x->twin, y->kind == E_INDEX && y->twin };
+    matmul_choose(c, p, t, tf32, mm->shape, (int)mm->a->shape.dim[1], trans);
     p->mm = mm;
     p->next = c->plans;
     c->plans = p;
@@ -184,6 +209,11 @@ void matmul_set_sources(MatmulPlan *p, MatmulSource a, MatmulSource b)
     unsigned async = (a >= MS_CPASYNC ? SIDE_A : 0) | (b >= MS_CPASYNC ? SIDE_B : 0);
     if ((p->row->needs_async & async) != p->row->needs_async)
         p->row = matmul_path_row(p->row->fallback);
+}
+
+bool matmul_reads_trans(const MatmulPlan *p, int side)
+{
+    return p->trans[side] && p->row->reads_trans && p->row->reads_trans(p, side);
 }
 
 int matmul_swizzle(Lower *c, const MatmulPlan *p, int side, ElemType t)

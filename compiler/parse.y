@@ -49,6 +49,7 @@ static Expr *new_float(Lexer *lx, Span s, double v);
 static Expr *new_bool(Lexer *lx, Span s, bool v);
 static Expr *new_name(Lexer *lx, Span s, const char *name);
 static Expr *new_block_id(Lexer *lx, Span s, const char *field, Span fs);
+static Expr *new_member(Lexer *lx, Span s, Expr *a, const char *field, Span fs);
 static Expr *new_unary(Lexer *lx, Span s, int op, Expr *a);
 static Expr *new_binary(Lexer *lx, Span s, int op, Expr *a, Expr *b);
 static Expr *new_call(Lexer *lx, Span s, const char *name, List *args);
@@ -127,7 +128,7 @@ static void add_kernel(Lexer *lx, Kernel *k);
 %token LE "'<='" GE "'>='" EQ "'=='" NE "'!='" ANDAND "'&&'" OROR "'||'"
 %token PLUSEQ "'+='" MINUSEQ "'-='" STAREQ "'*='" DOTDOT "'..'" PLUSCOLON "'+:'"
 
-%type <e> expr unary primary index opt_fill opt_step opt_pipeline opt_init arg
+%type <e> expr unary primary atom fill index opt_fill opt_step opt_pipeline opt_init arg
 %type <l> exprs opt_args args subscripts stmts opt_params params opt_strides
 %type <ix> subscript
 %type <st> stmt block if_stmt opt_else
@@ -296,7 +297,14 @@ unary:
     | '!' unary                         { $$ = new_unary(lx, @1, '!', $2); }
     ;
 
+/* x.T binds tighter than anything; a fill value (`else -inf`) takes none, so `W[...] else 0 .T`
+   transposes the window */
 primary:
+      atom
+    | primary '.' IDENT                 { $$ = new_member(lx, @2, $1, $3, @3); }
+    ;
+
+atom:
       INT                               { $$ = new_int(lx, @1, $1); }
     | FLOAT                             { $$ = new_float(lx, @1, $1); }
     | INF                               { $$ = new_float(lx, @1, INFINITY); }
@@ -317,7 +325,13 @@ index:
 
 opt_fill:
       %empty                            { $$ = NULL; }
-    | ELSE unary                        { $$ = $2; }
+    | ELSE fill                         { $$ = $2; }
+    ;
+
+fill:
+      atom
+    | '-' fill                          { $$ = new_unary(lx, @1, '-', $2); }
+    | '!' fill                          { $$ = new_unary(lx, @1, '!', $2); }
     ;
 
 subscripts:
@@ -543,6 +557,16 @@ static Expr *new_name(Lexer *lx, Span s, const char *name)
 {
     Expr *e = new_expr(lx, E_NAME, s);
     e->name = name;
+    return e;
+}
+
+/* x.T: the transpose of a 2-D window (check.c turns it into a window of a transposed view). */
+static Expr *new_member(Lexer *lx, Span s, Expr *a, const char *field, Span fs)
+{
+    Expr *e = new_expr(lx, E_TRANSPOSE, s);
+    e->a = a;
+    if (strcmp(field, "T"))
+        error_at(fs.loc, "'.%s' is not a member of a tile; '.T' (the transpose) is the only one", field);
     return e;
 }
 

@@ -146,6 +146,7 @@ typedef enum {
     E_CAST,     /* cast to type `to` of a: f32(x), f16(x), i32(x), tf32(x) ... (parsed as calls,
                    check turns calls of a type name into E_CAST) */
     E_INDEX,    /* tensor[idx...] (+ optional `else fill`): see Index */
+    E_TRANSPOSE,/* a.T, a a 2-D window: check rewrites it into an E_INDEX of a transposed view */
 } ExprKind;
 
 /* Binary/unary operator codes: single chars where possible, else these. */
@@ -189,6 +190,10 @@ struct Expr {
     Expr *base;            /* an E_NAME naming a tensor parameter */
     Index *idx; int nidx;
     Expr *fill;            /* `else fill`, NULL if absent; check folds it to a constant E_FLOAT/E_INT */
+    /* E_INDEX, set by check for a 2-D window an `@` reads whose first windowed dimension is the
+     * contiguous one (a column-major view, or a .T): the same window of the tensor with those two
+     * dimensions swapped, whose rows are contiguous (lower_pipeline.c copies that one) */
+    Expr *twin;
     /* Filled by check: */
     Sym *sym;              /* E_NAME, E_INDEX (the tensor) */
     ElemType type;         /* element type of the value */
@@ -259,6 +264,9 @@ struct Sym {
                                         symbols: see has_default_strides */
     bool has_default_strides;        /* true: strides not written; lowering computes
                                         stride[d] = prod(dim[d+1..]) at run time */
+    /* a transposed view (check.c: swapped_view): view_of with dimensions view_d0 and view_d1
+     * swapped, the same memory and argument */
+    Sym *view_of; int view_d0, view_d1;
     void *lower;           /* scratch for lowering */
 };
 
@@ -285,6 +293,7 @@ typedef struct {
     /* Filled by check: */
     int threads;                     /* block size */
     Sym **sizes; int nsizes;         /* size symbols in order of first appearance */
+    Sym **views; int nviews;         /* transposed views of its tensors (Sym.view_of) */
     Stmt **assumes; int nassumes;    /* every S_ASSUME in the body, in order */
 } Kernel;
 

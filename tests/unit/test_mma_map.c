@@ -224,10 +224,7 @@ static void run_wgmma(Block *b, Ins *in, int u)
         lbo[i] = (uint32_t)(d[i] >> 16 & 0x3fff) << 4;
         sbo[i] = (uint32_t)(d[i] >> 32 & 0x3fff) << 4;
     }
-    if (!in->trans) {
-        printf("FAIL wgmma: B not N-major\n");
-        exit(1);
-    }
+    bool kmajor_b = !in->trans;     /* B^T: K-major, canonical like A with n for m */
     static double A[64][16], B[16][256];
     for (int m = 0; m < 64; m++)
         for (int k = 0; k < 16; k++) {
@@ -238,8 +235,10 @@ static void run_wgmma(Block *b, Ins *in, int u)
     for (int k = 0; k < 16; k++)
         for (int n = 0; n < N; n++) {
             uint16_t h;
-            memcpy(&h, &smem[swizzle128(start[1] + 2u * (uint32_t)(n % 64) + (uint32_t)(n / 64) * lbo[1] +
-                                        (uint32_t)(k % 8) * 128 + (uint32_t)(k / 8) * sbo[1])], 2);
+            uint32_t at = kmajor_b ? start[1] + (uint32_t)(n % 8) * 128 + (uint32_t)(n / 8) * sbo[1] + 2u * (uint32_t)k
+                                   : start[1] + 2u * (uint32_t)(n % 64) + (uint32_t)(n / 64) * lbo[1] +
+                                     (uint32_t)(k % 8) * 128 + (uint32_t)(k / 8) * sbo[1];
+            memcpy(&h, &smem[swizzle128(at)], 2);
             B[k][n] = bf ? bf2f(h) : h2f(h);
         }
     wgmma_accumulate(b, in, u, 16, A, B);
@@ -322,22 +321,32 @@ static void run(Func *f, Block *b)
     }
 }
 
-/* Byte offset of element (r, col) of an operand tile as the pipeline stores it. */
+/* Byte offset of element (r, col) of an operand tile as the pipeline stores it (transposed:
+ * at row col, column r of the buffer). */
 static uint32_t elem_at(const SmemMatrix *m, int es, int r, int col)
 {
+    int rows = m->trans ? m->cols : m->rows;
+    if (m->trans) {
+        int x = r;
+        r = col;
+        col = x;
+    }
     if (m->swz)
-        return (uint32_t)swz_offset(m->swz, m->pitch * es, m->rows, threads_of_case / 32, r, (int64_t)col * es);
+        return (uint32_t)swz_offset(m->swz, m->pitch * es, rows, threads_of_case / 32, r, (int64_t)col * es);
     return (uint32_t)((r * m->pitch + col) * es);
 }
 
 /* One matmul acc = A @ B of M x N x K on `threads` threads; A at 0, B after it. */
 /* pad_a, pad_b: row pitches other than mma_pitch's (0: mma_pitch), as a shared var may have;
  * swz: the operands as a pipelined loop's cp.async stores them (swizzled where mma_swizzles) */
-static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pad_a, int pad_b, bool swz)
+/* ta, tb: A stored [K][M], B [N][K] (a column-major operand the pipeline copies in memory order) */
+static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pad_a, int pad_b, bool swz,
+                            bool ta, bool tb)
 {
-    char name[96];
-    snprintf(name, sizeof name, "mma %s %dx%dx%d threads=%d%s%s", type_name(t), M, N, K, threads,
-             pad_a || pad_b ? " unaligned pitch" : swz ? " swizzled" : "", strcmp(case_arch, "sm_80") ? " sm_90a" : "");
+    char name[128];
+    snprintf(name, sizeof name, "mma %s %dx%dx%d threads=%d%s%s%s%s", type_name(t), M, N, K, threads,
+             pad_a || pad_b ? " unaligned pitch" : swz ? " swizzled" : "", ta ? " A^T" : "", tb ? " B^T" : "",
+             strcmp(case_arch, "sm_80") ? " sm_90a" : "");
     Arena *a = arena_new();
     Options opt = { .arch = case_arch };
     threads_of_case = threads;
@@ -347,22 +356,29 @@ static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pa
     c.f->threads = threads;
     Shape s = { 2, { M, N } };
     MatmulPlan plan;
-    matmul_choose(&c, &plan, t, t == TY_F32, s, K);
+    bool trans[2] = { ta, tb };
+    matmul_choose(&c, &plan, t, t == TY_F32, s, K, trans);
     if (!unit_check(plan.row->tensor_cores, "matmul plan", "no tensor cores for %s", name))
         return;
     c.tid = ir_mov(c.f, PT_U32, SYM("%tid.x"));
     int es = type_size(t);
-    SmemMatrix ma = { 0, pad_a ? K + pad_a : mma_pitch(t, K), t, t == TY_F32, M, K, SWZ_NONE, 0 };
-    SmemMatrix mb = { 0, pad_b ? N + pad_b : mma_pitch(t, N), t, t == TY_F32, K, N, SWZ_NONE, 0 };
+    SmemMatrix ma = { 0, pad_a ? K + pad_a : mma_pitch(t, K), t, t == TY_F32, M, K, SWZ_NONE, 0, false };
+    SmemMatrix mb = { 0, pad_b ? N + pad_b : mma_pitch(t, N), t, t == TY_F32, K, N, SWZ_NONE, 0, false };
+    ma.trans = ta;
+    mb.trans = tb;
+    if (ta)
+        ma.pitch = mma_pitch(t, M);
+    if (tb)
+        mb.pitch = mma_pitch(t, K);
     if (swz && (ma.swz = matmul_swizzle(&c, &plan, 0, t)) != SWZ_NONE)
-        ma.pitch = K;
+        ma.pitch = ta ? M : K;
     if (swz && (mb.swz = matmul_swizzle(&c, &plan, 1, t)) != SWZ_NONE)
-        mb.pitch = N;
+        mb.pitch = tb ? K : N;
     /* operands a pipeline brings, else a shared var's (padded) or the matmul's own staging */
     MatmulSource src = swz ? MS_CPASYNC : pad_a || pad_b ? MS_SHARED : MS_REGS;
     matmul_set_sources(&plan, src, src);
     check_banks = !pad_a && !pad_b;
-    int boff = (M * ma.pitch * es + 1023) & ~1023;     /* wgmma's slabs: 1024-byte aligned */
+    int boff = ((ta ? K : M) * ma.pitch * es + 1023) & ~1023;     /* wgmma's slabs: 1024-byte aligned */
     ma.base = ir_mov(c.f, PT_U32, IMM(0));
     mb.base = ir_mov(c.f, PT_U32, IMM(boff));
     Tile acc = { TY_F32, plan.acc, NULL };
@@ -461,14 +477,17 @@ static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pa
 
 static void case_mma_pitch(ElemType t, int threads, int M, int N, int K, int pad_a, int pad_b)
 {
-    case_mma_layout(t, threads, M, N, K, pad_a, pad_b, false);
+    case_mma_layout(t, threads, M, N, K, pad_a, pad_b, false, false, false);
 }
 
-/* Both layouts a tensor-core operand has: padded (staged from registers) and swizzled (cp.async). */
+/* Both layouts a tensor-core operand has: padded (staged from registers) and swizzled (cp.async);
+ * 16-bit operands also transposed, as a pipeline copies column-major ones. */
 static void case_mma(ElemType t, int threads, int M, int N, int K)
 {
-    case_mma_layout(t, threads, M, N, K, 0, 0, false);
-    case_mma_layout(t, threads, M, N, K, 0, 0, true);
+    for (int tr = 0; tr < (t == TY_F32 ? 1 : 4); tr++) {
+        case_mma_layout(t, threads, M, N, K, 0, 0, false, tr & 1, tr & 2);
+        case_mma_layout(t, threads, M, N, K, 0, 0, true, tr & 1, tr & 2);
+    }
 }
 
 /* swizzle.c's layouts for every row width: a permutation of the tile; the fragment reads (SWZ_
