@@ -166,7 +166,7 @@ static bool run_workload(const Opts *o, tilert_context *ctx, Run *r, size_t l2, 
     tilert_status st;
     bool ok = false;
 
-    snprintf(path, sizeof path, "%s/%s.ptx", o->ptx_dir, w->kernel);
+    snprintf(path, sizeof path, "%s/%s.ptx", o->ptx_dir, w->file ? w->file : w->kernel);
     char *ptx = read_file(path);
     if (!ptx) {
         fprintf(stderr, "bench: %s: no %s: row skipped\n", w->kernel, path);

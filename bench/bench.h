@@ -19,10 +19,13 @@ typedef enum { DT_F32, DT_TF32, DT_F16, DT_BF16 } DType;
 typedef enum { K_GEMM, K_AXPY, K_SUM, K_ROWSUM, K_SOFTMAX, K_LAYERNORM } KindId;
 
 typedef struct {
-    const char *kernel;    /* example name: <ptx-dir>/<kernel>.ptx holds a kernel of this name */
+    const char *kernel;    /* the kernel's name; <ptx-dir>/<file or kernel>.ptx holds it */
     KindId kind;
     int64_t m, n, k;       /* GEMM: M, N, K.  vectors: n.  row-wise: m rows of n columns */
     DType in, out;         /* GEMM operand and result types (unused elsewhere) */
+    const char *file;      /* the PTX file's name when it is not the kernel's */
+    bool ta, tb;           /* GEMM: A stored column-major ([K, M] in memory), B stored [N, K] */
+    bool bias;             /* GEMM: a bias argument after B (all zeros: cuBLAS has none) */
 } Workload;
 
 /* The live state of one workload: device buffers per input set and host copies of set 0. */

@@ -18,7 +18,11 @@
 #include <string.h>
 #include "bench.h"
 
-#define GEMM(name, s, in, out) { name, K_GEMM, s, s, s, in, out }
+#define GEMM(name, s, in_, out_) { .kernel = name, .kind = K_GEMM, .m = s, .n = s, .k = s, .in = in_, .out = out_ }
+/* a product with transposed operands, from file (its PTX under the examples' directory) */
+#define GEMMT(name, file_, s, in_, out_, ta_, tb_, bias_) \
+    { .kernel = name, .kind = K_GEMM, .m = s, .n = s, .k = s, .in = in_, .out = out_, .file = file_, \
+      .ta = ta_, .tb = tb_, .bias = bias_ }
 
 const Workload workloads[] = {
     GEMM("matmul_f32", 1024, DT_F32, DT_F32),
@@ -30,11 +34,21 @@ const Workload workloads[] = {
     GEMM("matmul_f16", 8192, DT_F16, DT_F16),
     GEMM("matmul_bf16", 4096, DT_BF16, DT_BF16),
     GEMM("matmul_bf16", 8192, DT_BF16, DT_BF16),
-    { "vecadd", K_AXPY, 0, (int64_t)1 << 28, 0, DT_F32, DT_F32 },
-    { "sum", K_SUM, 0, (int64_t)1 << 28, 0, DT_F32, DT_F32 },
-    { "rowsum", K_ROWSUM, 8192, 8192, 0, DT_F32, DT_F32 },
-    { "softmax", K_SOFTMAX, 8192, 8192, 0, DT_F32, DT_F32 },
-    { "layernorm", K_LAYERNORM, 8192, 8192, 0, DT_F32, DT_F32 },
+    /* Y = X W^T + bias, W stored [N, K] (examples/linear.tile) */
+    GEMMT("linear", NULL, 4096, DT_F16, DT_F16, false, true, true),
+    GEMMT("linear", NULL, 8192, DT_F16, DT_F16, false, true, true),
+    GEMMT("linear_bf16", "linear", 4096, DT_BF16, DT_BF16, false, true, true),
+    GEMMT("linear_bf16", "linear", 8192, DT_BF16, DT_BF16, false, true, true),
+    /* the four layouts at one tile shape (tests/gpu/kernels/layouts.tile), f16 in, f32 out */
+    GEMMT("mm_f16_nn", "layouts/layouts", 4096, DT_F16, DT_F32, false, false, false),
+    GEMMT("mm_f16_nt", "layouts/layouts", 4096, DT_F16, DT_F32, false, true, false),
+    GEMMT("mm_f16_tn", "layouts/layouts", 4096, DT_F16, DT_F32, true, false, false),
+    GEMMT("mm_f16_tt", "layouts/layouts", 4096, DT_F16, DT_F32, true, true, false),
+    { .kernel = "vecadd", .kind = K_AXPY, .n = (int64_t)1 << 28, .in = DT_F32, .out = DT_F32 },
+    { .kernel = "sum", .kind = K_SUM, .n = (int64_t)1 << 28, .in = DT_F32, .out = DT_F32 },
+    { .kernel = "rowsum", .kind = K_ROWSUM, .m = 8192, .n = 8192, .in = DT_F32, .out = DT_F32 },
+    { .kernel = "softmax", .kind = K_SOFTMAX, .m = 8192, .n = 8192, .in = DT_F32, .out = DT_F32 },
+    { .kernel = "layernorm", .kind = K_LAYERNORM, .m = 8192, .n = 8192, .in = DT_F32, .out = DT_F32 },
 };
 const int nworkloads = (int)(sizeof workloads / sizeof workloads[0]);
 
@@ -242,11 +256,11 @@ static bool no_before(Run *r, int s) { (void)r; (void)s; return true; }
 
 /* ---------------------------------------------------------------- GEMM */
 
-enum { G_A, G_B, G_C };
+enum { G_A, G_B, G_C, G_BIAS };
 
 static size_t gemm_set_bytes(const Workload *w)
 {
-    return (size_t)(w->m * w->k + w->k * w->n) * dt_size(w->in)
+    return (size_t)(w->m * w->k + w->k * w->n + (w->bias ? w->n : 0)) * dt_size(w->in)
          + 2 * (size_t)(w->m * w->n) * dt_size(w->out);
 }
 
@@ -262,20 +276,27 @@ static bool gemm_setup(Run *r)
             || !fill_random(b[G_A], (size_t)(w->m * w->k), w->in, 100 + 2 * s, -1, 1, NULL)
             || !fill_random(b[G_B], (size_t)(w->k * w->n), w->in, 101 + 2 * s, -1, 1, NULL))
             return false;
+        if (w->bias && (!dalloc(&b[G_BIAS], (size_t)w->n * dt_size(w->in))
+                        || !cu_ok(cuMemsetD8(b[G_BIAS], 0, (size_t)w->n * dt_size(w->in)), "bias")))
+            return false;
     }
     return true;
 }
 
 static int gemm_args(Run *r, int s, tilert_arg *a)
 {
-    const Workload *w = r->w;   /* matmul(A: [M, K], B: [K, N], C: [M, N]): sizes M, K, N */
-    a[0] = tilert_ptr(r->buf[s][G_A]);
-    a[1] = tilert_ptr(r->buf[s][G_B]);
-    a[2] = tilert_ptr(r->buf[s][G_C]);
-    a[3] = tilert_i32((int32_t)w->m);
-    a[4] = tilert_i32((int32_t)w->k);
-    a[5] = tilert_i32((int32_t)w->n);
-    return 6;
+    const Workload *w = r->w;   /* (A, B[, bias], C): sizes M, K, N, or K, M, N with A^T as [K, M] */
+    int n = 0;
+    a[n++] = tilert_ptr(r->buf[s][G_A]);
+    a[n++] = tilert_ptr(r->buf[s][G_B]);
+    if (w->bias)
+        a[n++] = tilert_ptr(r->buf[s][G_BIAS]);
+    a[n++] = tilert_ptr(r->buf[s][G_C]);
+    bool kmn = w->ta && w->tb;   /* mm_*_tt declares A: [K, M] */
+    a[n++] = tilert_i32((int32_t)(kmn ? w->k : w->m));
+    a[n++] = tilert_i32((int32_t)(kmn ? w->m : w->k));
+    a[n++] = tilert_i32((int32_t)w->n);
+    return n;
 }
 
 static cudaDataType cuda_type(DType t)
@@ -283,7 +304,9 @@ static cudaDataType cuda_type(DType t)
     return t == DT_F16 ? CUDA_R_16F : t == DT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
-/* Row-major C = A B is column-major C^T = B^T A^T: pass B first, with the dimensions swapped. */
+/* Row-major C = A B is column-major C^T = B^T A^T: pass B first, with the dimensions swapped. A
+ * B stored [N, K] is, column-major, the K x N matrix whose transpose is wanted (op T, ld K); an A
+ * stored column-major likewise (op T, ld M). */
 static bool gemm_ref(Run *r, int s)
 {
     const Workload *w = r->w;
@@ -291,12 +314,14 @@ static bool gemm_ref(Run *r, int s)
     int m = (int)w->m, n = (int)w->n, k = (int)w->k;
     CUdeviceptr a = r->buf[s][G_A], b = r->buf[s][G_B], c = r->ref[s][0];
     cublasStatus_t st;
+    cublasOperation_t ob = w->tb ? CUBLAS_OP_T : CUBLAS_OP_N, oa = w->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int ldb = w->tb ? k : n, lda = w->ta ? m : k;
     if (w->in == DT_F32 && w->out == DT_F32)
-        st = cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, (const float *)b, n,
-                         (const float *)a, k, &zero, (float *)c, n);
+        st = cublasSgemm(r->blas, ob, oa, n, m, k, &one, (const float *)b, ldb,
+                         (const float *)a, lda, &zero, (float *)c, n);
     else
-        st = cublasGemmEx(r->blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one,
-                          (const void *)b, cuda_type(w->in), n, (const void *)a, cuda_type(w->in), k,
+        st = cublasGemmEx(r->blas, ob, oa, n, m, k, &one,
+                          (const void *)b, cuda_type(w->in), ldb, (const void *)a, cuda_type(w->in), lda,
                           &zero, (void *)c, cuda_type(w->out), n,
                           w->in == DT_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
                           CUBLAS_GEMM_DEFAULT);
@@ -332,10 +357,11 @@ static void gemm_describe(const Workload *w, char *size, size_t len, char *ref, 
 {
     static const char *names[] = { "f32", "tf32", "f16", "bf16" };
     snprintf(size, len, "%lldx%lldx%lld", (long long)w->m, (long long)w->n, (long long)w->k);
+    const char *ops = w->ta ? (w->tb ? " T,T" : " T,N") : w->tb ? " N,T" : "";
     if (w->in == DT_F32 && w->out == DT_F32)
-        snprintf(ref, rlen, "cuBLAS SGEMM");
+        snprintf(ref, rlen, "cuBLAS SGEMM%s", ops);
     else
-        snprintf(ref, rlen, "cuBLAS GemmEx %s", names[w->in]);
+        snprintf(ref, rlen, "cuBLAS GemmEx %s%s", names[w->in], ops);
 }
 
 static double gemm_work(const Workload *w) { return 2.0 * (double)w->m * (double)w->n * (double)w->k; }

@@ -30,7 +30,10 @@ static bool fits_wgmma_tf32(Lower *c, const MatmulPlan *p)
            wgmma_shape(c, p->type, true, p->M, p->N, p->K);
 }
 
-/* A in warpgroup row order (K-major); B N-major, or K-major when transposed */
+/* A in warpgroup row order (K-major); B N-major, or K-major when transposed. A transposed A
+ * would be M-major with its 16-byte chunks in warpgroup order: every quarter warp's copies then
+ * touch two 128-byte lines on one side or the other, and the product ran at 0.33 of cuBLAS
+ * against mma.sync's 0.53 (H200, 4096^3 f16), so it stays on mma.sync. */
 static bool fits_wgmma(Lower *c, const MatmulPlan *p)
 {
     return (p->type == TY_F16 || p->type == TY_BF16) && !p->trans[0] && fits_mma_sync(c, p) &&

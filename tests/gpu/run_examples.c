@@ -112,19 +112,22 @@ typedef struct {
     tilert_module *mod;
     tilert_kernel *k;
     bool tried;
+    const char *file;          /* the example's file when it is not named after the kernel */
 } Example;
 
 static Example examples[] = {
-    {"vecadd", "X Y Z alpha N", NULL, NULL, false},
-    {"matmul_f32", "A B C M K N", NULL, NULL, false},
-    {"sum", "X out N", NULL, NULL, false},
-    {"rowsum", "X Y R N", NULL, NULL, false},
-    {"softmax", "X Y R N", NULL, NULL, false},
-    {"layernorm", "X W B Y eps R N", NULL, NULL, false},
-    {"matmul_f16", "A B C M K N", NULL, NULL, false},
-    {"matmul_bf16", "A B C M K N", NULL, NULL, false},
-    {"matmul_tf32", "A B C M K N", NULL, NULL, false},
-    {"gemm_bias_relu", "A B bias C M K N", NULL, NULL, false},
+    {"vecadd", "X Y Z alpha N", NULL, NULL, false, NULL},
+    {"matmul_f32", "A B C M K N", NULL, NULL, false, NULL},
+    {"sum", "X out N", NULL, NULL, false, NULL},
+    {"rowsum", "X Y R N", NULL, NULL, false, NULL},
+    {"softmax", "X Y R N", NULL, NULL, false, NULL},
+    {"layernorm", "X W B Y eps R N", NULL, NULL, false, NULL},
+    {"matmul_f16", "A B C M K N", NULL, NULL, false, NULL},
+    {"matmul_bf16", "A B C M K N", NULL, NULL, false, NULL},
+    {"matmul_tf32", "A B C M K N", NULL, NULL, false, NULL},
+    {"gemm_bias_relu", "A B bias C M K N", NULL, NULL, false, NULL},
+    {"linear", "X W bias Y M K N", NULL, NULL, false, NULL},
+    {"linear_bf16", "X W bias Y M K N", NULL, NULL, false, "linear"},
 };
 
 /* The example's kernel, loaded on first use; NULL (after one FAIL line) when it cannot be. */
@@ -138,7 +141,7 @@ static tilert_kernel *kernel(tilert_context *ctx, const char *name)
         return e ? e->k : NULL;
     e->tried = true;
     char path[1024], desc[1100];
-    snprintf(path, sizeof path, "%s/%s.ptx", ex_dir, name);
+    snprintf(path, sizeof path, "%s/%s.ptx", ex_dir, e->file ? e->file : name);
     snprintf(desc, sizeof desc, "%s load %s", name, path);
     tilert_status s = tilert_load_ptx_file(ctx, path, &e->mod);
     if (s == TILERT_OK)
@@ -436,8 +439,8 @@ done:
  * nearest (tf32_operand: exactly, but for ties, which the instruction paths break differently):
  * the bound is the accumulation's plus the ties' spread, which is tight enough to catch a kernel
  * that skips the rounding of a small product. */
-static void mma_reference(MmaType t, const float *ha, const float *hb, const float *hbias, double *ref,
-                          double *bound, int m, int n, int kk)
+static void mma_reference(MmaType t, const float *ha, const float *hb, const float *hbias, bool relu,
+                          double *ref, double *bound, int m, int n, int kk)
 {
     size_t sa = (size_t)m * kk, sb = (size_t)kk * n, sc = (size_t)m * n;
     if (t == T_TF32) {
@@ -456,9 +459,10 @@ static void mma_reference(MmaType t, const float *ha, const float *hb, const flo
         return;
     }
     ref_matmul_bound(ha, NULL, hb, NULL, ref, bound, m, n, kk, SUM_TENSOR);
-    if (hbias) {                          /* f16(max(acc + f32(bias), 0)) */
+    if (hbias) {                          /* f16(acc + f32(bias)), with relu: f16(max(..., 0)) */
         bound_affine(ref, bound, (size_t)m, (size_t)n, 1, hbias);
-        bound_relu(ref, sc);
+        if (relu)
+            bound_relu(ref, sc);
     }
     if (t == T_F16)
         bound_store(ref, bound, sc, U_F16, 0x1p-25);
@@ -466,9 +470,34 @@ static void mma_reference(MmaType t, const float *ha, const float *hb, const flo
         bound_store(ref, bound, sc, U_BF16, 0x1p-134);
 }
 
-/* matmul_f16 / matmul_bf16 / matmul_tf32, and gemm_bias_relu (f16) when bias is set. */
+/* x (n rows of k, as a B stored [N, K] holds them) in place as the k x n matrix it is the
+ * transpose of, for the reference. */
+static bool transpose_b(float *x, int k, int n)
+{
+    size_t sz = (size_t)k * n;
+    float *t = malloc(sz * 4 + 4);
+    if (!t)
+        return false;
+    memcpy(t, x, sz * 4);
+    for (int r = 0; r < k; r++)
+        for (int c = 0; c < n; c++)
+            x[(size_t)r * n + c] = t[(size_t)c * k + r];
+    free(t);
+    return true;
+}
+
+/* matmul_f16 / matmul_bf16 / matmul_tf32, and gemm_bias_relu (f16) when bias is set; linear
+ * (B stored [N, K]: bt) with bias. */
+static void case_mma_bt(tilert_context *ctx, const char *name, MmaType t, bool bias, bool bt, int m, int n,
+                        int kk, bool expect_refusal);
 static void case_mma(tilert_context *ctx, const char *name, MmaType t, bool bias, int m, int n, int kk,
                      bool expect_refusal)
+{
+    case_mma_bt(ctx, name, t, bias, false, m, n, kk, expect_refusal);
+}
+
+static void case_mma_bt(tilert_context *ctx, const char *name, MmaType t, bool bias, bool bt, int m, int n,
+                        int kk, bool expect_refusal)
 {
     tilert_kernel *k = kernel(ctx, name);
     if (!k)
@@ -483,7 +512,7 @@ static void case_mma(tilert_context *ctx, const char *name, MmaType t, bool bias
         result(false, desc, "out of host memory");
         goto done;
     }
-    if (!(da = mma_input(t, ha, sa)) || !(db = mma_input(t, hb, sb)) ||
+    if (!(da = mma_input(t, ha, sa)) || !(db = mma_input(t, hb, sb)) || (bt && !transpose_b(hb, kk, n)) ||
         (bias && !(dbias = mma_input(t, hbias, (size_t)n))) ||
         !(dc = t == T_TF32 ? dev_floats(sc) : dev_halves(sc))) {
         result(false, desc, "device memory setup failed");
@@ -503,7 +532,7 @@ static void case_mma(tilert_context *ctx, const char *name, MmaType t, bool bias
         refused(desc, k, a, na);
         goto done;
     }
-    mma_reference(t, ha, hb, bias ? hbias : NULL, ref, bound, m, n, kk);
+    mma_reference(t, ha, hb, bias ? hbias : NULL, !bt, ref, bound, m, n, kk);
     if (!launch(desc, k, a, na))
         goto done;
     if (t == T_TF32)
@@ -648,9 +677,11 @@ static void cases_mma(tilert_context *ctx)
     static const int m_sizes[] = {1, 7, 100, 128, 129, 257};
     static const int nk16[][2] = {{8, 8}, {104, 128}, {128, 104}, {136, 264}, {256, 256}, {264, 40}};
     static const int nk32[][2] = {{4, 4}, {100, 100}, {128, 128}, {100, 4}, {4, 132}, {260, 256}};
-    static const struct { const char *name; MmaType t; bool bias; } ks[] = {
-        {"matmul_f16", T_F16, false}, {"matmul_bf16", T_BF16, false},
-        {"gemm_bias_relu", T_F16, true}, {"matmul_tf32", T_TF32, false},
+    /* bt: B stored [N, K] (linear: Y = X W^T + bias, no relu, N need not be a multiple of 8) */
+    static const struct { const char *name; MmaType t; bool bias, bt; } ks[] = {
+        {"matmul_f16", T_F16, false, false}, {"matmul_bf16", T_BF16, false, false},
+        {"gemm_bias_relu", T_F16, true, false}, {"matmul_tf32", T_TF32, false, false},
+        {"linear", T_F16, true, true}, {"linear_bf16", T_BF16, true, true},
     };
     /* small: M N K smaller than the tile, a tile multiple over two k steps, and neither over five
        (more than the three stages: the pipeline goes round) */
@@ -659,15 +690,18 @@ static void cases_mma(tilert_context *ctx)
     for (size_t e = 0; e < sizeof ks / sizeof ks[0]; e++) {
         for (size_t i = 0; test_small() && i < COUNT(small16); i++) {
             const int *mnk = ks[e].t == T_TF32 ? small32[i] : small16[i];
-            case_mma(ctx, ks[e].name, ks[e].t, ks[e].bias, mnk[0], mnk[1], mnk[2], false);
+            case_mma_bt(ctx, ks[e].name, ks[e].t, ks[e].bias, ks[e].bt, mnk[0], mnk[1], mnk[2], false);
         }
         for (size_t i = 0; !test_small() && i < sizeof m_sizes / sizeof m_sizes[0]; i++)
             for (size_t j = 0; j < 6; j++) {
                 const int *nk = ks[e].t == T_TF32 ? nk32[j] : nk16[j];
-                case_mma(ctx, ks[e].name, ks[e].t, ks[e].bias, m_sizes[i], nk[0], nk[1], false);
+                case_mma_bt(ctx, ks[e].name, ks[e].t, ks[e].bias, ks[e].bt, m_sizes[i], nk[0], nk[1], false);
             }
-        case_mma(ctx, ks[e].name, ks[e].t, ks[e].bias, 128, 128, ks[e].t == T_TF32 ? 7 : 100, true);
-        case_mma(ctx, ks[e].name, ks[e].t, ks[e].bias, 129, ks[e].t == T_TF32 ? 6 : 12, 128, true);
+        case_mma_bt(ctx, ks[e].name, ks[e].t, ks[e].bias, ks[e].bt, 128, 128, ks[e].t == T_TF32 ? 7 : 100, true);
+        if (ks[e].bt)      /* any N: 12 runs */
+            case_mma_bt(ctx, ks[e].name, ks[e].t, ks[e].bias, true, 129, 12, 128, false);
+        else
+            case_mma(ctx, ks[e].name, ks[e].t, ks[e].bias, 129, ks[e].t == T_TF32 ? 6 : 12, 128, true);
     }
 }
 
