@@ -221,9 +221,28 @@ static bool async_copyable(Lower *c, PipeOperand *p, int S)
     int piece = async_piece_bytes(c, p->window, p->pitch);
     if (piece >= 4)
         return true;
-    warning_at(p->operand->loc, "pipeline(%d): '%s' cannot move by cp.async, its rows not known to start "
-               "4-byte aligned; it is loaded in each iteration instead (assume its row length a multiple of %d)",
-               S, p->operand->sym->name, 4 / type_size(p->type));
+    /* the fact that would let it in: the distance between the rows copied (in memory order,
+       which for a transposed operand is its columns) a multiple of 16 bytes */
+    Expr *w = p->window;
+    Sym *t = w->sym;
+    int d = -1;
+    for (int i = 0; i < w->nidx && d < 0; i++)
+        if (w->idx[i].width_expr)
+            d = i;
+    const char *fact = NULL;
+    int n = 16 / type_size(p->type);
+    if (d >= 0 && t->has_default_strides && d == t->rank - 2 && t->dim[t->rank - 1].size)
+        fact = arena_printf(c->a, "assume(%s %% %d == 0)", t->dim[t->rank - 1].size->name, n);
+    else if (d >= 0 && !t->has_default_strides && t->stride[d].size)
+        fact = arena_printf(c->a, "assume(%s %% %d == 0)", t->stride[d].size->name, n);
+    if (fact)
+        warning_at(p->operand->loc, "pipeline(%d): '%s' cannot move by cp.async, its rows not known to "
+                   "start 4-byte aligned; it is loaded in each iteration instead (%s lets it move in "
+                   "16-byte pieces)", S, p->operand->sym->name, fact);
+    else
+        warning_at(p->operand->loc, "pipeline(%d): '%s' cannot move by cp.async, its rows not known to "
+                   "start 4-byte aligned; it is loaded in each iteration instead (its row stride a "
+                   "multiple of %d elements lets it move in 16-byte pieces)", S, p->operand->sym->name, n);
     return false;
 }
 
