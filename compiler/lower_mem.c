@@ -4,6 +4,7 @@
  * and per column chunk; masks the compiler can prove unnecessary are left out. */
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include "lower.h"
 
 static int64_t gcd64(int64_t a, int64_t b)
@@ -169,10 +170,17 @@ static void mem_load(Lower *c, int space, ElemType t, int addr, int64_t off, int
     Func *f = c->f;
     PType mt = mem_ptype(t);
     bool direct = mt == held_ptype(t);   /* loaded straight into the held register */
+    /* a zero fill is all-zero bits in every type: masked lanes keep a zeroed register, and
+       need no select after widening */
+    bool zero_fill = (fill.kind == O_IMM && fill.i == 0) || (fill.kind == O_FIMM && fill.f == 0 && !signbit(fill.f));
     int dst[4];
     for (int i = 0; i < vm; i++) {
         if (direct && guard >= 0)
             dst[i] = ir_mov(f, mt, fill);          /* masked lanes keep the fill value */
+        else if (guard >= 0)
+            /* defined before the guarded load, so it is not live (and held) from the kernel's
+               entry for the load's sake: a guarded definition reads its register */
+            dst[i] = ir_mov(f, mt == PT_U8 ? PT_U32 : mt, IMM(0));   /* no mov.u8: a byte sits in 32 bits */
         else
             dst[i] = new_reg(f, ptype_class(mt));
     }
@@ -193,7 +201,7 @@ static void mem_load(Lower *c, int space, ElemType t, int addr, int64_t off, int
             continue;
         }
         Opnd w = widen_held(c, t, dst[i]);
-        if (guard >= 0) {
+        if (guard >= 0 && !zero_fill) {
             PType ht = held_ptype(t);
             if (ht == PT_PRED) {
                 int fl = opnd_reg(c, fill, PT_PRED);

@@ -33,6 +33,7 @@ static void usage(FILE *out)
             "  --emit=KIND        ptx (default), cubin (runs ptxas), c (NAME.c + NAME.h), meta\n"
             "  --report[=json]    per kernel: threads, shared memory, predicted registers, ptxas figures\n"
             "  --no-ptxas         never run ptxas (no cap check, no ptxas figures; not with cubin/c)\n"
+            "  -w                 do not print warnings\n"
             "  --dump=STAGE       print the IR after a stage: lower, or a pass (race-check, const-reg-elim,\n"
             "                     arrays-to-local, addr-split (or tir), remat, schedule, regalloc (or alloc))\n"
             "  --max-regs=N       register budget per thread (default: what the block size allows)\n"
@@ -113,6 +114,8 @@ static int parse_args(Cli *cli, int argc, char **argv)
             cli->opt.verify_ir = true;     /* for tests: not in --help */
         } else if (!strcmp(a, "--no-ptxas")) {
             cli->opt.no_ptxas = true;
+        } else if (!strcmp(a, "-w")) {
+            diag.no_warnings = true;
         } else if (!strcmp(a, "--report")) {
             cli->report = true;
         } else if (!strcmp(a, "--report=json")) {

@@ -425,10 +425,15 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Lexer *lx)
     bool want_expr = false, want_op = false;
     const char *names[YYNTOKENS + 3];
     int nnames = 0;
+    bool want_dot = false;   /* '.T' may follow any operand: named only when nothing else fits */
     for (int i = 0; i < n; i++) {
         const char *g = given[i];
         if (exp[i] == YYSYMBOL_YYerror || name_in(g, stmt_starts))
             continue;
+        if (!strcmp(g, "'.'")) {
+            want_dot = true;
+            continue;
+        }
         if (want_stmt && (!strcmp(g, "identifier") || !strcmp(g, "'{'") ||
                           !strcmp(g, "'const'") || !strcmp(g, "'kernel'")))
             continue;   /* a statement can start with these: "statement" says it */
@@ -456,6 +461,8 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Lexer *lx)
         names[nnames++] = "expression";
     if (want_op && nnames == 0)
         names[nnames++] = "operator";
+    if (want_dot && nnames == 0)
+        names[nnames++] = "'.'";
     for (int i = 0; i < nnames; i++) {
         if (i > 0)
             buf_puts(&what, i == nnames - 1 ? " or " : ", ");

@@ -95,6 +95,7 @@ typedef struct {
     int nbugs;             /* of the errors, those that are compiler bugs (race_check.c, ir_verify.c) */
     bool capped;           /* stop collecting: the cap was hit */
     FILE *out;             /* where messages go; NULL: stderr */
+    bool no_warnings;      /* -w: warnings are counted, not printed (kept across diag_reset) */
 } Diag;
 extern Diag diag;          /* one compilation at a time */
 /* Starts a compilation's diagnostics: counts cleared, the source set; out is kept. */

@@ -265,7 +265,9 @@ static bool last_dropped;
 void diag_reset(const char *file, const char *src, size_t len)
 {
     FILE *out = diag.out;
+    bool quiet = diag.no_warnings;
     memset(&diag, 0, sizeof diag);
+    diag.no_warnings = quiet;
     diag.file = file;
     diag.src = src;
     diag.len = len;
@@ -378,7 +380,9 @@ void warning_at(Loc loc, const char *fmt, ...)
         return;
     }
     diag.nwarnings++;
-    last_dropped = false;
+    last_dropped = diag.no_warnings;   /* its notes go with it */
+    if (diag.no_warnings)
+        return;
     va_list ap;
     va_start(ap, fmt);
     report("warning", loc, fmt, ap);

@@ -474,6 +474,29 @@ static void head_proj(int h, int sq, int d, int e, bool f16)
     free(x), free(w), free(xh), free(x16), free(w16), free(ref), free(bound), free(rh), free(bh);
 }
 
+/* transpose_add: Y = X^T + 1, exact (one rounding of a sum with 1), every element written. */
+static void transpose_add(int rows, int cols)
+{
+    char desc[96];
+    snprintf(desc, sizeof desc, "transpose_add (a .T window) R=%d C=%d", rows, cols);
+    size_t sz = (size_t)rows * cols;
+    float *x = malloc(sz * 4 + 4);
+    double *ref = malloc(sz * 8 + 8), *bound = malloc(sz * 8 + 8);
+    rng_fill(x, sz, -1, 1);
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            double v = (double)x[(size_t)r * cols + c] + 1.0;
+            ref[(size_t)c * rows + r] = v;
+            bound[(size_t)c * rows + r] = fabs(v) * 0x1p-24;   /* f32 addition: half an ulp */
+        }
+    CUdeviceptr dx = upload(x, sz), dy = poisoned(sz);
+    tilert_kernel *k = kernel("transpose_add");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_i32(rows), tilert_i32(cols) };
+    if (k && dx && dy)
+        run(desc, k, a, 4, dy, ref, bound, sz, (size_t)rows);
+    gpu_free(dx), gpu_free(dy), free(x), free(ref), free(bound);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "build/examples";
@@ -541,6 +564,10 @@ int main(int argc, char **argv)
         head_proj(r[0], r[1], r[2], r[3], false);
         head_proj(r[0], r[1], r[2], r[3], true);
     }
+    transpose_add(1, 1);
+    transpose_add(33, 70);
+    if (!small)
+        transpose_add(129, 1000);
     maxes(1, false);
     maxes(small ? 5000 : 100000, false);
     maxes(small ? 5001 : 100001, true);

@@ -3,7 +3,7 @@ LAYOUTS_PTX := $(EX_DIR)/layouts/layouts.ptx
 
 $(LAYOUTS_PTX): tests/gpu/kernels/layouts.tile $(TILEC)
 	@mkdir -p $(@D)
-	$(TILEC) $(if $(ARCH),--arch=$(ARCH)) $< -o $@
+	$(TILEC) -w $(if $(ARCH),--arch=$(ARCH)) $< -o $@
 
 all: $(LAYOUTS_PTX)
 check-gpu: $(LAYOUTS_PTX)
