@@ -278,6 +278,8 @@ bool matmul_reads_trans(const MatmulPlan *p, int side);
 void matmul_set_sources(MatmulPlan *p, MatmulSource a, MatmulSource b);
 const MatmulPathRow *matmul_path_row(MatmulPath path);
 int matmul_swizzle(Lower *c, const MatmulPlan *p, int side, ElemType t);
+/* The row pitch (elements) of operand `side` a pipelined loop stores unswizzled, cols per row. */
+int matmul_stage_pitch(const MatmulPlan *p, int side, ElemType t, int cols);
 bool matmul_side(unsigned mask, int side);
 /* The operand as stored: strips a tf32() cast (setting *tf32); the type it is stored as. */
 Expr *matmul_operand(Expr *e, bool *tf32);
@@ -286,7 +288,9 @@ ElemType matmul_stored_type(Expr *e);
 void lower_ffma(Lower *c, Tile *acc, const MatmulPlan *p, SmemMatrix a, SmemMatrix b);
 /* lower_mma.c: tensor cores (mma.sync, sm_80+). layout_mma is the accumulator layout for
  * operands of type t (f32 meaning tf32). */
-Layout layout_mma(Shape s, int threads, ElemType t, bool wgmma);
+/* narrow_b: B is read one n8 tile at a time (a transposed tf32 B: its rows 8 apart, not 4, keep the
+ * 32-bit fragment loads off each other's banks) */
+Layout layout_mma(Shape s, int threads, ElemType t, bool wgmma, bool narrow_b);
 bool mma_supported(Lower *c, ElemType t, bool tf32, int M, int N, int K);
 int mma_pitch(ElemType t, int cols);
 void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);

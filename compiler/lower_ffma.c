@@ -41,6 +41,9 @@ static void smem_row(Lower *c, SmemMatrix *m, int base, int64_t off, int n, Opnd
     }
 }
 
+/* A transposed operand (stored [K][M] or [N][K], SmemMatrix.trans) is read along its stored rows
+ * just the same: A^T gives a thread its V0 consecutive rows of one k in one vector, as B gives its
+ * columns; B^T gives each column's KV consecutive k in one vector, as A gives each row's. */
 void lower_ffma(Lower *c, Tile *acc, const MatmulPlan *p, SmemMatrix ma, SmemMatrix mb)
 {
     (void)p;
@@ -50,22 +53,42 @@ void lower_ffma(Lower *c, Tile *acc, const MatmulPlan *p, SmemMatrix ma, SmemMat
     int K = a->cols;
     int esa = type_size(a->type), esb = type_size(b->type);
     int t0 = thread_coord(c, L, 0), t1 = thread_coord(c, L, 1);
-    int abase = ir_tern(f, OP_MAD, PT_U32, R(t0), IMM((int64_t)L->V[0] * a->pitch * esa), R(a->base));
-    int bbase = ir_tern(f, OP_MAD, PT_U32, R(t1), IMM((int64_t)L->V[1] * esb), R(b->base));
+    bool ta = a->trans, tb = b->trans;
+    int abase = ir_tern(f, OP_MAD, PT_U32, R(t0), IMM((int64_t)L->V[0] * (ta ? 1 : a->pitch) * esa), R(a->base));
+    int bbase = ir_tern(f, OP_MAD, PT_U32, R(t1), IMM((int64_t)L->V[1] * (tb ? b->pitch : 1) * esb), R(b->base));
     int TM = L->O[0] * L->V[0], TN = L->O[1] * L->V[1];
     int KV = (K % 4 == 0) ? 4 : 1;
-    Opnd *fa = malloc(sizeof(Opnd) * (size_t)(TM * KV)), *fb = malloc(sizeof(Opnd) * (size_t)TN);
+    if (L->V[0] > 16)
+        die("lower_ffma: %d rows per block", L->V[0]);
+    Opnd *fa = malloc(sizeof(Opnd) * (size_t)(TM * KV)), *fb = malloc(sizeof(Opnd) * (size_t)(TN * KV));
+    Opnd part[16];
     f->cur_what = "matmul fragment";
     for (int kc = 0; kc < K; kc += KV) {
         for (int o0 = 0; o0 < L->O[0]; o0++)
-            for (int i0 = 0; i0 < L->V[0]; i0++) {
+            for (int i0 = 0; i0 < (ta ? 1 : L->V[0]); i0++) {
                 int row = o0 * L->T[0] * L->V[0] + i0;
-                smem_row(c, a, abase, ((int64_t)row * a->pitch + kc) * esa, KV, &fa[(o0 * L->V[0] + i0) * KV]);
+                if (!ta) {
+                    smem_row(c, a, abase, ((int64_t)row * a->pitch + kc) * esa, KV, &fa[(o0 * L->V[0] + i0) * KV]);
+                    continue;
+                }
+                for (int kk = 0; kk < KV; kk++) {
+                    smem_row(c, a, abase, ((int64_t)(kc + kk) * a->pitch + row) * esa, L->V[0], part);
+                    for (int j = 0; j < L->V[0]; j++)
+                        fa[(o0 * L->V[0] + j) * KV + kk] = part[j];
+                }
+            }
+        for (int o1 = 0; tb && o1 < L->O[1]; o1++)
+            for (int i1 = 0; i1 < L->V[1]; i1++) {
+                int col = o1 * L->T[1] * L->V[1] + i1;
+                smem_row(c, b, bbase, ((int64_t)col * b->pitch + kc) * esb, KV, &fb[(o1 * L->V[1] + i1) * KV]);
             }
         for (int kk = 0; kk < KV; kk++) {
-            for (int o1 = 0; o1 < L->O[1]; o1++)
+            for (int o1 = 0; !tb && o1 < L->O[1]; o1++) {
                 smem_row(c, b, bbase, ((int64_t)(kc + kk) * b->pitch + (int64_t)o1 * L->T[1] * L->V[1]) * esb, L->V[1],
-                         &fb[o1 * L->V[1]]);
+                         part);
+                for (int j = 0; j < L->V[1]; j++)
+                    fb[(o1 * L->V[1] + j) * KV + kk] = part[j];
+            }
             for (int o0 = 0; o0 < L->O[0]; o0++)
                 for (int i0 = 0; i0 < L->V[0]; i0++)
                     for (int o1 = 0; o1 < L->O[1]; o1++)
@@ -75,7 +98,7 @@ void lower_ffma(Lower *c, Tile *acc, const MatmulPlan *p, SmemMatrix ma, SmemMat
                             in->dst[0] = acc->v[s].reg;
                             in->ndst = 1;
                             in->src[0] = fa[(o0 * L->V[0] + i0) * KV + kk];
-                            in->src[1] = fb[o1 * L->V[1] + i1];
+                            in->src[1] = fb[(o1 * L->V[1] + i1) * KV + kk];
                             in->src[2] = acc->v[s];
                             in->nsrc = 3;
                         }

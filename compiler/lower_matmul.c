@@ -17,7 +17,7 @@ int smem_base_reg(Lower *c, int off)
 }
 
 /* Stages an operand that is not in shared memory yet. */
-static SmemMatrix stage_operand(Lower *c, const MatmulPlan *plan, Expr *e, MatmulSource *src)
+static SmemMatrix stage_operand(Lower *c, const MatmulPlan *plan, int side, Expr *e, MatmulSource *src)
 {
     bool tf32;
     Expr *x = matmul_operand(e, &tf32);
@@ -44,7 +44,7 @@ static SmemMatrix stage_operand(Lower *c, const MatmulPlan *plan, Expr *e, Matmu
         return m;
     }
     *src = MS_REGS;
-    m.pitch = plan->row->pitch(m.type, m.cols);
+    m.pitch = matmul_stage_pitch(plan, side, m.type, m.cols);
     int off = smem_alloc(c, m.rows * m.pitch * type_size(m.type));
     Tile v = lower_expr(c, x, NULL);
     m.base = smem_base_reg(c, off);
@@ -90,8 +90,8 @@ void lower_matmul(Lower *c, Tile *acc, Expr *mm, bool accumulate)
         }
     f->cur_what = "matmul operand";
     MatmulSource sa, sb;
-    SmemMatrix ma = stage_operand(c, plan, mm->a, &sa);
-    SmemMatrix mb = stage_operand(c, plan, mm->b, &sb);
+    SmemMatrix ma = stage_operand(c, plan, 0, mm->a, &sa);
+    SmemMatrix mb = stage_operand(c, plan, 1, mm->b, &sb);
     matmul_set_sources(plan, sa, sb);
     bool pipelined = sa >= MS_STAGE && sb >= MS_STAGE;
     if (!pipelined)

@@ -95,7 +95,7 @@ bool mma_supported(Lower *c, ElemType t, bool tf32, int M, int N, int K)
     return warp_grid(M, N, c->threads, &wm, &wn) && K % k_step(t) == 0;
 }
 
-Layout layout_mma(Shape s, int threads, ElemType t, bool wgmma)
+Layout layout_mma(Shape s, int threads, ElemType t, bool wgmma, bool narrow_b)
 {
     Layout L;
     L.rank = 2;
@@ -110,7 +110,7 @@ Layout layout_mma(Shape s, int threads, ElemType t, bool wgmma)
         wm = threads / 32;
         wn = 1;
     }
-    int G = wgmma ? 1 : group_tiles(t, L.S[1] / wn);
+    int G = wgmma || narrow_b ? 1 : group_tiles(t, L.S[1] / wn);
     L.bcast[0] = L.bcast[1] = false;
     L.T[0] = 8 * wm;
     L.V[0] = 1;
@@ -318,7 +318,13 @@ static void load_a(Lower *c, Frags *F, int k, int *a)
 {
     for (int j = 0; j < F->mtiles; j++) {
         int64_t base = 2 * j * F->T0 * F->apitch + (int64_t)k * F->es;
-        if (F->trans_a) {
+        if (F->trans_a && F->tf) {
+            /* tf32 A^T ([K][M]): a_i at k + q (+4 for i >= 2), m 8 wm + g (+T0 for odd i), one
+               32-bit word each (no transposing ldmatrix for 32 bits) */
+            for (int i = 0; i < 4; i++)
+                a[4 * j + i] = smem_ld_b32(c, F->alane, (int64_t)(k + 4 * (i >> 1)) * F->apitch +
+                                                            ((i & 1) * F->T0 + 2 * j * F->T0) * 4);
+        } else if (F->trans_a) {
             /* A^T: rows k (a multiple of 8: no swizzle change), the tile's m columns 2 j T0 on,
                whole chunks above the lane's own (< 2 WM) */
             int64_t cols = 2 * j * F->T0 * F->es, imm = cols;
@@ -350,7 +356,13 @@ static void load_b_unit(Lower *c, Frags *F, int k, int o1, int *b)
     int G = F->G;
     int *bg = &b[2 * o1 * G];
     int64_t col = o1 * (int64_t)F->WN * MMA_N * G * F->es;   /* the warp's group o1 */
-    if (F->trans_b) {
+    if (F->trans_b && F->tf) {
+        /* tf32 B^T ([N][K]): tile j of the group is row base + G g + j, b_i at k + q (+4) */
+        for (int j = 0; j < G; j++)
+            for (int i = 0; i < 2; i++)
+                bg[2 * j + i] = round_tf32_operand(c, smem_ld_b32(c, F->blane,
+                    (o1 * (int64_t)F->WN * MMA_N * G + j) * F->bpitch + (int64_t)(k + 4 * i) * 4));
+    } else if (F->trans_b) {
         /* B^T: the pair's rows o1 WN n8 tiles on (a multiple of 8 rows: no swizzle change), k
            whole chunks on, above the lane's own (the k half) */
         int n = F->groups - o1 >= 2 ? 4 : 2;
@@ -420,8 +432,10 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     F.trans_b = b.trans;
     for (int i = 0; i < 8; i++)
         F.ax[i] = F.bx[i] = -1;
-    if ((a.trans || b.trans) && (F.tf || (a.trans && !F.ldm_a) || (b.trans && !F.ldm_b)))
+    if (!F.tf && ((a.trans && !F.ldm_a) || (b.trans && !F.ldm_b)))
         die("lower_mma: a transposed operand ldmatrix cannot read");
+    if (F.tf && ((a.trans && a.swz) || (b.trans && b.swz)))
+        die("lower_mma: a transposed tf32 operand in a swizzled layout");
     if ((F.swz_a && (a.swz != SWZ_LDMATRIX || !F.ldm_a || a.pitch != (a.trans ? a.rows : a.cols))) ||
         (F.swz_b && b.pitch != (b.trans ? b.rows : b.cols)) ||
         (F.swz_b && !F.tf && (b.swz != SWZ_LDMATRIX || !F.ldm_b || F.G != 1)) ||
@@ -443,7 +457,12 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
                              : ir_bin(f, OP_SHL, PT_B32, R(tid_bits(c, 0, (F.WN - 1) << 5)), IMM(colb - 5));
         bcol = ir_bin(f, OP_ADD, PT_U32, R(wcol), R(b.base));
     }
-    if (F.trans_a) {
+    if (F.trans_a && F.tf) {
+        /* tf32 A^T: row k = q, column m = 8 wm + g */
+        int colb = ir_bin(f, OP_SHL, PT_B32, R(ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 2, 7)))), IMM(2));
+        int off = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(F.apitch), R(colb));
+        F.alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(off));
+    } else if (F.trans_a) {
         /* A^T ([K][M], ldmatrix.trans): lane l gives row k = (l & 7) + 8 ((l >> 4) & 1) at
            column m = 8 wm + ((l >> 3) & 1) T0: matrices 0-3 are a0-a3 (rows r_lo / r_hi x the
            low / high 8 k) */
@@ -470,7 +489,14 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
         int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(4), R(a.base));
         F.alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(F.apitch), R(aoff));
     }
-    if (F.trans_b) {
+    if (F.trans_b && F.tf) {
+        /* tf32 B^T: row n = 8 G wn + G g, k byte 4 q */
+        int nrow = ir_tern(f, OP_MAD, PT_U32, R(warp_column(c, F.WN)), IMM(MMA_N * F.G),
+                           R(ir_bin(f, OP_MUL, PT_U32, R(tid_bits(c, 2, 7)), IMM(F.G))));
+        int off = ir_tern(f, OP_MAD, PT_U32, R(nrow), IMM(F.bpitch),
+                          R(ir_bin(f, OP_SHL, PT_B32, R(tid_bits(c, 0, 3)), IMM(2))));
+        F.blane = ir_bin(f, OP_ADD, PT_U32, R(b.base), R(off));
+    } else if (F.trans_b) {
         /* B^T ([N][K], ldmatrix): lane l gives row n = 8 wn + (l & 7) + ((l >> 4) & 1) 8 WN (the
            warp's n8 tile, or its next one) at k byte ((l >> 3) & 1) 16: matrices 0-3 are b0, b1
            of the tile and of the next */

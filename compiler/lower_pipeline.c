@@ -255,7 +255,7 @@ static void set_stage_layout(Lower *c, PipeOperand *p)
     int swz = matmul_swizzle(c, p->plan, p->side, p->type);
     int rows = (int)p->window->shape.dim[0], cols = (int)p->window->shape.dim[1], align = slab(swz) ? 1024 : 128;
     p->swz = swz;
-    p->pitch = swz ? cols : p->plan->row->pitch(p->type, cols);
+    p->pitch = swz ? cols : matmul_stage_pitch(p->plan, p->side, p->type, cols);
     p->bytes = (rows * p->pitch * type_size(p->type) + align - 1) & ~(align - 1);
 }
 
@@ -319,8 +319,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
                 if (!matmul_reads_trans(plan, j)) {
                     warning_at(x->loc, "pipeline(%d): '%s' is read transposed (its first dimension is "
                                "the contiguous one), which the %s path takes only through registers; "
-                               "it is loaded in each iteration instead (f16 and bf16 products read it "
-                               "transposed from the pipeline)", S, x->sym->name, plan->row->name);
+                               "it is loaded in each iteration instead", S, x->sym->name, plan->row->name);
                     continue;
                 }
                 p->window = x->twin;

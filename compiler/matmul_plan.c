@@ -23,10 +23,11 @@ static bool fits_mma_sync(Lower *c, const MatmulPlan *p)
     return mma_supported(c, p->type, p->tf32, p->M, p->N, p->K);
 }
 
-/* A arrives in slabs, K-major: a transposed A cannot */
+/* A arrives in slabs, K-major: a transposed A cannot; B^T goes through registers row-major, so a
+ * transposed B takes mma.sync, which reads it from the stage buffer */
 static bool fits_wgmma_tf32(Lower *c, const MatmulPlan *p)
 {
-    return p->type == TY_F32 && p->tf32 && !p->trans[0] && fits_mma_sync(c, p) &&
+    return p->type == TY_F32 && p->tf32 && !p->trans[0] && !p->trans[1] && fits_mma_sync(c, p) &&
            wgmma_shape(c, p->type, true, p->M, p->N, p->K);
 }
 
@@ -46,11 +47,13 @@ static bool fits_any(Lower *c, const MatmulPlan *p)
     return true;
 }
 
-/* ldmatrix reads 16-bit A and B either way (.trans or not); 32-bit tf32 has no transposing one */
+/* ldmatrix reads 16-bit A and B either way (.trans or not); tf32, for which no transposing
+ * ldmatrix exists, by one 32-bit load per fragment register (no swizzle: a padded pitch spreads
+ * those loads over the banks) */
 static bool trans_mma_sync(const MatmulPlan *p, int side)
 {
-    (void)side;
-    return p->type == TY_F16 || p->type == TY_BF16;
+    (void)p, (void)side;
+    return true;
 }
 
 /* B's descriptor reads K-major or N-major slabs; A comes in warpgroup row order only */
@@ -61,14 +64,24 @@ static bool trans_wgmma(const MatmulPlan *p, int side)
 }
 
 static Layout layout_ffma(Lower *c, const MatmulPlan *p, Shape s) { (void)p; return layout_matmul(s, c->threads); }
-static Layout layout_mma_sync(Lower *c, const MatmulPlan *p, Shape s) { return layout_mma(s, c->threads, p->type, false); }
+static Layout layout_mma_sync(Lower *c, const MatmulPlan *p, Shape s)
+{
+    return layout_mma(s, c->threads, p->type, false, p->type == TY_F32 && p->trans[1]);
+}
 /* wgmma's: one warp column (lower_wgmma.c) */
-static Layout layout_wgmma(Lower *c, const MatmulPlan *p, Shape s) { return layout_mma(s, c->threads, p->type, true); }
+static Layout layout_wgmma(Lower *c, const MatmulPlan *p, Shape s) { return layout_mma(s, c->threads, p->type, true, false); }
 /* the swapped tf32 product's: C^T's fragments (lower_mma_swap.c) */
 static Layout layout_swapped(Lower *c, const MatmulPlan *p, Shape s)
 {
     (void)s;
     return layout_mma_swapped(p->M, p->N, c->threads);
+}
+
+/* FFMA reads any stored row order in vectors (lower_ffma.c) */
+static bool trans_ffma(const MatmulPlan *p, int side)
+{
+    (void)p, (void)side;
+    return true;
 }
 
 static int swizzle_none(Lower *c, const MatmulPlan *p, ElemType t, int side)
@@ -79,6 +92,8 @@ static int swizzle_none(Lower *c, const MatmulPlan *p, ElemType t, int side)
 
 static int swizzle_mma_sync(Lower *c, const MatmulPlan *p, ElemType t, int side)
 {
+    if (p->trans[side] && t == TY_F32)
+        return SWZ_NONE;
     if (p->trans[side]) {      /* rows of M (A) or K (B) elements, read by ldmatrix */
         int row_bytes = (side == 0 ? p->M : p->K) * type_size(t);
         return swz_applies(SWZ_LDMATRIX, row_bytes) ? SWZ_LDMATRIX : SWZ_NONE;
@@ -141,7 +156,7 @@ static const MatmulPathRow rows[] = {
       0, MM_MMA_SWAPPED, 0, 0, 0, true, false, NULL, emit_swapped },
     /* everything else: IEEE f32 (and widened f16/bf16) FMA on the SIMT cores (lower_ffma.c) */
     { MM_FFMA, "ffma", fits_any, layout_ffma, swizzle_none, pitch_ffma,
-      0, MM_FFMA, 0, 0, 0, false, false, NULL, lower_ffma },
+      0, MM_FFMA, 0, 0, 0, false, false, trans_ffma, lower_ffma },
 };
 enum { NROWS = sizeof rows / sizeof rows[0] };
 
@@ -212,6 +227,25 @@ void matmul_set_sources(MatmulPlan *p, MatmulSource a, MatmulSource b)
     unsigned async = (a >= MS_CPASYNC ? SIDE_A : 0) | (b >= MS_CPASYNC ? SIDE_B : 0);
     if ((p->row->needs_async & async) != p->row->needs_async)
         p->row = matmul_path_row(p->row->fallback);
+}
+
+/* A transposed tf32 operand is read by one 32-bit load per fragment register: 8 lanes g at rows
+ * (B^T: n) or columns (A^T: m) g, 4 lanes q at k + q. Conflict-free when B^T's rows are 4 words
+ * apart modulo 32 banks and A^T's 8 (rows 16-byte aligned for the copies either way). A tf32 A
+ * that is not transposed is read by ldmatrix, 8 rows of 16 bytes: rows an odd number of 16-byte
+ * units apart (mma_pitch gives wide f32 rows B's pitch, which it cannot tell from A's). */
+int matmul_stage_pitch(const MatmulPlan *p, int side, ElemType t, int cols)
+{
+    if (t == TY_F32 && side == 0 && !p->trans[0] && p->row->path == MM_MMA_SYNC) {
+        int units = (cols * 4 + 15) / 16;
+        return (units | 1) * 4;
+    }
+    if (!(p->trans[side] && t == TY_F32 && p->row->path == MM_MMA_SYNC))
+        return p->row->pitch(t, cols);
+    int want = side == 1 ? 4 : 8, pw = (cols + 3) & ~3;
+    while (pw % 32 != want)
+        pw += 4;
+    return pw;
 }
 
 bool matmul_reads_trans(const MatmulPlan *p, int side)

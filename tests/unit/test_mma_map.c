@@ -362,14 +362,14 @@ static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pa
         return;
     c.tid = ir_mov(c.f, PT_U32, SYM("%tid.x"));
     int es = type_size(t);
-    SmemMatrix ma = { 0, pad_a ? K + pad_a : mma_pitch(t, K), t, t == TY_F32, M, K, SWZ_NONE, 0, false };
+    SmemMatrix ma = { 0, pad_a ? K + pad_a : matmul_stage_pitch(&plan, 0, t, K), t, t == TY_F32, M, K, SWZ_NONE, 0, false };
     SmemMatrix mb = { 0, pad_b ? N + pad_b : mma_pitch(t, N), t, t == TY_F32, K, N, SWZ_NONE, 0, false };
     ma.trans = ta;
     mb.trans = tb;
     if (ta)
-        ma.pitch = mma_pitch(t, M);
+        ma.pitch = matmul_stage_pitch(&plan, 0, t, M);
     if (tb)
-        mb.pitch = mma_pitch(t, K);
+        mb.pitch = matmul_stage_pitch(&plan, 1, t, K);
     if (swz && (ma.swz = matmul_swizzle(&c, &plan, 0, t)) != SWZ_NONE)
         ma.pitch = ta ? M : K;
     if (swz && (mb.swz = matmul_swizzle(&c, &plan, 1, t)) != SWZ_NONE)
@@ -481,10 +481,10 @@ static void case_mma_pitch(ElemType t, int threads, int M, int N, int K, int pad
 }
 
 /* Both layouts a tensor-core operand has: padded (staged from registers) and swizzled (cp.async);
- * 16-bit operands also transposed, as a pipeline copies column-major ones. */
+ * also transposed, as a pipeline copies column-major ones. */
 static void case_mma(ElemType t, int threads, int M, int N, int K)
 {
-    for (int tr = 0; tr < (t == TY_F32 ? 1 : 4); tr++) {
+    for (int tr = 0; tr < 4; tr++) {
         case_mma_layout(t, threads, M, N, K, 0, 0, false, tr & 1, tr & 2);
         case_mma_layout(t, threads, M, N, K, 0, 0, true, tr & 1, tr & 2);
     }
