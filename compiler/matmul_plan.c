@@ -63,7 +63,18 @@ static bool trans_wgmma(const MatmulPlan *p, int side)
     return side == 1;
 }
 
-static Layout layout_ffma(Lower *c, const MatmulPlan *p, Shape s) { (void)p; return layout_matmul(s, c->threads); }
+/* With B transposed, each thread takes single columns T1 apart rather than runs of 4: the k runs
+ * it reads from B^T's rows are then in consecutive rows across a quarter warp, which the padded
+ * pitch spreads over the banks (rows 4 apart, as runs of 4 columns would put them, collide) */
+static Layout layout_ffma(Lower *c, const MatmulPlan *p, Shape s)
+{
+    Layout L = layout_matmul(s, c->threads);
+    if (p->trans[1] && L.rank == 2 && !L.bcast[1] && L.reps == 1 && L.Tlo[1] == L.T[1]) {
+        L.O[1] *= L.V[1];
+        L.V[1] = 1;
+    }
+    return L;
+}
 static Layout layout_mma_sync(Lower *c, const MatmulPlan *p, Shape s)
 {
     return layout_mma(s, c->threads, p->type, false, p->type == TY_F32 && p->trans[1]);
