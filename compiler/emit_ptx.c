@@ -297,7 +297,7 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         if (n != in->n / 2)
             die("emit: wgmma m64n%d with %d accumulators", in->n, n);
         buf_puts(out, "}, ");
-        if (tf32) {
+        if (in->a_regs) {
             /* A from registers; no transpose operands (tf32 is K-major only) */
             buf_puts(out, "{");
             for (int s = 0; s < 4; s++) {
@@ -312,7 +312,10 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         put_opnd(out, f, in->src[0], PT_B64);
         buf_puts(out, ", ");
         put_opnd(out, f, in->src[1], PT_B64);
-        buf_printf(out, ", 1, 1, 1, 0, %d", in->trans ? 1 : 0);
+        if (tf32)
+            buf_puts(out, ", 1, 1, 1");       /* K-major only: no transpose operands */
+        else
+            buf_printf(out, ", 1, 1, 1, 0, %d", in->trans ? 1 : 0);
         break;
     }
     case OP_BRA: buf_printf(out, "bra.uni $L%d", in->label); break;

@@ -296,6 +296,8 @@ static void dump_fields(Buf *out, const Ins *in)
         buf_printf(out, " rnd=%d", in->rnd);
     if (fl & FL_TRANS)
         buf_printf(out, " trans=%d", in->trans);
+    if (fl & FL_A_REGS)
+        buf_printf(out, " a_regs=%d", in->a_regs);
     if (fl & FL_SPACE)
         buf_printf(out, " %s", in->space < 4 ? space[in->space] : "?");
     if (fl & FL_REDOP)

@@ -137,7 +137,7 @@ static bool counts(Verify *v, int i)
         switch (in->op) {
         case OP_ATOM: ns = in->redop == RED_CAS ? 3 : 2; break;
         case OP_CPASYNC: ns = in->nsrc == 2 ? 2 : 3; break;
-        case OP_WGMMA: ns = in->ty2 == PT_B32 ? 5 : 2; break;
+        case OP_WGMMA: ns = in->a_regs ? 5 : 2; break;
         case OP_WGHOLD: ns = in->nsrc >= 1 && in->nsrc <= 10 ? in->nsrc : 1; break;
         default: return fail(v, i, "ops.h gives no source count");
         }
@@ -177,6 +177,8 @@ static bool blank_fields(Verify *v, int i)
         field = "rnd";
     else if (!(fl & FL_TRANS) && in->trans)
         field = "trans";
+    else if (!(fl & FL_A_REGS) && in->a_regs)
+        field = "a_regs";
     else if (!(fl & FL_VEC) && in->vec != 1)
         field = "vec";
     else if (!(fl & FL_SPACE) && in->space)
@@ -289,7 +291,7 @@ static bool wgmma_group(Verify *v, int i)
         n++;
     if (n != N / 8)
         return fail(v, i, "wgmma m64n%d followed by %d accumulator groups, not %d", N, n, N / 8);
-    if (in->ty2 == PT_B32)
+    if (in->a_regs)
         return srcs_bits(v, i, 5, (const int[]){ 32, 32, 32, 32, 64 });
     if (in->ty2 != PT_F16 && in->ty2 != PT_BF16)
         return fail(v, i, "wgmma of type %s", ptype_suffix((PType)in->ty2));

@@ -221,7 +221,7 @@ typedef struct { int base; int pitch; ElemType type; bool tf32; int rows, cols; 
 void lower_matmul(Lower *c, Tile *acc, Expr *mm, bool accumulate);
 
 /* matmul_plan.c: how one `@` is computed, chosen once (the file's comment says how). */
-typedef enum { MM_FFMA, MM_MMA_SYNC, MM_WGMMA, MM_WGMMA_TF32, MM_MMA_SWAPPED } MatmulPath;
+typedef enum { MM_FFMA, MM_MMA_SYNC, MM_WGMMA, MM_WGMMA_TF32, MM_MMA_SWAPPED, MM_WGMMA_TF32_K } MatmulPath;
 /* Where an operand comes from. From MS_STAGE on a pipelined loop brought it; from MS_CPASYNC on
  * in the layout the path asked for (MatmulPathRow.swizzle). */
 typedef enum {
@@ -301,6 +301,8 @@ int mma_sync_swizzle(Lower *c, ElemType t, int side, int M, int N, int K);
  * the SWZ_SLAB layouts. wgmma_shape: may an M x N x K product of type t take that path (its
  * accumulator then has layout_mma(..., true): one warp column, warpgroups stacked along M). */
 bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K);
+/* tf32 with B K-major (transposed): both operands from shared memory, not swapped (m64nNk8). */
+bool wgmma_shape_tf32_kmajor(Lower *c, int M, int N, int K);
 void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
 /* The WGACC after a WGMMA: four accumulator slots of acc, in the D fragment's order. */
 void wgmma_acc_group(Func *f, const Tile *acc, const int slots[4]);

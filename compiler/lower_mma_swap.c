@@ -141,6 +141,7 @@ static void swapped_wgmma(Lower *c, Tile *acc, SmemMatrix a, const BtFrags *F, i
         int dak = aoff ? ir_bin(f, OP_ADD, PT_S64, R(da), IMM(aoff >> 4)) : da;
         for (int j = 0; j < tall; j++) {
             Ins *in = emit_ins(f, OP_WGMMA, PT_F32);
+            in->a_regs = true;
             in->ty2 = PT_B32;
             for (int i = 0; i < 4; i++)
                 in->src[i] = R(frag[n + 4 * j + i]);

@@ -40,6 +40,14 @@ bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K)
     return M % (16 * warps) == 0 && N * es % SLAB == 0 && N <= WG_MAX_N && K * es % SLAB == 0;
 }
 
+bool wgmma_shape_tf32_kmajor(Lower *c, int M, int N, int K)
+{
+    if (!c || !c->target || !c->target->wgmma || c->threads <= 0 || c->threads % WG_THREADS)
+        return false;
+    int warps = c->threads / 32;
+    return M % (16 * warps) == 0 && N % 8 == 0 && N <= WG_MAX_N && K * 4 % SLAB == 0;
+}
+
 static int accumulator_slot(const Layout *L, int o0, int o1, int i1) { return (o0 * L->O[1] + o1) * L->V[1] + i1; }
 
 /* The 64-bit descriptor of a K-major (lbo unused) or N-major tile starting at shared address base:
@@ -71,9 +79,12 @@ void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     Layout *L = &acc->L;
     int warps = c->threads / 32, es = type_size(a.type);
     int M = L->S[0], N = L->S[1], K = a.cols;
+    /* tf32 (f32 operands, rounded in shared memory): m64nNk8, both K-major, so B transposed */
+    bool tf = a.type == TY_F32;
+    int wk = tf ? 8 : WG_K;
     if (a.pitch != K || a.trans || b.pitch != (b.trans ? K : N) || b.rows != K || L->T[0] != 8 * warps ||
-        L->T[1] != 4 || L->V[0] != 1 || L->V[1] != 2 || L->O[1] != N / 8 || L->reps != 1 ||
-        !wgmma_shape(c, a.type, false, M, N, K))
+        L->T[1] != 4 || L->V[0] != 1 || L->V[1] != 2 || L->O[1] != N / 8 || L->reps != 1 || (tf && !b.trans) ||
+        !(tf ? wgmma_shape_tf32_kmajor(c, M, N, K) : wgmma_shape(c, a.type, false, M, N, K)))
         die("lower_wgmma: operands or accumulator not in wgmma's layouts");
     if (pipe_take_barrier(c))
         pipe_barrier(c);
@@ -87,7 +98,7 @@ void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     f->cur_what = saved;
     emit_ins(f, OP_WGFENCE, PT_B32);
     int tall = M / (16 * warps);     /* wgmma per k step: 64-row blocks of this warpgroup */
-    for (int k = 0; k < K; k += WG_K) {
+    for (int k = 0; k < K; k += wk) {
         int64_t kb = (int64_t)k * es;    /* bytes along A's rows */
         for (int j = 0; j < tall; j++) {
             int64_t aoff = (int64_t)j * 16 * warps * SLAB + kb / SLAB * M * SLAB + kb % SLAB;
@@ -95,12 +106,12 @@ void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
             int dak = aoff ? ir_bin(f, OP_ADD, PT_S64, R(da), IMM(aoff >> 4)) : da;
             int dbk = boff ? ir_bin(f, OP_ADD, PT_S64, R(db), IMM(boff >> 4)) : db;
             Ins *in = emit_ins(f, OP_WGMMA, PT_F32);
-            in->ty2 = (uint8_t)(a.type == TY_BF16 ? PT_BF16 : PT_F16);
+            in->ty2 = (uint8_t)(tf ? PT_B32 : a.type == TY_BF16 ? PT_BF16 : PT_F16);
             in->src[0] = R(dak);
             in->src[1] = R(dbk);
             in->nsrc = 2;
             in->n = N;
-            in->trans = !b.trans;     /* imm-trans-b: B N-major */
+            in->trans = !b.trans;     /* imm-trans-b: B N-major (never for tf32: K-major only) */
             for (int i = 0; i < N / 8; i++) {
                 int s[4] = { accumulator_slot(L, 2 * j, i, 0), accumulator_slot(L, 2 * j, i, 1),
                              accumulator_slot(L, 2 * j + 1, i, 0), accumulator_slot(L, 2 * j + 1, i, 1) };

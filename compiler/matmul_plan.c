@@ -23,6 +23,14 @@ static bool fits_mma_sync(Lower *c, const MatmulPlan *p)
     return mma_supported(c, p->type, p->tf32, p->M, p->N, p->K);
 }
 
+/* tf32 with B transposed (K-major, as tf32 wgmma reads B) and A not: the plain product, both
+ * operands from slabs like f16's (A in warpgroup row order), rounded to tf32 in place */
+static bool fits_wgmma_tf32_k(Lower *c, const MatmulPlan *p)
+{
+    return p->type == TY_F32 && p->tf32 && !p->trans[0] && p->trans[1] && fits_mma_sync(c, p) &&
+           wgmma_shape_tf32_kmajor(c, p->M, p->N, p->K);
+}
+
 /* A arrives in slabs, K-major: a transposed A cannot; B^T goes through registers row-major, so a
  * transposed B takes mma.sync, which reads it from the stage buffer */
 static bool fits_wgmma_tf32(Lower *c, const MatmulPlan *p)
@@ -151,6 +159,10 @@ enum { SIDE_A = 1, SIDE_B = 2 };
 
 /* Most specific first; rows without fits() are reached only as a fallback. */
 static const MatmulPathRow rows[] = {
+    /* tf32 on sm_90a with B stored [N, K]: the plain product, both operands in slabs, B^T by TMA
+       (which rounds on the copy) where it can, A by cp.async rounded in place (lower_wgmma.c) */
+    { MM_WGMMA_TF32_K, "wgmma tf32", fits_wgmma_tf32_k, layout_wgmma, swizzle_wgmma, mma_pitch,
+      SIDE_A | SIDE_B, MM_MMA_SYNC, SIDE_B, SIDE_A | SIDE_B, SIDE_A | SIDE_B, true, false, trans_wgmma, emit_wgmma },
     /* tf32 on sm_90a: C^T = B^T A^T, A by cp.async or TMA into slabs the tensor cores read as tf32
        (rounded in place after cp.async; TMA rounds on the way), its group in flight across
        iterations (lower_mma_swap.c) */

@@ -469,6 +469,7 @@ typedef struct {
     uint8_t redop;         /* RED/ATOM */
     uint8_t inflight;      /* CPWAIT, WGWAIT: groups allowed to stay in flight */
     bool trans;            /* LDMATRIX: .trans; WGMMA: B is N-major (imm-trans-b) */
+    bool a_regs;           /* WGMMA: A from registers (the tf32 swapped product) */
     bool guard_neg;        /* the guard's negation guards it */
     uint16_t n;            /* WGMMA: N of m64nNk16 (m64nNk8) */
     uint16_t count;        /* MBINIT: the arrival count */
@@ -492,8 +493,9 @@ typedef struct {
      * PT_BF16, src[0], src[1] = the A and B matrix descriptors (b64), n = N, trans when B is
      * N-major (imm-trans-b). Its N / 2 accumulators follow as N / 8 WGACC instructions, each
      * dst[0..3] = src[0..3] = four of them (read and written): the passes see ordinary registers,
-     * emit prints the group as one instruction. ty2 = PT_B32: tf32 (m64nNk8) with A from
-     * registers, src[0..3] = the A fragment, src[4] = B's descriptor (K-major). WGWAIT: inflight
+     * emit prints the group as one instruction. ty2 = PT_B32: tf32 (m64nNk8), both operands
+     * K-major: src[0], src[1] descriptors, or with a_regs src[0..3] = the A fragment from
+     * registers and src[4] = B's descriptor. WGWAIT: inflight
      * = groups allowed in flight. WGHOLD: no code; its sources (registers an in-flight wgmma
      * reads, up to 10) stay live, so allocated apart, until it, placed after the wait.
      * WGFENCE, WGCOMMIT, FENCEPROXY (fence.proxy.async.shared::cta): no operands.

@@ -201,15 +201,15 @@ static void run_wgmma_tf32(Block *b, Ins *in, int u, uint64_t db)
 static void run_wgmma(Block *b, Ins *in, int u)
 {
     int N = in->n, t0 = 128 * u;
-    bool bf = in->ty2 == PT_BF16, tf = in->ty2 == PT_B32;
-    /* tf32 (m64nNk8): A from registers, B K-major through src[4] */
-    uint64_t da = tf ? 0 : val(b, t0, in->src[0]), db = val(b, t0, in->src[tf ? 4 : 1]);
+    bool bf = in->ty2 == PT_BF16, tf = in->ty2 == PT_B32, regs = in->a_regs;
+    /* tf32 (m64nNk8), both K-major: A from registers and B through src[4], or both descriptors */
+    uint64_t da = regs ? 0 : val(b, t0, in->src[0]), db = val(b, t0, in->src[regs ? 4 : 1]);
     for (int t = t0; t < t0 + 128; t++)
-        if ((!tf && val(b, t, in->src[0]) != da) || val(b, t, in->src[tf ? 4 : 1]) != db) {
+        if ((!regs && val(b, t, in->src[0]) != da) || val(b, t, in->src[regs ? 4 : 1]) != db) {
             printf("FAIL wgmma: descriptors differ across the warpgroup\n");
             exit(1);
         }
-    if (tf) {
+    if (regs) {
         run_wgmma_tf32(b, in, u, db);
         return;
     }
@@ -226,6 +226,26 @@ static void run_wgmma(Block *b, Ins *in, int u)
     }
     bool kmajor_b = !in->trans;     /* B^T: K-major, canonical like A with n for m */
     static double A[64][16], B[16][256];
+    if (tf) {      /* 4-byte elements, 8 k, each read as tf32 (its top 19 bits) */
+        if (in->trans) {
+            printf("FAIL wgmma: tf32 B not K-major\n");
+            exit(1);
+        }
+        for (int k = 0; k < 8; k++) {
+            for (int m = 0; m < 64; m++) {
+                uint32_t w;
+                memcpy(&w, &smem[swizzle128(start[0] + (uint32_t)(m % 8) * 128 + (uint32_t)(m / 8) * sbo[0] + 4u * (uint32_t)k)], 4);
+                A[m][k] = u2f(w & ~0x1fffu);
+            }
+            for (int n = 0; n < N; n++) {
+                uint32_t w;
+                memcpy(&w, &smem[swizzle128(start[1] + (uint32_t)(n % 8) * 128 + (uint32_t)(n / 8) * sbo[1] + 4u * (uint32_t)k)], 4);
+                B[k][n] = u2f(w & ~0x1fffu);
+            }
+        }
+        wgmma_accumulate(b, in, u, 8, A, B);
+        return;
+    }
     for (int m = 0; m < 64; m++)
         for (int k = 0; k < 16; k++) {
             uint16_t h;
@@ -362,6 +382,10 @@ static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pa
         return;
     c.tid = ir_mov(c.f, PT_U32, SYM("%tid.x"));
     int es = type_size(t);
+    /* operands a pipeline brings, else a shared var's (padded) or the matmul's own staging: the
+       path they leave (a fallback, maybe) sets the pitches below */
+    MatmulSource src = swz ? MS_CPASYNC : pad_a || pad_b ? MS_SHARED : MS_REGS;
+    matmul_set_sources(&plan, src, src);
     SmemMatrix ma = { 0, pad_a ? K + pad_a : matmul_stage_pitch(&plan, 0, t, K), t, t == TY_F32, M, K, SWZ_NONE, 0, false };
     SmemMatrix mb = { 0, pad_b ? N + pad_b : mma_pitch(t, N), t, t == TY_F32, K, N, SWZ_NONE, 0, false };
     ma.trans = ta;
@@ -374,9 +398,7 @@ static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pa
         ma.pitch = ta ? M : K;
     if (swz && (mb.swz = matmul_swizzle(&c, &plan, 1, t)) != SWZ_NONE)
         mb.pitch = tb ? K : N;
-    /* operands a pipeline brings, else a shared var's (padded) or the matmul's own staging */
-    MatmulSource src = swz ? MS_CPASYNC : pad_a || pad_b ? MS_SHARED : MS_REGS;
-    matmul_set_sources(&plan, src, src);
+
     check_banks = !pad_a && !pad_b;
     int boff = ((ta ? K : M) * ma.pitch * es + 1023) & ~1023;     /* wgmma's slabs: 1024-byte aligned */
     ma.base = ir_mov(c.f, PT_U32, IMM(0));
