@@ -19,16 +19,7 @@ static tilert_module *mod;
 /* h (n floats, cols to a row) against ref and its bound, and nothing left unwritten. */
 static void check(const char *desc, const float *h, const double *ref, const double *bound, size_t n, size_t cols)
 {
-    size_t first = 0, nan = count_nan(h, n, &first);
-    BoundCheck c = check_bounds(h, ref, bound, n);
-    char text[256];
-    bound_text(text, sizeof text, &c, h, ref, bound, cols);
-    bool ok = nan == 0 && c.bad == 0;
-    if (nan)
-        printf("FAIL %s: %zu of %zu outputs NaN or never written (first at %zu)\n", desc, nan, n, first);
-    else
-        printf("%s %s%s%s%s\n", ok ? "ok" : "FAIL", desc, ok ? " (" : ": ", text, ok ? ")" : "");
-    ok ? passed++ : failed++;
+    report_outputs(desc, h, ref, bound, n, cols) ? passed++ : failed++;
 }
 
 static tilert_kernel *kernel(const char *name)

@@ -100,16 +100,7 @@ static void product(const char *kname, Prec p, bool ta, bool tb, bool sizes_kmn,
             printf("FAIL %s: %s %s\n", desc, tilert_status_name(s), s ? tilert_last_error() : "");
             failed++;
         } else {
-            size_t first = 0, nan = count_nan(h, sc, &first);
-            BoundCheck c = check_bounds(h, ref, bound, sc);
-            char text[256];
-            bound_text(text, sizeof text, &c, h, ref, bound, (size_t)n);
-            bool ok = nan == 0 && c.bad == 0;
-            if (nan)
-                printf("FAIL %s: %zu of %zu outputs NaN or never written (first at %zu)\n", desc, nan, sc, first);
-            else
-                printf("%s %s%s%s%s\n", ok ? "ok" : "FAIL", desc, ok ? " (" : ": ", text, ok ? ")" : "");
-            ok ? passed++ : failed++;
+            report_outputs(desc, h, ref, bound, sc, (size_t)n) ? passed++ : failed++;
         }
         free(h);
     }

@@ -41,16 +41,8 @@ static void run_case(tilert_kernel *k, int stages, int m, int n, int kk)
         failed++;
         goto done;
     }
-    size_t first = 0, nan = count_nan(hc, sc, &first);
-    BoundCheck c = check_bounds(hc, ref, bound, sc);   /* K = 0: all bounds 0, C must be 0 */
-    char text[256];
-    bound_text(text, sizeof text, &c, hc, ref, bound, (size_t)n);
-    bool good = nan == 0 && c.bad == 0;
-    if (nan)
-        printf("FAIL %s: %zu of %zu outputs NaN or never written (first at %zu)\n", desc, nan, sc, first);
-    else
-        printf("%s %s%s%s%s\n", good ? "ok" : "FAIL", desc, good ? " (" : ": ", text, good ? ")" : "");
-    good ? passed++ : failed++;
+    /* K = 0: all bounds 0, C must be 0 */
+    report_outputs(desc, hc, ref, bound, sc, (size_t)n) ? passed++ : failed++;
 done:
     gpu_free(da);
     gpu_free(db);

@@ -431,6 +431,21 @@ size_t count_nan(const float *out, size_t n, size_t *first)
     return c;
 }
 
+bool report_outputs(const char *desc, const float *out, const double *ref, const double *bound,
+                    size_t n, size_t cols)
+{
+    size_t first = 0, nan = count_nan(out, n, &first);
+    BoundCheck c = check_bounds(out, ref, bound, n);
+    char text[256];
+    bound_text(text, sizeof text, &c, out, ref, bound, cols);
+    bool ok = nan == 0 && c.bad == 0;
+    if (nan)
+        printf("FAIL %s: %zu of %zu outputs NaN or never written (first at %zu)\n", desc, nan, n, first);
+    else
+        printf("%s %s%s%s%s\n", ok ? "ok" : "FAIL", desc, ok ? " (" : ": ", text, ok ? ")" : "");
+    return ok;
+}
+
 size_t count_changed(const float *guard, size_t n, unsigned pattern)
 {
     size_t c = 0;

@@ -107,6 +107,11 @@ void bound_text(char *buf, size_t size, const BoundCheck *c, const float *out, c
 /* Elements that are NaN (unwritten: still the poison, or computed as NaN). Index of the first in
  * *first when there is one. */
 size_t count_nan(const float *out, size_t n, size_t *first);
+/* The verdict on n outputs (cols to a row) against ref and their bounds: none NaN or unwritten,
+ * every one within its bound. Prints one line, `ok DESC (worst ratio)` or `FAIL DESC: why`, and
+ * returns whether it passed. */
+bool report_outputs(const char *desc, const float *out, const double *ref, const double *bound,
+                    size_t n, size_t cols);
 /* Words of guard that no longer hold `pattern` (a store out of bounds). */
 size_t count_changed(const float *guard, size_t n, unsigned pattern);
 

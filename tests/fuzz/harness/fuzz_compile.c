@@ -18,7 +18,6 @@
 #include "fuzz_job.h"
 #include "fuzz_util.h"
 
-static const char *const archs[4] = { "sm_80", "sm_90", "sm_90a", "sm_86" };
 
 enum { MAX_DEFS = 64, MAX_FLAGS_LINE = 1024 };
 
@@ -62,8 +61,8 @@ static void read_flags(CompileJob *job, char *line, Define *defs)
             }
         } else if (!strncmp(w, "--arch=", 7)) {
             for (int i = 0; i < 4; i++)
-                if (!strcmp(w + 7, archs[i]))
-                    job->opt.arch = archs[i];
+                if (!strcmp(w + 7, fuzz_archs[i]))
+                    job->opt.arch = fuzz_archs[i];
         } else if (!strncmp(w, "--max-regs=", 11)) {
             int v = atoi(w + 11);
             if (v >= 16 && v <= 255)   /* what tilec's command line accepts */
@@ -97,13 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     job.file = "fuzz.tile";
     job.src = src;
     job.len = size - 1;
-    job.opt.arch = archs[o & 3];
-    job.opt.addr_split = !(o & 4);
-    job.opt.const_reg_elim = !(o & 8);
-    job.opt.remat = !(o & 16);
-    job.opt.schedule = !(o & 32);
-    job.opt.reg_cap = !(o & 64);
-    job.c_base = o & 128 ? "fuzz" : NULL;
+    fuzz_options(&job, o, "fuzz");
     Define defs[MAX_DEFS];
     char line[MAX_FLAGS_LINE];
     job.defs = defs;

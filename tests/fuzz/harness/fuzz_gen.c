@@ -455,7 +455,6 @@ static void generate(Gen *g)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const archs[4] = { "sm_80", "sm_90", "sm_90a", "sm_86" };
     if (size < 1)
         return 0;
     Gen g;
@@ -475,13 +474,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     job.len = g.consts.len;
     job.defs = g.defs;
     job.ndefs = g.ndefs;
-    job.opt.arch = archs[o & 3];
-    job.opt.addr_split = !(o & 4);
-    job.opt.const_reg_elim = !(o & 8);
-    job.opt.remat = !(o & 16);
-    job.opt.schedule = !(o & 32);
-    job.opt.reg_cap = !(o & 64);
-    job.c_base = o & 128 ? "gen" : NULL;
+    fuzz_options(&job, o, "gen");
     const char *print = getenv("TILEC_FUZZ_PRINT"), *save = getenv("TILEC_FUZZ_SAVE");
     if ((print && *print && strcmp(print, "0")) || (save && *save)) {
         Buf text = { 0 };

@@ -8,6 +8,19 @@
 #include "fuzz_job.h"
 #include "tilert_internal.h"
 
+const char *const fuzz_archs[4] = { "sm_80", "sm_90", "sm_90a", "sm_86" };
+
+void fuzz_options(CompileJob *job, unsigned o, const char *c_base)
+{
+    job->opt.arch = fuzz_archs[o & 3];
+    job->opt.addr_split = !(o & 4);
+    job->opt.const_reg_elim = !(o & 8);
+    job->opt.remat = !(o & 16);
+    job->opt.schedule = !(o & 32);
+    job->opt.reg_cap = !(o & 64);
+    job->c_base = o & 128 ? c_base : NULL;
+}
+
 void fuzz_compile_job(CompileJob *job)
 {
     /* Most inputs have errors: formatting them costs little, writing them to the terminal at
