@@ -135,6 +135,17 @@ int main(int argc, char **argv)
                 snprintf(kname, sizeof kname, "mm_%s_%s", prec_name[p], layouts[l]);
                 product(kname, (Prec)p, l >= 2, l % 2 == 1, l == 3, s[0], s[1], s[2]);
             }
+    /* other tile shapes, thread and stage counts, each on its path (sizes multiples of 8) */
+    static const struct { const char *name; Prec p; bool ta, tb; } shapes[] = {
+        { "mm_bf16_tt_wide", P_BF16, true, true }, { "mm_f16_nt_small", P_F16, false, true },
+        { "mm_f16_nt_wg", P_F16, false, true }, { "mm_tf32_nt_wg", P_TF32, false, true },
+        { "mm_tf32_tn_small", P_TF32, true, false }, { "mm_f32_nt_wide", P_F32, false, true },
+    };
+    static const int shape_sizes[][3] = { { 8, 8, 8 }, { 72, 264, 40 }, { 264, 136, 96 } };
+    for (size_t j = 0; j < COUNT(shapes); j++)
+        for (size_t i = small ? 1 : 0; i < (small ? 2 : COUNT(shape_sizes)); i++)
+            product(shapes[j].name, shapes[j].p, shapes[j].ta, shapes[j].tb, false, shape_sizes[i][0],
+                    shape_sizes[i][1], shape_sizes[i][2]);
     /* a transposed operand the pipeline cannot copy (no alignment facts): odd sizes */
     static const int odd[][3] = { { 1, 1, 1 }, { 7, 9, 13 }, { 100, 70, 45 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(odd)); i++)
