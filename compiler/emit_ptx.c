@@ -298,7 +298,7 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
             die("emit: wgmma m64n%d with %d accumulators", in->n, n);
         buf_puts(out, "}, ");
         if (in->a_regs) {
-            /* A from registers; no transpose operands (tf32 is K-major only) */
+            /* A from registers; B's transpose operand for 16-bit types (tf32 is K-major only) */
             buf_puts(out, "{");
             for (int s = 0; s < 4; s++) {
                 buf_puts(out, s ? ", " : "");
@@ -306,7 +306,10 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
             }
             buf_puts(out, "}, ");
             put_opnd(out, f, in->src[4], PT_B64);
-            buf_puts(out, ", 1, 1, 1");
+            if (tf32)
+                buf_puts(out, ", 1, 1, 1");
+            else
+                buf_printf(out, ", 1, 1, 1, %d", in->trans ? 1 : 0);
             break;
         }
         put_opnd(out, f, in->src[0], PT_B64);

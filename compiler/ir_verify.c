@@ -291,14 +291,12 @@ static bool wgmma_group(Verify *v, int i)
         n++;
     if (n != N / 8)
         return fail(v, i, "wgmma m64n%d followed by %d accumulator groups, not %d", N, n, N / 8);
-    if (in->a_regs && in->ty2 != PT_B32)
-        return fail(v, i, "wgmma with A from registers of type %s (tf32 only)", ptype_suffix((PType)in->ty2));
-    if (in->a_regs)
-        return srcs_bits(v, i, 5, (const int[]){ 32, 32, 32, 32, 64 });
     if (in->ty2 != PT_F16 && in->ty2 != PT_BF16 && in->ty2 != PT_B32)
         return fail(v, i, "wgmma of type %s", ptype_suffix((PType)in->ty2));
     if (in->ty2 == PT_B32 && in->trans)
         return fail(v, i, "tf32 wgmma with B N-major (tf32 is K-major only)");
+    if (in->a_regs)
+        return srcs_bits(v, i, 5, (const int[]){ 32, 32, 32, 32, 64 });
     return srcs_bits(v, i, 2, (const int[]){ 64, 64 });
 }
 

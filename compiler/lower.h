@@ -221,7 +221,9 @@ typedef struct { int base; int pitch; ElemType type; bool tf32; int rows, cols; 
 void lower_matmul(Lower *c, Tile *acc, Expr *mm, bool accumulate);
 
 /* matmul_plan.c: how one `@` is computed, chosen once (the file's comment says how). */
-typedef enum { MM_FFMA, MM_MMA_SYNC, MM_WGMMA, MM_WGMMA_TF32, MM_MMA_SWAPPED, MM_WGMMA_TF32_K } MatmulPath;
+typedef enum {
+    MM_FFMA, MM_MMA_SYNC, MM_WGMMA, MM_WGMMA_TF32, MM_MMA_SWAPPED, MM_WGMMA_RA, MM_WGMMA_TF32_RA
+} MatmulPath;
 /* Where an operand comes from. From MS_STAGE on a pipelined loop brought it; from MS_CPASYNC on
  * in the layout the path asked for (MatmulPathRow.swizzle). */
 typedef enum {
@@ -294,6 +296,12 @@ Layout layout_mma(Shape s, int threads, ElemType t, bool wgmma, bool narrow_b);
 bool mma_supported(Lower *c, ElemType t, bool tf32, int M, int N, int K);
 int mma_pitch(ElemType t, int cols);
 void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
+/* A's fragments as mma.sync reads them, for wgmma's register-A form: for accumulator layout L
+ * (one warp column), a in any layout lower_mma reads A in; mma_a_load writes the fragments of
+ * k step k into a[], four per m16 tile (tile j: rows 2 j T0 + 8 w + g and + T0), tf32 rounded. */
+typedef struct Frags Frags;
+Frags *mma_a_frags(Lower *c, const Layout *L, SmemMatrix a);
+void mma_a_load(Lower *c, Frags *F, int k, int *a);
 /* The swizzle (SWZ_*) mma.sync reads operand `side` (0: A, 1: B) of type t of an M x N x K
  * matmul in when it arrives by cp.async; SWZ_NONE: the padded mma_pitch. */
 int mma_sync_swizzle(Lower *c, ElemType t, int side, int M, int N, int K);

@@ -303,7 +303,7 @@ static int pair_b16(Lower *c, int addr, int64_t off_lo, int64_t off_hi)
 }
 
 /* Where the fragments of one k step come from and go. */
-typedef struct {
+struct Frags {
     bool tf, ldm_a, ldm_b, vec_b;
     bool trans_a, trans_b;      /* stored transposed (SmemMatrix.trans): A as [K][M], B as [N][K] */
     bool swz_a, swz_b;          /* swizzled tiles (swizzle.c): lane addresses step by swz_step */
@@ -311,7 +311,7 @@ typedef struct {
     int alane, blane;
     int ax[8], bx[8];           /* swizzled: lane addresses xor'ed per chunk delta (mod 8) */
     int64_t apitch, bpitch;
-} Frags;
+};
 
 /* The A fragments of k step k: 4 per m16 tile. */
 static void load_a(Lower *c, Frags *F, int k, int *a)
@@ -344,6 +344,82 @@ static void load_a(Lower *c, Frags *F, int k, int *a)
             for (int i = 0; i < 4; i++)
                 a[4 * j + i] = round_tf32_operand(c, a[4 * j + i]);
     }
+}
+
+/* Each lane's address of its first A fragment (F->alane), by the way load_a reads A; wm8 = 8 wm,
+ * the warp's first row. */
+static void a_lane(Lower *c, Frags *F, SmemMatrix a, int wm8)
+{
+    Func *f = c->f;
+    if (F->trans_a && F->tf) {
+        /* tf32 A^T: row k = q, column m = 8 wm + g */
+        int colb = ir_bin(f, OP_SHL, PT_B32, R(ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 2, 7)))), IMM(2));
+        int off = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(F->apitch), R(colb));
+        F->alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(off));
+    } else if (F->trans_a) {
+        /* A^T ([K][M], ldmatrix.trans): lane l gives row k = (l & 7) + 8 ((l >> 4) & 1) at
+           column m = 8 wm + ((l >> 3) & 1) T0: matrices 0-3 are a0-a3 (rows r_lo / r_hi x the
+           low / high 8 k) */
+        int krow = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(8), R(tid_bits(c, 0, 7)));
+        int mcol = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(F->T0), R(wm8));
+        int colb = ir_bin(f, OP_SHL, PT_B32, R(mcol), IMM(log2_exact(F->es)));
+        int off = F->swz_a ? swz_offset_ir(c, SWZ_LDMATRIX, krow, colb, true, (int)F->apitch, a.cols)
+                          : ir_tern(f, OP_MAD, PT_U32, R(krow), IMM(F->apitch), R(colb));
+        F->alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(off));
+    } else if (F->ldm_a) {
+        /* A: row (l & 8 ? T0 : 0) + 8 wm + (l & 7), 16 bytes further for l >= 16 */
+        int row = ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 0, 7)));
+        row = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(F->T0), R(row));
+        if (F->swz_a) {
+            int col = ir_bin(f, OP_SHL, PT_B32, R(tid_bits(c, 4, 1)), IMM(4));
+            F->alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(swz_offset_ir(c, SWZ_LDMATRIX, row, col, true, (int)F->apitch, a.rows)));
+        } else {
+            int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(16), R(a.base));
+            F->alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(F->apitch), R(aoff));
+        }
+    } else {
+        /* A by ld.shared.b32: row 8 wm + g, byte 4q (elements 2q, 2q+1, or tf32 element q) */
+        int row = ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 2, 7)));
+        int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(4), R(a.base));
+        F->alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(F->apitch), R(aoff));
+    }
+}
+
+/* A's side of the fragment loads alone, for wgmma's register-A form (lower.h). */
+Frags *mma_a_frags(Lower *c, const Layout *L, SmemMatrix a)
+{
+    Frags *F = arena_alloc(c->a, sizeof *F);
+    memset(F, 0, sizeof *F);
+    F->tf = a.type == TY_F32;
+    F->es = type_size(a.type);
+    F->T0 = L->T[0];
+    F->WN = 1;
+    F->mtiles = L->O[0] / 2;
+    F->apitch = (int64_t)a.pitch * F->es;
+    F->ldm_a = F->apitch % 16 == 0;
+    F->swz_a = a.swz != SWZ_NONE;
+    F->trans_a = a.trans;
+    for (int i = 0; i < 8; i++)
+        F->ax[i] = F->bx[i] = -1;
+    if ((!F->tf && a.trans && !F->ldm_a) || (F->tf && a.trans && a.swz) || F->apitch % 4 ||
+        (F->swz_a && (a.swz != SWZ_LDMATRIX || !F->ldm_a || a.pitch != (a.trans ? a.rows : a.cols))) ||
+        L->V[0] != 1 || L->O[0] % 2 || F->T0 % 8 || L->T[1] != 4 || F->T0 * 4 != c->threads)
+        die("mma_a_frags: A or the accumulator not as the fragment loads read them");
+    Func *f = c->f;
+    const char *saved = f->cur_what;
+    f->cur_what = "mma fragment address";
+    int WM = F->T0 / 8;
+    a_lane(c, F, a, WM > 1 ? tid_bits(c, 2, (WM - 1) << 3) : ir_mov(f, PT_U32, IMM(0)));
+    f->cur_what = saved;
+    return F;
+}
+
+void mma_a_load(Lower *c, Frags *F, int k, int *a)
+{
+    const char *saved = c->f->cur_what;
+    c->f->cur_what = "mma fragment";
+    load_a(c, F, k, a);
+    c->f->cur_what = saved;
 }
 
 /* Column groups are loaded in units: two for ldmatrix.x4.trans (one per pair of n8 tiles), else one. */
@@ -457,38 +533,7 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
                              : ir_bin(f, OP_SHL, PT_B32, R(tid_bits(c, 0, (F.WN - 1) << 5)), IMM(colb - 5));
         bcol = ir_bin(f, OP_ADD, PT_U32, R(wcol), R(b.base));
     }
-    if (F.trans_a && F.tf) {
-        /* tf32 A^T: row k = q, column m = 8 wm + g */
-        int colb = ir_bin(f, OP_SHL, PT_B32, R(ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 2, 7)))), IMM(2));
-        int off = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(F.apitch), R(colb));
-        F.alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(off));
-    } else if (F.trans_a) {
-        /* A^T ([K][M], ldmatrix.trans): lane l gives row k = (l & 7) + 8 ((l >> 4) & 1) at
-           column m = 8 wm + ((l >> 3) & 1) T0: matrices 0-3 are a0-a3 (rows r_lo / r_hi x the
-           low / high 8 k) */
-        int krow = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(8), R(tid_bits(c, 0, 7)));
-        int mcol = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(F.T0), R(wm8));
-        int colb = ir_bin(f, OP_SHL, PT_B32, R(mcol), IMM(log2_exact(F.es)));
-        int off = F.swz_a ? swz_offset_ir(c, SWZ_LDMATRIX, krow, colb, true, (int)F.apitch, a.cols)
-                          : ir_tern(f, OP_MAD, PT_U32, R(krow), IMM(F.apitch), R(colb));
-        F.alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(off));
-    } else if (F.ldm_a) {
-        /* A: row (l & 8 ? T0 : 0) + 8 wm + (l & 7), 16 bytes further for l >= 16 */
-        int row = ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 0, 7)));
-        row = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(F.T0), R(row));
-        if (F.swz_a) {
-            int col = ir_bin(f, OP_SHL, PT_B32, R(tid_bits(c, 4, 1)), IMM(4));
-            F.alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(swz_offset_ir(c, SWZ_LDMATRIX, row, col, true, (int)F.apitch, a.rows)));
-        } else {
-            int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(16), R(a.base));
-            F.alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(F.apitch), R(aoff));
-        }
-    } else {
-        /* A by ld.shared.b32: row 8 wm + g, byte 4q (elements 2q, 2q+1, or tf32 element q) */
-        int row = ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 2, 7)));
-        int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(4), R(a.base));
-        F.alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(F.apitch), R(aoff));
-    }
+    a_lane(c, &F, a, wm8);
     if (F.trans_b && F.tf) {
         /* tf32 B^T: row n = 8 G wn + G g, k byte 4 q */
         int nrow = ir_tern(f, OP_MAD, PT_U32, R(warp_column(c, F.WN)), IMM(MMA_N * F.G),

@@ -1,4 +1,5 @@
-/* lower_wgmma.c: tensor-core matmul with wgmma (sm_90a), f16 and bf16 operands, f32 accumulators.
+/* lower_wgmma.c: tensor-core matmul with wgmma (sm_90a), f16, bf16 and tf32 operands, f32
+ * accumulators.
  *
  * A warpgroup (4 warps, 128 threads) multiplies a 64 x 16 slice of A by a 16 x N slice of B
  * (N <= 256) with one wgmma.mma_async, both read by the tensor cores straight from shared memory
@@ -15,6 +16,14 @@
  * warp column: warp w holds rows 8 w + g and 8 W + 8 w + g of every 16 W, where wgmma gives rank v
  * of warpgroup u rows 64 u + 16 v + g and + 8; SWZ_SLAB_WG stores A's rows so that the two agree
  * (wg_row), which keeps every epilogue, reduction and store of the mma.sync layout as it is.
+ *
+ * A from registers. wgmma's A may instead be four registers per thread per k step, each warp's
+ * fragment that of mma.sync's m16 A tile (the rows the warp holds, in whatever order): a
+ * transposed A (M-major, which the slab cannot take in wg_row's order at cp.async's speed) and
+ * every tf32 A (rounded there, where in a slab it would be rounded in place) are loaded that way,
+ * by lower_mma.c's fragment loads (mma_a_frags), all k steps before one fence; B comes from its
+ * slab, K-major for tf32 (tf32 wgmma reads nothing else). The fragment registers stay live until
+ * the wait (wg_hold).
  *
  * Order. Each matmul fences the accumulators (wgmma.fence), issues its wgmma, commits them as one
  * group and waits for it before the next iteration's barrier lets the stage be overwritten. The
@@ -82,34 +91,56 @@ void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     /* tf32 (f32 operands, rounded in shared memory): m64nNk8, both K-major, so B transposed */
     bool tf = a.type == TY_F32;
     int wk = tf ? 8 : WG_K;
-    if (a.pitch != K || a.trans || b.pitch != (b.trans ? K : N) || b.rows != K || L->T[0] != 8 * warps ||
-        L->T[1] != 4 || L->V[0] != 1 || L->V[1] != 2 || L->O[1] != N / 8 || L->reps != 1 || (tf && !b.trans) ||
+    /* A not in its slab (transposed: M-major) comes from registers, read as mma.sync reads it */
+    bool regs_a = a.swz != SWZ_SLAB_WG;
+    if ((!regs_a && (a.pitch != K || a.trans)) || b.pitch != (b.trans ? K : N) || b.rows != K || L->T[0] != 8 * warps ||
+        L->T[1] != 4 || L->V[0] != 1 || L->V[1] != 2 || L->O[1] != N / 8 || L->reps != 1 || (tf && (!b.trans || !regs_a)) ||
         !(tf ? wgmma_shape_tf32_kmajor(c, M, N, K) : wgmma_shape(c, a.type, false, M, N, K)))
         die("lower_wgmma: operands or accumulator not in wgmma's layouts");
+    int tall = M / (16 * warps);     /* wgmma per k step: 64-row blocks of this warpgroup */
+    Frags *af = regs_a ? mma_a_frags(c, L, a) : NULL;
+    int nfrag = regs_a ? 4 * tall * (K / wk) : 0;
+    int *frag = arena_alloc(c->a, sizeof(int) * (size_t)(nfrag + 1));
     if (pipe_take_barrier(c))
         pipe_barrier(c);
     const char *saved = f->cur_what;
     f->cur_what = "wgmma descriptor";
     /* warpgroup u's rows start 64 u rows (8 KB) into A */
-    int u = ir_bin(f, OP_SHR, PT_U32, R(c->tid), IMM(7));
-    int abase = ir_tern(f, OP_MAD, PT_U32, R(u), IMM(WG_M * SLAB), R(a.base));
+    int da = -1;
+    if (!regs_a) {
+        int u = ir_bin(f, OP_SHR, PT_U32, R(c->tid), IMM(7));
+        da = wgmma_descriptor(c, ir_tern(f, OP_MAD, PT_U32, R(u), IMM(WG_M * SLAB), R(a.base)), 16);
+    }
     /* B^T ([N][K]) is K-major like A: its N rows in slabs of K, 8 rows per 1024 bytes */
-    int da = wgmma_descriptor(c, abase, 16), db = wgmma_descriptor(c, b.base, b.trans ? 16 : K * SLAB);
+    int db = wgmma_descriptor(c, b.base, b.trans ? 16 : K * SLAB);
     f->cur_what = saved;
+    /* A's fragments of every k step, then one fence: written before the wgmma that read them */
+    for (int k = 0, n = 0; k < K && regs_a; k += wk, n += 4 * tall) {
+        for (int i = 0; i < 4 * tall; i++)
+            frag[n + i] = new_reg(f, RC_R);
+        mma_a_load(c, af, k, &frag[n]);
+    }
     emit_ins(f, OP_WGFENCE, PT_B32);
-    int tall = M / (16 * warps);     /* wgmma per k step: 64-row blocks of this warpgroup */
     for (int k = 0; k < K; k += wk) {
         int64_t kb = (int64_t)k * es;    /* bytes along A's rows */
         for (int j = 0; j < tall; j++) {
             int64_t aoff = (int64_t)j * 16 * warps * SLAB + kb / SLAB * M * SLAB + kb % SLAB;
             int64_t boff = b.trans ? kb / SLAB * N * SLAB + kb % SLAB : (int64_t)k * SLAB;
-            int dak = aoff ? ir_bin(f, OP_ADD, PT_S64, R(da), IMM(aoff >> 4)) : da;
             int dbk = boff ? ir_bin(f, OP_ADD, PT_S64, R(db), IMM(boff >> 4)) : db;
+            int dak = regs_a ? -1 : aoff ? ir_bin(f, OP_ADD, PT_S64, R(da), IMM(aoff >> 4)) : da;
             Ins *in = emit_ins(f, OP_WGMMA, PT_F32);
             in->ty2 = (uint8_t)(tf ? PT_B32 : a.type == TY_BF16 ? PT_BF16 : PT_F16);
-            in->src[0] = R(dak);
-            in->src[1] = R(dbk);
-            in->nsrc = 2;
+            if (regs_a) {
+                in->a_regs = true;
+                for (int i = 0; i < 4; i++)
+                    in->src[i] = R(frag[k / wk * 4 * tall + 4 * j + i]);
+                in->src[4] = R(dbk);
+                in->nsrc = 5;
+            } else {
+                in->src[0] = R(dak);
+                in->src[1] = R(dbk);
+                in->nsrc = 2;
+            }
             in->n = N;
             in->trans = !b.trans;     /* imm-trans-b: B N-major (never for tf32: K-major only) */
             for (int i = 0; i < N / 8; i++) {
@@ -123,4 +154,7 @@ void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     /* the next stage's copies go into the stage every thread finished reading before the barrier */
     pipe_issue_pending(c);
     emit_ins(f, OP_WGWAIT, PT_B32)->inflight = 0;
+    /* the tensor cores read A's fragment registers until the wait: none may be reused before */
+    if (regs_a)
+        wg_hold(f, frag, nfrag);
 }

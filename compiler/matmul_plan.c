@@ -23,30 +23,40 @@ static bool fits_mma_sync(Lower *c, const MatmulPlan *p)
     return mma_supported(c, p->type, p->tf32, p->M, p->N, p->K);
 }
 
-/* tf32 with B transposed (K-major, as tf32 wgmma reads B) and A not: the plain product, both
- * operands from slabs like f16's (A in warpgroup row order), rounded to tf32 in place */
-static bool fits_wgmma_tf32_k(Lower *c, const MatmulPlan *p)
-{
-    return p->type == TY_F32 && p->tf32 && !p->trans[0] && p->trans[1] && fits_mma_sync(c, p) &&
-           wgmma_shape_tf32_kmajor(c, p->M, p->N, p->K);
-}
-
 /* A arrives in slabs, K-major: a transposed A cannot; B^T goes through registers row-major, so a
- * transposed B takes mma.sync, which reads it from the stage buffer */
+ * transposed B takes the register-A row below, which reads B K-major from its slab */
 static bool fits_wgmma_tf32(Lower *c, const MatmulPlan *p)
 {
     return p->type == TY_F32 && p->tf32 && !p->trans[0] && !p->trans[1] && fits_mma_sync(c, p) &&
            wgmma_shape(c, p->type, true, p->M, p->N, p->K);
 }
 
-/* A in warpgroup row order (K-major); B N-major, or K-major when transposed. A transposed A
- * would be M-major with its 16-byte chunks in warpgroup order: every quarter warp's copies then
- * touch two 128-byte lines on one side or the other, and the product ran at 0.33 of cuBLAS
- * against mma.sync's 0.53 (H200, 4096^3 f16), so it stays on mma.sync. */
+/* A in warpgroup row order (K-major); B N-major, or K-major when transposed. A transposed A takes
+ * the register-A row below. */
 static bool fits_wgmma(Lower *c, const MatmulPlan *p)
 {
     return (p->type == TY_F16 || p->type == TY_BF16) && !p->trans[0] && fits_mma_sync(c, p) &&
            wgmma_shape(c, p->type, false, p->M, p->N, p->K);
+}
+
+/* A transposed A (M-major) on wgmma: its fragments loaded into registers as mma.sync loads them
+ * (ldmatrix.trans; tf32, 32-bit loads), wgmma's register-A form, B from its slab. Placing A^T in
+ * the slab that wgmma reads M-major instead needs A's 16-byte chunks in the accumulator's row
+ * order (wg_row), which breaks up the 32-byte sectors cp.async moves: tried, both by placing the
+ * chunks and by choosing which chunk each thread fetches, it ran at 0.33 of cuBLAS against the
+ * row-major product's 0.69 (H200, 4096^3 f16). tf32 reads B only K-major: B transposed, and A in
+ * either layout, rounded in registers (A in a slab had to be rounded in place after its copies:
+ * 0.53 of cuBLAS at 4096^3 against 0.71 this way). */
+static bool fits_wgmma_ra(Lower *c, const MatmulPlan *p)
+{
+    return (p->type == TY_F16 || p->type == TY_BF16) && p->trans[0] && fits_mma_sync(c, p) &&
+           wgmma_shape(c, p->type, false, p->M, p->N, p->K);
+}
+
+static bool fits_wgmma_tf32_ra(Lower *c, const MatmulPlan *p)
+{
+    return p->type == TY_F32 && p->tf32 && p->trans[1] && fits_mma_sync(c, p) &&
+           wgmma_shape_tf32_kmajor(c, p->M, p->N, p->K);
 }
 
 static bool fits_any(Lower *c, const MatmulPlan *p)
@@ -127,6 +137,12 @@ static int swizzle_wgmma(Lower *c, const MatmulPlan *p, ElemType t, int side)
     return side == 0 ? SWZ_SLAB_WG : SWZ_SLAB;
 }
 
+/* A where mma.sync's fragment loads read it, B in its slab */
+static int swizzle_wgmma_ra(Lower *c, const MatmulPlan *p, ElemType t, int side)
+{
+    return side == 1 ? SWZ_SLAB : swizzle_mma_sync(c, p, t, 0);
+}
+
 /* A in slabs for the tensor cores; B^T read into registers four n8 tiles at a time */
 static int swizzle_swapped(Lower *c, const MatmulPlan *p, ElemType t, int side)
 {
@@ -159,10 +175,11 @@ enum { SIDE_A = 1, SIDE_B = 2 };
 
 /* Most specific first; rows without fits() are reached only as a fallback. */
 static const MatmulPathRow rows[] = {
-    /* tf32 on sm_90a with B stored [N, K]: the plain product, both operands in slabs, B^T by TMA
-       (which rounds on the copy) where it can, A by cp.async rounded in place (lower_wgmma.c) */
-    { MM_WGMMA_TF32_K, "wgmma tf32", fits_wgmma_tf32_k, layout_wgmma, swizzle_wgmma, mma_pitch,
-      SIDE_A | SIDE_B, MM_MMA_SYNC, SIDE_B, SIDE_A | SIDE_B, SIDE_A | SIDE_B, true, false, trans_wgmma, emit_wgmma },
+    /* tf32 on sm_90a with B transposed (stored [N, K]): A's fragments in registers, rounded
+       there; B^T K-major from its slab, by TMA (rounding on the copy) where it can, else rounded
+       in place */
+    { MM_WGMMA_TF32_RA, "wgmma tf32 (A from registers)", fits_wgmma_tf32_ra, layout_wgmma, swizzle_wgmma_ra,
+      mma_pitch, SIDE_B, MM_MMA_SYNC, SIDE_B, SIDE_B, SIDE_B, true, false, trans_mma_sync, emit_wgmma },
     /* tf32 on sm_90a: C^T = B^T A^T, A by cp.async or TMA into slabs the tensor cores read as tf32
        (rounded in place after cp.async; TMA rounds on the way), its group in flight across
        iterations (lower_mma_swap.c) */
@@ -171,6 +188,10 @@ static const MatmulPathRow rows[] = {
     /* f16/bf16 on sm_90a: both operands in slabs (lower_wgmma.c) */
     { MM_WGMMA, "wgmma", fits_wgmma, layout_wgmma, swizzle_wgmma, mma_pitch,
       SIDE_A | SIDE_B, MM_MMA_SYNC, 0, SIDE_A | SIDE_B, 0, true, false, trans_wgmma, emit_wgmma },
+    /* f16/bf16 on sm_90a with A transposed: A's fragments in registers, B from its slab
+       (lower_wgmma.c) */
+    { MM_WGMMA_RA, "wgmma (A from registers)", fits_wgmma_ra, layout_wgmma, swizzle_wgmma_ra, mma_pitch,
+      SIDE_B, MM_MMA_SYNC, 0, SIDE_B, 0, true, false, trans_mma_sync, emit_wgmma },
     /* f16/bf16/tf32, sm_80 on (lower_mma.c) */
     { MM_MMA_SYNC, "mma.sync", fits_mma_sync, layout_mma_sync, swizzle_mma_sync, mma_pitch,
       0, MM_MMA_SYNC, 0, 0, 0, true, false, trans_mma_sync, emit_mma_sync },
@@ -259,11 +280,12 @@ void matmul_set_sources(MatmulPlan *p, MatmulSource a, MatmulSource b)
  * units apart (mma_pitch gives wide f32 rows B's pitch, which it cannot tell from A's). */
 int matmul_stage_pitch(const MatmulPlan *p, int side, ElemType t, int cols)
 {
-    if (t == TY_F32 && side == 0 && !p->trans[0] && p->row->path == MM_MMA_SYNC) {
+    bool frag_loads = p->row->path == MM_MMA_SYNC || (side == 0 && p->row->path == MM_WGMMA_TF32_RA);
+    if (t == TY_F32 && side == 0 && !p->trans[0] && frag_loads) {
         int units = (cols * 4 + 15) / 16;
         return (units | 1) * 4;
     }
-    if (!(p->trans[side] && t == TY_F32 && p->row->path == MM_MMA_SYNC))
+    if (!(p->trans[side] && t == TY_F32 && frag_loads))
         return p->row->pitch(t, cols);
     int want = side == 1 ? 4 : 8, pw = (cols + 3) & ~3;
     while (pw % 32 != want)

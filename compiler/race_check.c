@@ -360,7 +360,7 @@ static int access_of(Check *c, int i, Access *x, Opnd *addrs)
     }
     case OP_WGMMA:
         x->as = AS_WG;
-        if (in->a_regs) {               /* tf32 swapped: A in registers, B's descriptor */
+        if (in->a_regs) {               /* A in registers, B's descriptor */
             addrs[0] = in->src[4];
             return 1;
         }

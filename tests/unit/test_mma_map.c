@@ -209,13 +209,13 @@ static void run_wgmma(Block *b, Ins *in, int u)
             printf("FAIL wgmma: descriptors differ across the warpgroup\n");
             exit(1);
         }
-    if (regs) {
+    if (regs && tf) {
         run_wgmma_tf32(b, in, u, db);
         return;
     }
     uint64_t d[2] = { da, db };
-    uint32_t start[2], lbo[2], sbo[2];
-    for (int i = 0; i < 2; i++) {
+    uint32_t start[2] = { 0, 0 }, lbo[2] = { 0, 0 }, sbo[2] = { 0, 0 };
+    for (int i = regs ? 1 : 0; i < 2; i++) {
         if (d[i] >> 62 != 1 || (d[i] >> 49 & 7)) {
             printf("FAIL wgmma: descriptor %d not 128-byte swizzle at base offset 0\n", i);
             exit(1);
@@ -226,27 +226,19 @@ static void run_wgmma(Block *b, Ins *in, int u)
     }
     bool kmajor_b = !in->trans;     /* B^T: K-major, canonical like A with n for m */
     static double A[64][16], B[16][256];
-    if (tf) {      /* 4-byte elements, 8 k, each read as tf32 (its top 19 bits) */
-        if (in->trans) {
-            printf("FAIL wgmma: tf32 B not K-major\n");
-            exit(1);
-        }
-        for (int k = 0; k < 8; k++) {
-            for (int m = 0; m < 64; m++) {
-                uint32_t w;
-                memcpy(&w, &smem[swizzle128(start[0] + (uint32_t)(m % 8) * 128 + (uint32_t)(m / 8) * sbo[0] + 4u * (uint32_t)k)], 4);
-                A[m][k] = u2f(w & ~0x1fffu);
-            }
-            for (int n = 0; n < N; n++) {
-                uint32_t w;
-                memcpy(&w, &smem[swizzle128(start[1] + (uint32_t)(n % 8) * 128 + (uint32_t)(n / 8) * sbo[1] + 4u * (uint32_t)k)], 4);
-                B[k][n] = u2f(w & ~0x1fffu);
-            }
-        }
-        wgmma_accumulate(b, in, u, 8, A, B);
-        return;
+    if (tf) {      /* tf32 A comes from registers (lower_wgmma.c, lower_mma_swap.c) */
+        printf("FAIL wgmma: tf32 A from a descriptor\n");
+        exit(1);
     }
-    for (int m = 0; m < 64; m++)
+    /* 16-bit A from registers: the mma.sync m16n8k16 A fragment per warp (warp v: rows 16 v + g,
+       + 8 for a1, a3; k 2 q, 2 q + 1, + 8 for a2, a3) */
+    for (int t = t0; regs && t < t0 + 128; t++) {
+        int v = (t - t0) / 32, l = t % 32, g = l / 4, q = l % 4;
+        for (int i = 0; i < 4; i++)
+            for (int e = 0; e < 2; e++)
+                A[16 * v + g + 8 * (i & 1)][2 * q + e + 8 * (i >> 1)] = elem16((uint32_t)val(b, t, in->src[i]), e, bf);
+    }
+    for (int m = 0; m < 64 && !regs; m++)
         for (int k = 0; k < 16; k++) {
             uint16_t h;
             memcpy(&h, &smem[swizzle128(start[0] + (uint32_t)(m % 8) * 128 + (uint32_t)(m / 8) * sbo[0] + 2u * (uint32_t)k)], 2);
