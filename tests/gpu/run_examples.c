@@ -128,6 +128,8 @@ static Example examples[] = {
     {"gemm_bias_relu", "A B bias C M K N", NULL, NULL, false, NULL},
     {"linear", "X W bias Y M K N", NULL, NULL, false, NULL},
     {"linear_bf16", "X W bias Y M K N", NULL, NULL, false, "linear"},
+    {"bmm", "A B C Bt M K N", NULL, NULL, false, NULL},
+    {"scores", "Q K S scale Bt H T D", NULL, NULL, false, "bmm"},
 };
 
 /* The example's kernel, loaded on first use; NULL (after one FAIL line) when it cannot be. */
@@ -544,6 +546,95 @@ done:
     free(ha), free(hb), free(hbias), free(ref), free(bound);
 }
 
+/* examples/bmm.tile. bmm: C[b] = A[b] @ B[b] over [nb, m, k] and [nb, k, n] f16 tensors, f16 out.
+ * scores: S[b, h] = scale * Q[b, h] @ K[b, h]^T over [nb, nh, m, k] f16 tensors (n = m: T), f32
+ * out, scale a power of two (exact). Each batch entry is its own product in the reference. */
+static void case_batched(tilert_context *ctx, bool scores, int nb, int nh, int m, int n, int kk, bool expect_refusal)
+{
+    const char *name = scores ? "scores" : "bmm";
+    tilert_kernel *k = kernel(ctx, name);
+    if (!k)
+        return;
+    if (scores)
+        n = m;
+    int batch = nb * nh;
+    char desc[128];
+    snprintf(desc, sizeof desc, "%s Bt=%d%s%.0d M=%d N=%d K=%d%s", name, nb, scores ? " H=" : "", scores ? nh : 0, m,
+             n, kk, expect_refusal ? " refused by assume" : "");
+    size_t sa = (size_t)batch * m * kk, sb = (size_t)batch * kk * n, sc = (size_t)batch * m * n;
+    float *ha = malloc(sa * 4 + 4), *hb = malloc(sb * 4 + 4);
+    double *ref = malloc(sc * 8 + 8), *bound = malloc(sc * 8 + 8);
+    const float scale = 0.125f;
+    CUdeviceptr da, db, dc;
+    if (!ha || !hb || !ref || !bound) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    if (!(da = mma_input(T_F16, ha, sa)) || !(db = mma_input(T_F16, hb, sb)) ||
+        !(dc = scores ? dev_floats(sc) : dev_halves(sc))) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    tilert_arg a[8];
+    int na = 0;
+    a[na++] = tilert_ptr(da);
+    a[na++] = tilert_ptr(db);
+    a[na++] = tilert_ptr(dc);
+    if (scores) {
+        a[na++] = tilert_f32(scale);
+        a[na++] = tilert_i32(nb);
+        a[na++] = tilert_i32(nh);
+        a[na++] = tilert_i32(m);
+        a[na++] = tilert_i32(kk);
+    } else {
+        a[na++] = tilert_i32(nb);
+        a[na++] = tilert_i32(m);
+        a[na++] = tilert_i32(kk);
+        a[na++] = tilert_i32(n);
+    }
+    if (expect_refusal) {
+        refused(desc, k, a, na);
+        goto done;
+    }
+    for (int b = 0; b < batch; b++) {
+        float *bb = hb + (size_t)b * kk * n;
+        double *r = ref + (size_t)b * m * n, *bd = bound + (size_t)b * m * n;
+        if (scores && !transpose_b(bb, kk, n)) {     /* K[b, h] is stored [T, D]: B = its transpose */
+            result(false, desc, "out of host memory");
+            goto done;
+        }
+        ref_matmul_bound(ha + (size_t)b * m * kk, NULL, bb, NULL, r, bd, m, n, kk, SUM_TENSOR);
+        if (scores)
+            bound_affine(r, bd, (size_t)m, (size_t)n, scale, NULL);
+        else
+            bound_store(r, bd, (size_t)m * n, U_F16, 0x1p-25);
+    }
+    if (!launch(desc, k, a, na))
+        goto done;
+    if (scores)
+        check_output(desc, dc, sc, ref, bound, (size_t)n);
+    else
+        check_halves(desc, T_F16, dc, sc, ref, bound, (size_t)n);
+done:
+    free_case();
+    free(ha), free(hb), free(ref), free(bound);
+}
+
+static void cases_batched(tilert_context *ctx)
+{
+    /* bmm: N and K multiples of 8 (assumed), M anything; several batch entries, tiles not full */
+    static const int bmm[][4] = {{1, 1, 8, 8}, {3, 100, 136, 72}, {2, 129, 256, 200}, {4, 128, 128, 64}};
+    /* scores: D a multiple of 8, T anything (S is T x T) */
+    static const int sc[][4] = {{1, 1, 1, 8}, {2, 3, 100, 64}, {1, 2, 129, 128}, {2, 2, 130, 40}};
+    size_t nbmm = test_small() ? 2 : COUNT(bmm), nsc = test_small() ? 2 : COUNT(sc);
+    for (size_t i = 0; i < nbmm; i++)
+        case_batched(ctx, false, bmm[i][0], 1, bmm[i][1], bmm[i][2], bmm[i][3], false);
+    for (size_t i = 0; i < nsc; i++)
+        case_batched(ctx, true, sc[i][0], sc[i][1], sc[i][2], 0, sc[i][3], false);
+    case_batched(ctx, false, 2, 1, 64, 64, 60, true);
+    case_batched(ctx, true, 1, 2, 64, 0, 60, true);
+}
+
 /* tf32's rounding of finite f32 (docs/language.md): to nearest, ties to even on wgmma (sm_90a),
  * ties away from zero on mma.sync. */
 static uint32_t tf32_rne(uint32_t bits) { return (bits + 0xfff + (bits >> 13 & 1)) & ~0x1fffu; }
@@ -846,6 +937,7 @@ int main(int argc, char **argv)
     case_matmul(ctx, 129, 7, 128, true);
     if (tilert_device_arch(ctx) >= 80) {   /* mma.sync, ldmatrix and cp.async need sm_80 */
         cases_mma(ctx);
+        cases_batched(ctx);
         case_tf32_rounding(ctx);
         cases_mma_shapes(ctx);
     } else
