@@ -298,7 +298,8 @@ int mma_pitch(ElemType t, int cols);
 void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
 /* A's fragments as mma.sync reads them, for wgmma's register-A form: for accumulator layout L
  * (one warp column), a in any layout lower_mma reads A in; mma_a_load writes the fragments of
- * k step k into a[], four per m16 tile (tile j: rows 2 j T0 + 8 w + g and + T0), tf32 rounded. */
+ * k step k into a[], four per m16 tile (tile j: rows 2 j T0 + 8 w + g and + T0), tf32 rounded to
+ * nearest, ties to even (wgmma's rounding). */
 typedef struct Frags Frags;
 Frags *mma_a_frags(Lower *c, const Layout *L, SmemMatrix a);
 void mma_a_load(Lower *c, Frags *F, int k, int *a);

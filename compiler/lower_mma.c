@@ -305,6 +305,7 @@ static int pair_b16(Lower *c, int addr, int64_t off_lo, int64_t off_hi)
 /* Where the fragments of one k step come from and go. */
 struct Frags {
     bool tf, ldm_a, ldm_b, vec_b;
+    bool even;                  /* tf32 rounded to nearest, ties to even (wgmma's), not away */
     bool trans_a, trans_b;      /* stored transposed (SmemMatrix.trans): A as [K][M], B as [N][K] */
     bool swz_a, swz_b;          /* swizzled tiles (swizzle.c): lane addresses step by swz_step */
     int es, G, T0, WN, mtiles, groups;
@@ -342,7 +343,7 @@ static void load_a(Lower *c, Frags *F, int k, int *a)
                 a[4 * j + i] = smem_ld_b32(c, F->alane, base + (i & 1) * F->T0 * F->apitch + (i >> 1) * 16);
         if (F->tf)
             for (int i = 0; i < 4; i++)
-                a[4 * j + i] = round_tf32_operand(c, a[4 * j + i]);
+                a[4 * j + i] = F->even ? round_tf32_even(c, a[4 * j + i]) : round_tf32_operand(c, a[4 * j + i]);
     }
 }
 
@@ -399,6 +400,7 @@ Frags *mma_a_frags(Lower *c, const Layout *L, SmemMatrix a)
     F->ldm_a = F->apitch % 16 == 0;
     F->swz_a = a.swz != SWZ_NONE;
     F->trans_a = a.trans;
+    F->even = true;    /* tf32 on wgmma rounds as its other paths do (docs/language.md) */
     for (int i = 0; i < 8; i++)
         F->ax[i] = F->bx[i] = -1;
     if ((!F->tf && a.trans && !F->ldm_a) || (F->tf && a.trans && a.swz) || F->apitch % 4 ||
@@ -488,6 +490,7 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
             pipe_barrier(c);
     }
     F.tf = a.type == TY_F32;
+    F.even = false;
     PType ab = F.tf ? PT_B32 : a.type == TY_BF16 ? PT_BF16 : PT_F16;
     F.es = type_size(a.type);
     int K = a.cols, ks = k_step(a.type);
