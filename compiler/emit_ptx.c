@@ -321,6 +321,15 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
             buf_printf(out, ", 1, 1, 1, 0, %d", in->trans ? 1 : 0);
         break;
     }
+    case OP_PACK2:
+        /* two f32 (holding f16 or bf16 values) into one register, src[0] in the upper half */
+        buf_printf(out, "cvt.rn.%sx2.f32 ", in->ty == PT_BF16 ? "bf16" : "f16");
+        put_reg(out, f, in->dst[0]);
+        buf_puts(out, ", ");
+        put_opnd(out, f, in->src[0], PT_F32);
+        buf_puts(out, ", ");
+        put_opnd(out, f, in->src[1], PT_F32);
+        break;
     case OP_BRA: buf_printf(out, "bra.uni $L%d", in->label); break;
     case OP_RET: buf_puts(out, "ret"); break;
     default: {

@@ -266,13 +266,14 @@ struct MatmulPlan {
     /* A or B is a window contiguous along its first dimension (Expr.twin: a column-major view or
      * a .T): in memory its rows are A's columns (M-major A) or B's (K-major B) */
     bool trans[2];
+    bool a_value;               /* A is a value (no window, no shared var): in registers first */
     MatmulPlan *next;           /* Lower.plans */
 };
 /* The plan of `@` expression mm, chosen on first use. */
 MatmulPlan *matmul_plan(Lower *c, Expr *mm);
 /* Chooses a plan for operands of type t of an s (M x N) x K product whose operands are transposed
- * as trans says (NULL: neither); the unit tests call it. */
-void matmul_choose(Lower *c, MatmulPlan *p, ElemType t, bool tf32, Shape s, int K, const bool *trans);
+ * as trans says (NULL: neither), A a value or not; the unit tests call it. */
+void matmul_choose(Lower *c, MatmulPlan *p, ElemType t, bool tf32, Shape s, int K, const bool *trans, bool a_value);
 /* Will a pipelined loop copy operand `side` of p in memory order (transposed)? */
 bool matmul_reads_trans(const MatmulPlan *p, int side);
 /* Records where the operands come from; a path whose needs they do not meet gives way to its
@@ -313,6 +314,12 @@ bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K);
 /* tf32 with B K-major (transposed): both operands from shared memory, not swapped (m64nNk8). */
 bool wgmma_shape_tf32_kmajor(Lower *c, int M, int N, int K);
 void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
+/* The same with A a value in registers (an `@` operand that is no window: the f16 of another
+ * product, say) in wgmma_value_layout, the layout a wgmma accumulator of A's shape has: its
+ * fragments are its own registers, packed in pairs, each rounded to nearest even on the way (so
+ * av may hold f32 values not yet rounded to its type: the f32 operand of an f16() cast). */
+Layout wgmma_value_layout(Lower *c, ElemType t, int M, int K);
+void lower_wgmma_value(Lower *c, Tile *acc, const Tile *av, SmemMatrix b);
 /* The WGACC after a WGMMA: four accumulator slots of acc, in the D fragment's order. */
 void wgmma_acc_group(Func *f, const Tile *acc, const int slots[4]);
 /* WGHOLD instructions keeping regs[0..n) live up to here (after the wait for the wgmma reading them). */

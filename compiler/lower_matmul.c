@@ -90,6 +90,34 @@ void lower_matmul(Lower *c, Tile *acc, Expr *mm, bool accumulate)
         }
     f->cur_what = "matmul operand";
     MatmulSource sa, sb;
+    if (plan->a_value && plan->row->path == MM_WGMMA_RA) {
+        /* A a value: its registers are wgmma's A fragments where B arrives in its slab */
+        SmemMatrix mb = stage_operand(c, plan, 1, mm->b, &sb);
+        matmul_set_sources(plan, MS_REGS, sb);
+        if (plan->row->path == MM_WGMMA_RA) {
+            bool tf32;
+            Expr *x = matmul_operand(mm->a, &tf32);
+            Layout want = wgmma_value_layout(c, x->type, plan->M, plan->K);
+            /* f16(v) of an f32 v: the fragments' pack rounds v to nearest even as the cast would,
+               so the cast's own rounding is left out */
+            bool narrowed = x->kind == E_CAST && x->a->type == TY_F32;
+            Tile av = to_layout(c, lower_expr(c, narrowed ? x->a : x, &want), &want);
+            av.type = x->type;
+            /* B came by the loop's copies (the row needs it so): the loop's barrier publishes it */
+            lower_wgmma_value(c, acc, &av, mb);
+            f->cur_what = saved;
+            return;
+        }
+        SmemMatrix ma = stage_operand(c, plan, 0, mm->a, &sa);
+        bool pipelined = sa >= MS_STAGE && sb >= MS_STAGE;
+        if (!pipelined)
+            ir_bar(f);
+        plan->row->lower(c, acc, plan, ma, mb);
+        if (!pipelined)
+            ir_bar(f);
+        f->cur_what = saved;
+        return;
+    }
     SmemMatrix ma = stage_operand(c, plan, 0, mm->a, &sa);
     SmemMatrix mb = stage_operand(c, plan, 1, mm->b, &sb);
     matmul_set_sources(plan, sa, sb);

@@ -84,7 +84,49 @@ void wgmma_acc_group(Func *f, const Tile *acc, const int slots[4])
     g->ndst = g->nsrc = 4;
 }
 
+/* The A fragments of k step k (16 columns) from av, a 16-bit M x K value in wgmma_value_layout:
+ * m16 tile j of the warp is slots o0 = 2 j (rows r_lo) and 2 j + 1 (r_hi), and the k step's two
+ * n8 column groups o1 = k / 8 and k / 8 + 1 hold columns 2 q, 2 q + 1 of each: the mma A fragment
+ * a0..a3 (r_lo, r_hi by the low and high 8 columns), two elements packed per register. */
+static void value_frags(Lower *c, const Tile *av, int k, int tall, int *frag)
+{
+    const Layout *L = &av->L;
+    PType pair = av->type == TY_BF16 ? PT_BF16 : PT_F16;
+    for (int j = 0; j < tall; j++)
+        for (int i = 0; i < 4; i++) {
+            int o0 = 2 * j + (i & 1), o1 = k / 8 + (i >> 1), s = (o0 * L->O[1] + o1) * 2;
+            Ins *in = emit_ins(c->f, OP_PACK2, pair);
+            in->dst[0] = frag[4 * j + i];
+            in->ndst = 1;
+            in->src[0] = R(opnd_reg(c, av->v[s + 1], PT_F32));   /* the upper half: column 2 q + 1 */
+            in->src[1] = R(opnd_reg(c, av->v[s], PT_F32));
+            in->nsrc = 2;
+        }
+}
+
+Layout wgmma_value_layout(Lower *c, ElemType t, int M, int K)
+{
+    return layout_mma((Shape){ 2, { M, K } }, c->threads, t, true, false);
+}
+
+static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, SmemMatrix b);
+
 void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
+{
+    wgmma_product(c, acc, a, NULL, b);
+}
+
+void lower_wgmma_value(Lower *c, Tile *acc, const Tile *av, SmemMatrix b)
+{
+    Layout want = wgmma_value_layout(c, av->type, av->L.S[0], av->L.S[1]);
+    if ((av->type != TY_F16 && av->type != TY_BF16) || !layout_eq(&av->L, &want) || av->L.T[1] != 4 ||
+        av->L.V[1] != 2 || av->L.V[0] != 1)
+        die("lower_wgmma_value: A not a 16-bit value in wgmma_value_layout");
+    SmemMatrix a = { -1, av->L.S[1], av->type, false, av->L.S[0], av->L.S[1], SWZ_NONE, 0, false };
+    wgmma_product(c, acc, a, av, b);
+}
+
+static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, SmemMatrix b)
 {
     Func *f = c->f;
     Layout *L = &acc->L;
@@ -94,13 +136,13 @@ void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     bool tf = a.type == TY_F32;
     int wk = tf ? 8 : WG_K;
     /* A not in its slab (transposed: M-major) comes from registers, read as mma.sync reads it */
-    bool regs_a = a.swz != SWZ_SLAB_WG;
+    bool regs_a = av || a.swz != SWZ_SLAB_WG;
     if ((!regs_a && (a.pitch != K || a.trans)) || b.pitch != (b.trans ? K : N) || b.rows != K || L->T[0] != 8 * warps ||
         L->T[1] != 4 || L->V[0] != 1 || L->V[1] != 2 || L->O[1] != N / 8 || L->reps != 1 || (tf && (!b.trans || !regs_a)) ||
         !(tf ? wgmma_shape_tf32_kmajor(c, M, N, K) : wgmma_shape(c, a.type, false, M, N, K)))
         die("lower_wgmma: operands or accumulator not in wgmma's layouts");
     int tall = M / (16 * warps);     /* wgmma per k step: 64-row blocks of this warpgroup */
-    Frags *af = regs_a ? mma_a_frags(c, L, a) : NULL;
+    Frags *af = regs_a && !av ? mma_a_frags(c, L, a) : NULL;
     int nfrag = regs_a ? 4 * tall * (K / wk) : 0;
     int *frag = arena_alloc(c->a, sizeof(int) * (size_t)(nfrag + 1));
     if (pipe_take_barrier(c))
@@ -125,7 +167,10 @@ void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
             int n = k / wk * 4 * tall;
             for (int i = 0; i < 4 * tall; i++)
                 frag[n + i] = new_reg(f, RC_R);
-            mma_a_load(c, af, k, &frag[n]);
+            if (av)
+                value_frags(c, av, k, tall, &frag[n]);
+            else
+                mma_a_load(c, af, k, &frag[n]);
             emit_ins(f, OP_WGFENCE, PT_B32);
         }
         int64_t kb = (int64_t)k * es;    /* bytes along A's rows */

@@ -31,11 +31,11 @@ static bool fits_wgmma_tf32(Lower *c, const MatmulPlan *p)
            wgmma_shape(c, p->type, true, p->M, p->N, p->K);
 }
 
-/* A in warpgroup row order (K-major); B N-major, or K-major when transposed. A transposed A takes
- * the register-A row below. */
+/* A in warpgroup row order (K-major); B N-major, or K-major when transposed. A transposed A, or
+ * one that is a value, takes the register-A row below. */
 static bool fits_wgmma(Lower *c, const MatmulPlan *p)
 {
-    return (p->type == TY_F16 || p->type == TY_BF16) && !p->trans[0] && fits_mma_sync(c, p) &&
+    return (p->type == TY_F16 || p->type == TY_BF16) && !p->trans[0] && !p->a_value && fits_mma_sync(c, p) &&
            wgmma_shape(c, p->type, false, p->M, p->N, p->K);
 }
 
@@ -46,10 +46,12 @@ static bool fits_wgmma(Lower *c, const MatmulPlan *p)
  * chunks and by choosing which chunk each thread fetches, it ran at 0.33 of cuBLAS against the
  * row-major product's 0.69 (H200, 4096^3 f16). tf32 reads B only K-major: B transposed, and A in
  * either layout, rounded in registers (A in a slab had to be rounded in place after its copies:
- * 0.53 of cuBLAS at 4096^3 against 0.71 this way). */
+ * 0.53 of cuBLAS at 4096^3 against 0.71 this way). A 16-bit A that is a value (the f16 of another
+ * product's accumulator, as attention's P in P @ V) is its own fragments: no shared memory at all
+ * (lower_wgmma_value). */
 static bool fits_wgmma_ra(Lower *c, const MatmulPlan *p)
 {
-    return (p->type == TY_F16 || p->type == TY_BF16) && p->trans[0] && fits_mma_sync(c, p) &&
+    return (p->type == TY_F16 || p->type == TY_BF16) && (p->trans[0] || p->a_value) && fits_mma_sync(c, p) &&
            wgmma_shape(c, p->type, false, p->M, p->N, p->K);
 }
 
@@ -212,8 +214,9 @@ const MatmulPathRow *matmul_path_row(MatmulPath path)
     die("matmul_path_row: no row for path %d", (int)path);
 }
 
-void matmul_choose(Lower *c, MatmulPlan *p, ElemType t, bool tf32, Shape s, int K, const bool *trans)
+void matmul_choose(Lower *c, MatmulPlan *p, ElemType t, bool tf32, Shape s, int K, const bool *trans, bool a_value)
 {
+    p->a_value = a_value;
     p->type = t;
     p->tf32 = tf32;
     p->M = (int)s.dim[0];
@@ -257,7 +260,9 @@ MatmulPlan *matmul_plan(Lower *c, Expr *mm)
     Expr *x = matmul_operand(mm->a, &tf32), *y = matmul_operand(mm->b, &tb);
     ElemType t = matmul_stored_type(x);
     bool trans[2] = { x->kind == E_INDEX && x->twin, y->kind == E_INDEX && y->twin };
-    matmul_choose(c, p, t, tf32, mm->shape, (int)mm->a->shape.dim[1], trans);
+    /* A neither a window nor a shared var: a value, in registers before the product */
+    bool a_value = x->kind != E_INDEX && !(x->kind == E_NAME && x->sym->kind == SYM_VAR && x->sym->is_shared);
+    matmul_choose(c, p, t, tf32, mm->shape, (int)mm->a->shape.dim[1], trans, a_value);
     p->mm = mm;
     p->next = c->plans;
     c->plans = p;

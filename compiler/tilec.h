@@ -483,6 +483,8 @@ typedef struct {
     int bytes;             /* MBEXPECT: the bytes the barrier's phase waits for */
     /* CPASYNC: src[0] shared address (u32), src[1] global address (u64), src[2] bytes actually
      * read (0 = zero-fill), vec = copy size in bytes (4, 8, 16), off = shared offset.
+     * PACK2 (ty PT_F16 or PT_BF16): dst[0] (b32) = the pair src[0] (upper half), src[1] (lower),
+     * f32 registers holding values of that type, converted (cvt.rn.f16x2.f32).
      * ARRSET: src[0] value, off = element index. ARRGET: dst[0], src[0] index register.
      * LDMATRIX (ldmatrix.sync.aligned.m8n8, b16): dst[0..vec-1] (.b32), src[0] shared address
      * (u32) + off, vec = matrices (1, 2, 4), trans for .trans.

@@ -465,6 +465,65 @@ static void head_proj(int h, int sq, int d, int e, bool f16)
     free(x), free(w), free(xh), free(x16), free(w16), free(ref), free(bound), free(rh), free(bh);
 }
 
+/* f16 n x k values from [-1, 1]: x keeps the rounded values, h (if not NULL) the bits. */
+static void f16_values(float *x, uint16_t *h, size_t n)
+{
+    rng_fill(x, n, -1, 1);
+    for (size_t i = 0; i < n; i++) {
+        uint16_t b = to_f16(x[i]);
+        x[i] = from_f16(b);
+        if (h)
+            h[i] = b;
+    }
+}
+
+static CUdeviceptr upload_f16(const uint16_t *h, size_t n)
+{
+    CUdeviceptr p = 0;
+    if (!gpu_alloc(&p, n * 2 + 16) || !gpu_upload(p, h, n * 2)) {
+        gpu_free(p);
+        return 0;
+    }
+    return p;
+}
+
+/* chain: O = f16(X Y^T) Z (D, E <= 64). The reference: s = X Y^T in float64 with the tensor-core
+ * bound, then s rounded to f16 (bound_store), which the second product takes as operands known
+ * to within their radius (the float midpoint's own distance added). */
+static void chain(int m, int n, int d, int e)
+{
+    char desc[96];
+    snprintf(desc, sizeof desc, "chain (f16(X @ Y^T) @ Z, A from registers) M=%d N=%d D=%d E=%d", m, n, d, e);
+    size_t sx = (size_t)m * d, sy = (size_t)n * d, sz = (size_t)n * e, ss = (size_t)m * n, so = (size_t)m * e;
+    float *x = malloc(sx * 4 + 4), *y = malloc(sy * 4 + 4), *yt = malloc(sy * 4 + 4), *z = malloc(sz * 4 + 4);
+    float *mid = malloc(ss * 4 + 4), *rad = malloc(ss * 4 + 4);
+    uint16_t *x16 = malloc(sx * 2 + 2), *y16 = malloc(sy * 2 + 2), *z16 = malloc(sz * 2 + 2);
+    double *sref = malloc(ss * 8 + 8), *sbound = malloc(ss * 8 + 8), *ref = malloc(so * 8 + 8), *bound = malloc(so * 8 + 8);
+    f16_values(x, x16, sx);
+    f16_values(y, y16, sy);
+    f16_values(z, z16, sz);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < d; j++)
+            yt[(size_t)j * n + i] = y[(size_t)i * d + j];
+    ref_matmul_bound(x, NULL, yt, NULL, sref, sbound, m, n, d, SUM_TENSOR);
+    bound_store(sref, sbound, ss, U_F16, 0x1p-25);
+    for (size_t i = 0; i < ss; i++) {
+        mid[i] = (float)sref[i];
+        rad[i] = (float)((sbound[i] + fabs(sref[i] - mid[i])) * (1 + 0x1p-20));
+    }
+    ref_matmul_bound(mid, rad, z, NULL, ref, bound, m, e, n, SUM_TENSOR);
+    CUdeviceptr dx = upload_f16(x16, sx), dy = upload_f16(y16, sy), dz = upload_f16(z16, sz), dout = poisoned(so);
+    tilert_kernel *k = kernel("chain");
+    /* arguments, then the sizes in order of first appearance: M, D, N, E */
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_ptr(dz), tilert_ptr(dout), tilert_i32(m), tilert_i32(d),
+                       tilert_i32(n), tilert_i32(e) };
+    if (k && dx && dy && dz && dout)
+        run(desc, k, a, 8, dout, ref, bound, so, (size_t)e);
+    gpu_free(dx), gpu_free(dy), gpu_free(dz), gpu_free(dout);
+    free(x), free(y), free(yt), free(z), free(mid), free(rad), free(x16), free(y16), free(z16);
+    free(sref), free(sbound), free(ref), free(bound);
+}
+
 /* transpose_add: Y = X^T + 1, exact (one rounding of a sum with 1), every element written. */
 static void transpose_add(int rows, int cols)
 {
@@ -555,6 +614,10 @@ int main(int argc, char **argv)
         head_proj(r[0], r[1], r[2], r[3], false);
         head_proj(r[0], r[1], r[2], r[3], true);
     }
+    /* M, N, D, E: tiles of 128 rows, 64-row blocks of Y and Z, D and E at most 64 */
+    static const int ch[][4] = { { 1, 1, 8, 8 }, { 100, 130, 64, 64 }, { 257, 64, 40, 24 }, { 128, 1000, 64, 64 } };
+    for (size_t i = 0; i < (small ? 2 : COUNT(ch)); i++)
+        chain(ch[i][0], ch[i][1], ch[i][2], ch[i][3]);
     transpose_add(1, 1);
     transpose_add(33, 70);
     if (!small)

@@ -369,7 +369,7 @@ static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pa
     Shape s = { 2, { M, N } };
     MatmulPlan plan;
     bool trans[2] = { ta, tb };
-    matmul_choose(&c, &plan, t, t == TY_F32, s, K, trans);
+    matmul_choose(&c, &plan, t, t == TY_F32, s, K, trans, false);
     if (!unit_check(plan.row->tensor_cores, "matmul plan", "no tensor cores for %s", name))
         return;
     c.tid = ir_mov(c.f, PT_U32, SYM("%tid.x"));
