@@ -75,6 +75,8 @@ typedef struct {
     int stride64[MAX_TENSOR_RANK];                        /* tensor: strides widened to s64 regs */
     bool vec_ok;           /* tensor: all its window accesses may use vector memory ops */
     MatmulPlan *plan;      /* var accumulated by `@`: the first such product's plan, whose layout it takes */
+    bool has_hint;         /* let/var whose value comes from a product's accumulator (hint_vars) */
+    Layout hint;           /* ... and the layout it then has: a var takes it from its declaration */
     Stmt *loop;            /* loop variable: its for statement (divisibility, bounds facts) */
     Expr *def;             /* let: its defining expression */
 } SymInfo;
@@ -198,6 +200,9 @@ Opnd cast_slot(Lower *c, ElemType to, ElemType from, Opnd x);   /* one slot of t
 void lower_block(Lower *c, Stmt *b);
 void alloc_var_infos(Lower *c, Stmt *s);    /* a SymInfo for every var, for mark_matmul_vars */
 void mark_matmul_vars(Lower *c, Stmt *s);   /* vars accumulated by `@` take the product's layout */
+/* vars assigned values made from a product's accumulator (its row statistics, a rescaled copy)
+ * take the layout those values have, so that no assignment moves them between layouts */
+void hint_vars(Lower *c, Stmt *s);
 /* ---- lower_params.c (and extent_rpn below): for lower_kernel */
 void load_params(Lower *c);   /* KernelMeta's arguments; parameters, %tid, %ctaid into registers */
 const char *rpn_text(Lower *c, Expr *e, const char *what);   /* a grid() or assume() as RPN */

@@ -320,10 +320,23 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
         return r;
     }
     case B_SELECT: {
-        /* values first: their loads pick the layout, the condition follows it */
+        /* values first: their loads pick the layout, the others follow it (a smaller shape in
+           the broadcast view of it, which broadcasting then moves no data from) */
         Tile a = lower_expr(c, e->args[1], want);
-        Tile b = lower_expr(c, e->args[2], a.L.rank ? &a.L : want);
-        const Layout *lw = a.L.rank ? &a.L : b.L.rank ? &b.L : want;
+        Layout bw, cw;
+        const Layout *lb = a.L.rank ? &a.L : want;
+        if (a.L.rank && same_shape(e->args[1]->shape, e->shape) && e->args[2]->shape.rank > 0 &&
+            !same_shape(e->args[2]->shape, e->shape)) {
+            bw = broadcast_view(&a.L, e->args[2]->shape);
+            lb = &bw;
+        }
+        Tile b = lower_expr(c, e->args[2], lb);
+        const Layout *lw = a.L.rank && same_shape(e->args[1]->shape, e->shape) ? &a.L
+                         : b.L.rank && same_shape(e->args[2]->shape, e->shape) ? &b.L : want;
+        if (lw && lw->rank && e->args[0]->shape.rank > 0 && !same_shape(e->args[0]->shape, e->shape)) {
+            cw = broadcast_view(lw, e->args[0]->shape);
+            lw = &cw;
+        }
         Tile cnd = lower_expr(c, e->args[0], lw);
         Layout L = result_layout(c, e->shape, cnd.L.rank ? &cnd : &a, a.L.rank ? &a : &b, want);
         cnd = to_layout(c, cnd, &L);

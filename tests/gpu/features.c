@@ -524,6 +524,80 @@ static void chain(int m, int n, int d, int e)
     free(sref), free(sbound), free(ref), free(bound);
 }
 
+/* attn: O = softmax(scale Q K^T) V per batch-head, rows of 128, keys in blocks of 64 (D <= 64).
+ *
+ * The bound. With exact logits t_n, M = max t, p_n = exp(t_n - M), l = sum p_n, the kernel's
+ * numerator sum_n f16(p'_n) V_n and denominator sum_n p'_n carry each term scaled by the same
+ * product of running-max corrections as exact arithmetic would, so each term is off by a relative
+ * theta_n at most: the logit's error d_n (the scores' tensor-core bound times scale, plus the
+ * product's rounding: exp(d) - 1 <= 1.01 d), exp's own (2 + 1.7 |x|) ulp at |x| <= M - t_n
+ * (math_bound's figure with the subtraction's rounding), the nb corrections' exp errors (their
+ * arguments sum to at most max t - min t), two f32 roundings per block (the rescale and the add)
+ * and the tensor-core sum of each block; the numerator also has f16's 2^-11 and, below f16's
+ * normal range, 2^-25 absolute per term. Then |o' - o| <= (thN S + thD |o| + a)/(1 - thD) plus
+ * the division's rounding, with S = sum w_n |V_n|, w_n = p_n / l, a the absolute parts over l >= 1. */
+static void attn(int bh, int sq, int d)
+{
+    char desc[96];
+    snprintf(desc, sizeof desc, "attn (online softmax, P from registers) BH=%d S=%d D=%d", bh, sq, d);
+    const float scale = 0.125f;
+    size_t per = (size_t)sq * d, sz = (size_t)bh * per, ss = (size_t)sq * sq;
+    float *q = malloc(sz * 4 + 4), *k = malloc(sz * 4 + 4), *v = malloc(sz * 4 + 4), *kt = malloc(per * 4 + 4);
+    uint16_t *q16 = malloc(sz * 2 + 2), *k16 = malloc(sz * 2 + 2), *v16 = malloc(sz * 2 + 2);
+    double *t = malloc(ss * 8 + 8), *tb = malloc(ss * 8 + 8), *ref = malloc(sz * 8 + 8), *bound = malloc(sz * 8 + 8);
+    f16_values(q, q16, sz);
+    f16_values(k, k16, sz);
+    f16_values(v, v16, sz);
+    int nb = (sq + 63) / 64;
+    const double ulp = 0x1p-23, u = 0x1p-24, u16 = 0x1p-11;
+    for (int h = 0; h < bh; h++) {
+        const float *qh = q + (size_t)h * per, *kh = k + (size_t)h * per, *vh = v + (size_t)h * per;
+        for (int i = 0; i < sq; i++)
+            for (int j = 0; j < d; j++)
+                kt[(size_t)j * sq + i] = kh[(size_t)i * d + j];
+        ref_matmul_bound(qh, NULL, kt, NULL, t, tb, sq, sq, d, SUM_TENSOR);
+        for (int m = 0; m < sq; m++) {
+            double *tr = t + (size_t)m * sq, *br = tb + (size_t)m * sq, M = -INFINITY, lo = INFINITY, l = 0;
+            for (int n = 0; n < sq; n++) {
+                tr[n] *= scale;
+                br[n] = br[n] * scale + u * fabs(tr[n]);
+                M = fmax(M, tr[n]);
+                lo = fmin(lo, tr[n]);
+            }
+            double th = 0, absn = 0;
+            for (int n = 0; n < sq; n++) {
+                double x = M - tr[n], e = 1.01 * br[n] + (2 + 1.7 * x) * ulp;
+                th = fmax(th, e);
+                l += exp(-x);
+            }
+            th += (2 * nb + 1.7 * (M - lo)) * ulp + (2 * nb + 2) * u + sum_rel_bound(SUM_TENSOR, 64);
+            double thn = th + u16;
+            for (int e = 0; e < d; e++) {
+                double o = 0, s = 0;
+                absn = 0;
+                for (int n = 0; n < sq; n++) {
+                    double w = exp(tr[n] - M) / l, ve = vh[(size_t)n * d + e];
+                    o += w * ve;
+                    s += w * fabs(ve);
+                    absn += (0x1p-25 + 0x1p-126) * fabs(ve);
+                }
+                size_t at = (size_t)h * per + (size_t)m * d + e;
+                ref[at] = o;
+                bound[at] = (thn * s + th * fabs(o) + absn) / (1 - th) + u * (fabs(o) + s);
+            }
+        }
+    }
+    CUdeviceptr dq = upload_f16(q16, sz), dk = upload_f16(k16, sz), dv = upload_f16(v16, sz), dout = poisoned(sz);
+    tilert_kernel *kk = kernel("attn");
+    /* arguments, then the sizes in order of first appearance: BH, S, D */
+    tilert_arg a[] = { tilert_ptr(dq), tilert_ptr(dk), tilert_ptr(dv), tilert_ptr(dout), tilert_f32(scale),
+                       tilert_i32(bh), tilert_i32(sq), tilert_i32(d) };
+    if (kk && dq && dk && dv && dout)
+        run(desc, kk, a, 8, dout, ref, bound, sz, (size_t)d);
+    gpu_free(dq), gpu_free(dk), gpu_free(dv), gpu_free(dout);
+    free(q), free(k), free(v), free(kt), free(q16), free(k16), free(v16), free(t), free(tb), free(ref), free(bound);
+}
+
 /* transpose_add: Y = X^T + 1, exact (one rounding of a sum with 1), every element written. */
 static void transpose_add(int rows, int cols)
 {
@@ -618,6 +692,10 @@ int main(int argc, char **argv)
     static const int ch[][4] = { { 1, 1, 8, 8 }, { 100, 130, 64, 64 }, { 257, 64, 40, 24 }, { 128, 1000, 64, 64 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(ch)); i++)
         chain(ch[i][0], ch[i][1], ch[i][2], ch[i][3]);
+    /* BH, S, D: query rows in tiles of 128, keys in blocks of 64 */
+    static const int at[][3] = { { 1, 1, 8 }, { 2, 100, 64 }, { 3, 129, 64 }, { 1, 1000, 40 } };
+    for (size_t i = 0; i < (small ? 2 : COUNT(at)); i++)
+        attn(at[i][0], at[i][1], at[i][2]);
     transpose_add(1, 1);
     transpose_add(33, 70);
     if (!small)
