@@ -94,6 +94,10 @@ typedef struct {
     int tmap;              /* >= 0: copied by TMA through KernelMeta.tmaps[tmap] (lower_tma.c) */
     int bars;              /* TMA: the register tensor of the stages' mbarrier addresses */
     int map_addr;          /* TMA: the register holding the tensor map's address */
+    /* a window the loop variable does not move (attention's Q): copied once, before the loop,
+       into one buffer at held_base (a register) that every iteration reads; no stages */
+    bool held;
+    int held_base;
 } PipeOperand;
 
 /* A pipelined loop while it is lowered (lower_pipeline.c); Lower.pipe is the innermost one whose

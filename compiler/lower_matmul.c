@@ -37,7 +37,7 @@ static SmemMatrix stage_operand(Lower *c, const MatmulPlan *plan, int side, Expr
         m.pitch = po->pitch;
         m.swz = po->swz;
         m.type = po->type;
-        m.stage_bytes = po->bytes;
+        m.stage_bytes = po->held ? 0 : po->bytes;
         m.trans = po->trans;
         m.base = pipe_buffer(c, x, NULL);
         *src = po->tmap >= 0 ? MS_TMA : MS_CPASYNC;

@@ -48,6 +48,28 @@ static bool invariant_but_loop_var(Expr *e, Sym **inner, int ninner)
     return invariant_but_loop_var(e->a, inner, ninner) && invariant_but_loop_var(e->b, inner, ninner);
 }
 
+/* Does e mention s? */
+static bool uses_sym(Expr *e, Sym *s)
+{
+    if (!e)
+        return false;
+    if (e->kind == E_NAME)
+        return e->sym == s;
+    if (e->kind == E_INDEX) {
+        for (int i = 0; i < e->nidx; i++)
+            if (uses_sym(e->idx[i].start, s))
+                return true;
+        return false;
+    }
+    if (e->kind == E_CALL) {
+        for (int i = 0; i < e->nargs; i++)
+            if (uses_sym(e->args[i], s))
+                return true;
+        return false;
+    }
+    return uses_sym(e->a, s) || uses_sym(e->b, s);
+}
+
 static bool pipelinable_window(Expr *x, Sym **inner, int ninner)
 {
     if (x->kind != E_INDEX || x->shape.rank != 2)
@@ -86,6 +108,8 @@ static void issue_copies(Lower *c, const PipeLoop *pl, int v, Opnd stage)
     set_loop_value(c, pl->loop, v);
     for (int i = 0; i < pl->nops; i++) {
         PipeOperand *op = &pl->ops[i];
+        if (op->held)
+            continue;      /* copied once, before the loop */
         Opnd idx = stage.kind == O_REG ? stage : R(ir_mov(f, PT_U32, stage));   /* before the read */
         int base = array_get(f, op->array, idx);
         if (op->tmap >= 0)
@@ -117,6 +141,8 @@ bool pipe_fills(Lower *c, Sym *var, Expr *window)
 int pipe_buffer(Lower *c, Expr *operand, Sym *var)
 {
     PipeOperand *p = pipe_find(c, operand, var);
+    if (p && p->held)
+        return ir_mov(c->f, PT_U32, R(p->held_base));
     return p ? array_get(c->f, p->array, R(c->pipe->stage)) : -1;
 }
 
@@ -292,6 +318,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             p->plan = NULL;
             p->side = 0;
             p->tmap = p->bars = p->map_addr = -1;
+            p->held = false;
             p->bytes = ((int)st->rhs->shape.dim[0] * p->pitch * type_size(p->type) + 127) & ~127;
             if (!async_copyable(c, p, S))
                 nops--;
@@ -328,6 +355,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             p->var = NULL;
             p->type = x->type;
             p->tmap = p->bars = p->map_addr = -1;
+            p->held = false;
             p->plan = plan;
             p->side = j;
             set_stage_layout(c, p);
@@ -342,9 +370,13 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
                 set_stage_layout(c, &cand[j]);
                 have[j] = async_copyable(c, &cand[j], S);
             }
+        /* a window the loop does not move is copied once (never one rounded in place: its
+           rounding would rewrite what the tensor cores may be reading) */
         for (int j = 0; j < 2; j++)
-            if (have[j])
+            if (have[j]) {
+                cand[j].held = !uses_sym(cand[j].window, s->sym) && !rounds_in_place(&cand[j]);
                 ops[nops++] = cand[j];
+            }
     }
     if (!nops) {
         warning_at(s->loc, "pipeline(%d): the loop moves no tensor window into shared memory or a matmul; nothing to pipeline", S);
@@ -357,8 +389,16 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     /* stage buffers, contiguous, and their addresses as register tensors */
     for (int i = 0; i < nops; i++) {
         pl.async_proxy |= ops[i].plan && matmul_side(ops[i].plan->row->proxy, ops[i].side) && ops[i].tmap < 0;
-        int off = smem_alloc_aligned(c, S * ops[i].bytes, slab(ops[i].swz) ? 1024 : 128);
         const char *nm = ops[i].var ? ops[i].var->name : ops[i].operand->sym->name;
+        if (ops[i].held) {
+            int off = smem_alloc_aligned(c, ops[i].bytes, slab(ops[i].swz) ? 1024 : 128);
+            f->smem_bufs.v[f->smem_bufs.n - 1].name = arena_printf(c->a, "the buffer of '%s'", nm);
+            f->cur_what = "held buffer address";
+            ops[i].held_base = smem_base_reg(c, off);
+            ops[i].array = -1;
+            continue;
+        }
+        int off = smem_alloc_aligned(c, S * ops[i].bytes, slab(ops[i].swz) ? 1024 : 128);
         SmemBuf *sb = &f->smem_bufs.v[f->smem_bufs.n - 1];
         sb->name = arena_printf(c->a, "the stage buffers of '%s'", nm);
         sb->stage_bytes = ops[i].bytes;
@@ -390,6 +430,10 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     bool inflight = false;
     for (int k = 0; k < nops; k++)
         inflight |= bar_to_mma && ops[k].plan && ops[k].plan->row->inflight;
+    /* the held windows, in the first group of copies the loop waits for */
+    for (int k = 0; k < nops; k++)
+        if (ops[k].held)
+            copy_window_async(c, ops[k].window, ops[k].held_base, ops[k].pitch, ops[k].swz, -1);
     /* prologue: iterations 0 .. S-2 */
     for (int st = 0; st + 1 < S; st++) {
         int v = st ? ir_bin(f, OP_ADD, PT_S32, R(i), IMM(st * step)) : ir_mov(f, PT_S32, R(i));

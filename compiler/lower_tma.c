@@ -34,7 +34,7 @@ static bool window_ok(Lower *c, const PipeOperand *p)
 {
     Expr *win = p->window;
     int pitch = p->pitch;
-    if (!c->target->tma || !p->plan || !matmul_side(p->plan->row->tma, p->side) ||
+    if (!c->target->tma || p->held || !p->plan || !matmul_side(p->plan->row->tma, p->side) ||
         win->kind != E_INDEX || win->type != TY_F32 || win->nidx != 2)
         return false;
     Sym *t = win->sym;

@@ -598,6 +598,33 @@ static void attn(int bh, int sq, int d)
     free(q), free(k), free(v), free(kt), free(q16), free(k16), free(v16), free(t), free(tb), free(ref), free(bound);
 }
 
+/* held_f32: C = A[:, :16] @ sum of B's 16-row blocks, the products summed one k at a time by FMA:
+ * the reference is the plain product of A repeated along k (A's column j at k = 16 b + j) and B. */
+static void held_f32(int m, int d, int n, int e)
+{
+    char desc[96];
+    snprintf(desc, sizeof desc, "held_f32 (a window the loop does not move) M=%d D=%d N=%d E=%d", m, d, n, e);
+    int nk = (n + 15) / 16 * 16;
+    size_t sa = (size_t)m * d, sb = (size_t)n * e, sc = (size_t)m * e;
+    float *a = malloc(sa * 4 + 4), *b = malloc(sb * 4 + 4), *ax = calloc((size_t)m * nk + 1, 4), *bx = calloc((size_t)nk * e + 1, 4);
+    double *ref = malloc(sc * 8 + 8), *bound = malloc(sc * 8 + 8);
+    rng_fill(a, sa, -1, 1);
+    rng_fill(b, sb, -1, 1);
+    for (int i = 0; i < m; i++)
+        for (int k = 0; k < nk; k++)
+            ax[(size_t)i * nk + k] = k % 16 < d ? a[(size_t)i * d + k % 16] : 0;
+    memcpy(bx, b, sb * 4);
+    ref_matmul_bound(ax, NULL, bx, NULL, ref, bound, m, e, nk, SUM_FMA);
+    CUdeviceptr da = upload(a, sa), db = upload(b, sb), dc = poisoned(sc);
+    tilert_kernel *k = kernel("held_f32");
+    tilert_arg args[] = { tilert_ptr(da), tilert_ptr(db), tilert_ptr(dc), tilert_i32(m), tilert_i32(d), tilert_i32(n),
+                          tilert_i32(e) };
+    if (k && da && db && dc)
+        run(desc, k, args, 7, dc, ref, bound, sc, (size_t)e);
+    gpu_free(da), gpu_free(db), gpu_free(dc);
+    free(a), free(b), free(ax), free(bx), free(ref), free(bound);
+}
+
 /* transpose_add: Y = X^T + 1, exact (one rounding of a sum with 1), every element written. */
 static void transpose_add(int rows, int cols)
 {
@@ -696,6 +723,10 @@ int main(int argc, char **argv)
     static const int at[][3] = { { 1, 1, 8 }, { 2, 100, 64 }, { 3, 129, 64 }, { 1, 1000, 40 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(at)); i++)
         attn(at[i][0], at[i][1], at[i][2]);
+    /* M, D, N, E */
+    static const int hf[][4] = { { 1, 4, 1, 4 }, { 100, 12, 70, 68 }, { 129, 16, 300, 128 } };
+    for (size_t i = 0; i < (small ? 2 : COUNT(hf)); i++)
+        held_f32(hf[i][0], hf[i][1], hf[i][2], hf[i][3]);
     transpose_add(1, 1);
     transpose_add(33, 70);
     if (!small)
