@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""attn_sdpa.py FEATURES.ptx: the attention kernel of tests/gpu/kernels/features.tile (`attn`, an
-online softmax written the way docs/language.md reads, f16, head dim 64, non-causal) against
+"""attn_sdpa.py FEATURES.ptx: the attention kernel of tests/gpu/kernels/features.tile (`attn` and
+`attn_d128`, an online softmax written the way docs/language.md reads, f16, head dim 64 and 128,
+non-causal) against
 torch's scaled_dot_product_attention on the same inputs, in one process: median of 30 calls each,
 CUDA events, FLOPs counted as 4 B H S^2 D. Loads the PTX through the driver (ctypes), so it needs
 python3 with torch and nothing from the build but the PTX. Not part of the benchmark proper: the
@@ -11,17 +12,22 @@ import torch.nn.functional as F
 ptx = open(sys.argv[1], "rb").read()
 cu = ctypes.CDLL("libcuda.so.1")
 torch.zeros(1, device="cuda")
-mod = ctypes.c_void_p(); fn = ctypes.c_void_p()
+mod = ctypes.c_void_p()
 assert cu.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(ptx + b"\0")) == 0
-assert cu.cuModuleGetFunction(ctypes.byref(fn), mod, b"attn") == 0
-SMEM = int(re.search(rb"//@kernel attn threads \d+ smem (\d+)", ptx).group(1))
-assert cu.cuFuncSetAttribute(fn, 8, SMEM) == 0   # MAX_DYNAMIC_SHARED_SIZE_BYTES
+fns, smem = {}, {}
+for name in (b"attn", b"attn_d128"):
+    fn = ctypes.c_void_p()
+    assert cu.cuModuleGetFunction(ctypes.byref(fn), mod, name) == 0
+    smem[name] = int(re.search(rb"//@kernel " + name + rb" threads \d+ smem (\d+)", ptx).group(1))
+    assert cu.cuFuncSetAttribute(fn, 8, smem[name]) == 0   # MAX_DYNAMIC_SHARED_SIZE_BYTES
+    fns[name] = fn
 def run_tilec(q, k, v, o, scale, BH, S, D):
+    name = b"attn" if D == 64 else b"attn_d128"
     args = [ctypes.c_uint64(q.data_ptr()), ctypes.c_uint64(k.data_ptr()), ctypes.c_uint64(v.data_ptr()),
             ctypes.c_uint64(o.data_ptr()), ctypes.c_float(scale), ctypes.c_int32(BH), ctypes.c_int32(S), ctypes.c_int32(D)]
     arr = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.byref(a), ctypes.c_void_p) for a in args])
     st = torch.cuda.current_stream().cuda_stream
-    r = cu.cuLaunchKernel(fn, (S + 127) // 128, BH, 1, 256, 1, 1, SMEM, ctypes.c_void_p(st), arr, None)
+    r = cu.cuLaunchKernel(fns[name], (S + 127) // 128, BH, 1, 256, 1, 1, smem[name], ctypes.c_void_p(st), arr, None)
     assert r == 0, r
 def bench(f, reps=30):
     for _ in range(3): f()
@@ -32,8 +38,9 @@ def bench(f, reps=30):
         a.record(); f(); b.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(b))
     ts.sort(); return ts[len(ts) // 2]
 print("B*H  S     D  tilec ms  sdpa ms  ratio  tilec TFLOP/s  sdpa TFLOP/s  max|diff|")
-for (B, H, S) in [(16, 16, 1024), (8, 16, 4096), (4, 16, 8192)]:
-    D = 64; BH = B * H
+for (B, H, S, D) in [(16, 16, 1024, 64), (8, 16, 4096, 64), (4, 16, 8192, 64),
+                     (16, 16, 1024, 128), (8, 16, 4096, 128), (4, 16, 8192, 128)]:
+    BH = B * H
     q = torch.randn(B, H, S, D, device="cuda", dtype=torch.float16)
     k = torch.randn_like(q); v = torch.randn_like(q)
     o = torch.empty(B, H, S, D, device="cuda", dtype=torch.float32)

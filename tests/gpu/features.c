@@ -536,10 +536,10 @@ static void chain(int m, int n, int d, int e)
  * and the tensor-core sum of each block; the numerator also has f16's 2^-11 and, below f16's
  * normal range, 2^-25 absolute per term. Then |o' - o| <= (thN S + thD |o| + a)/(1 - thD) plus
  * the division's rounding, with S = sum w_n |V_n|, w_n = p_n / l, a the absolute parts over l >= 1. */
-static void attn(int bh, int sq, int d)
+static void attn(const char *name, int bh, int sq, int d)
 {
-    char desc[96];
-    snprintf(desc, sizeof desc, "attn (online softmax, P from registers) BH=%d S=%d D=%d", bh, sq, d);
+    char desc[112];
+    snprintf(desc, sizeof desc, "%s (online softmax, P from registers) BH=%d S=%d D=%d", name, bh, sq, d);
     const float scale = 0.125f;
     size_t per = (size_t)sq * d, sz = (size_t)bh * per, ss = (size_t)sq * sq;
     float *q = malloc(sz * 4 + 4), *k = malloc(sz * 4 + 4), *v = malloc(sz * 4 + 4), *kt = malloc(per * 4 + 4);
@@ -588,7 +588,7 @@ static void attn(int bh, int sq, int d)
         }
     }
     CUdeviceptr dq = upload_f16(q16, sz), dk = upload_f16(k16, sz), dv = upload_f16(v16, sz), dout = poisoned(sz);
-    tilert_kernel *kk = kernel("attn");
+    tilert_kernel *kk = kernel(name);
     /* arguments, then the sizes in order of first appearance: BH, S, D */
     tilert_arg a[] = { tilert_ptr(dq), tilert_ptr(dk), tilert_ptr(dv), tilert_ptr(dout), tilert_f32(scale),
                        tilert_i32(bh), tilert_i32(sq), tilert_i32(d) };
@@ -722,7 +722,10 @@ int main(int argc, char **argv)
     /* BH, S, D: query rows in tiles of 128, keys in blocks of 64 */
     static const int at[][3] = { { 1, 1, 8 }, { 2, 100, 64 }, { 3, 129, 64 }, { 1, 1000, 40 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(at)); i++)
-        attn(at[i][0], at[i][1], at[i][2]);
+        attn("attn", at[i][0], at[i][1], at[i][2]);
+    static const int at128[][3] = { { 1, 1, 8 }, { 2, 100, 128 }, { 1, 300, 72 } };
+    for (size_t i = 0; i < (small ? 2 : COUNT(at128)); i++)
+        attn("attn_d128", at128[i][0], at128[i][1], at128[i][2]);
     /* M, D, N, E */
     static const int hf[][4] = { { 1, 4, 1, 4 }, { 100, 12, 70, 68 }, { 129, 16, 300, 128 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(hf)); i++)
