@@ -220,20 +220,28 @@ static void mark_var(Lower *c, Sym *v, Expr *mm)
         si->plan = matmul_plan(c, mm);
 }
 
-void mark_matmul_vars(Lower *c, Stmt *s)
+/* Calls fn on every statement of s that is not a block, a loop or an if, in program order. */
+static void each_simple_stmt(Lower *c, Stmt *s, void (*fn)(Lower *c, Stmt *s))
 {
     if (!s)
         return;
     switch (s->kind) {
     case S_BLOCK:
         for (int i = 0; i < s->nbody; i++)
-            mark_matmul_vars(c, s->body[i]);
+            each_simple_stmt(c, s->body[i], fn);
         break;
-    case S_FOR: mark_matmul_vars(c, s->then); break;
+    case S_FOR: each_simple_stmt(c, s->then, fn); break;
     case S_IF:
-        mark_matmul_vars(c, s->then);
-        mark_matmul_vars(c, s->els);
+        each_simple_stmt(c, s->then, fn);
+        each_simple_stmt(c, s->els, fn);
         break;
+    default: fn(c, s); break;
+    }
+}
+
+static void mark_matmul_var(Lower *c, Stmt *s)
+{
+    switch (s->kind) {
     case S_ASSIGN:
         if (s->lhs->kind == E_NAME && is_matmul(s->rhs))
             mark_var(c, s->lhs->sym, s->rhs);
@@ -245,6 +253,8 @@ void mark_matmul_vars(Lower *c, Stmt *s)
     default: break;
     }
 }
+
+void mark_matmul_vars(Lower *c, Stmt *s) { each_simple_stmt(c, s, mark_matmul_var); }
 
 /* The layout e has when lowered, if it comes from a product's accumulator: the accumulator's, or
  * for a reduction along the rows of such a value the layout reduce_tile gives it (the rows kept
@@ -310,20 +320,9 @@ static void set_hint(Lower *c, Sym *s, Expr *from)
     si->hint = L;
 }
 
-void hint_vars(Lower *c, Stmt *s)
+static void hint_var(Lower *c, Stmt *s)
 {
-    if (!s)
-        return;
     switch (s->kind) {
-    case S_BLOCK:
-        for (int i = 0; i < s->nbody; i++)
-            hint_vars(c, s->body[i]);
-        break;
-    case S_FOR: hint_vars(c, s->then); break;
-    case S_IF:
-        hint_vars(c, s->then);
-        hint_vars(c, s->els);
-        break;
     case S_LET:
         if (s->sym)
             set_hint(c, s->sym, s->init);
@@ -340,17 +339,12 @@ void hint_vars(Lower *c, Stmt *s)
     }
 }
 
-void alloc_var_infos(Lower *c, Stmt *s)
+void hint_vars(Lower *c, Stmt *s) { each_simple_stmt(c, s, hint_var); }
+
+static void alloc_var_info(Lower *c, Stmt *s)
 {
-    if (!s)
-        return;
     if (s->kind == S_VAR && s->sym)
         info(c, s->sym);
-    if (s->kind == S_BLOCK)
-        for (int i = 0; i < s->nbody; i++)
-            alloc_var_infos(c, s->body[i]);
-    if (s->kind == S_FOR || s->kind == S_IF) {
-        alloc_var_infos(c, s->then);
-        alloc_var_infos(c, s->els);
-    }
 }
+
+void alloc_var_infos(Lower *c, Stmt *s) { each_simple_stmt(c, s, alloc_var_info); }
