@@ -146,6 +146,29 @@ static HeapItem heap_pop(Heap *h)
 
 typedef struct { const char *what; int regs; } Holder;
 
+/* The statement of s that starts on line (the innermost, found first in program order). */
+static const Stmt *stmt_at_line(const Stmt *s, int line)
+{
+    if (!s)
+        return NULL;
+    if (s->kind == S_BLOCK) {
+        for (int i = 0; i < s->nbody; i++) {
+            const Stmt *t = stmt_at_line(s->body[i], line);
+            if (t)
+                return t;
+        }
+        return NULL;
+    }
+    if (s->kind == S_FOR || s->kind == S_IF) {
+        const Stmt *t = stmt_at_line(s->then, line);
+        if (!t)
+            t = stmt_at_line(s->els, line);
+        if (t)
+            return t;
+    }
+    return s->loc.line == line ? s : NULL;
+}
+
 static int by_regs(const void *a, const void *b)
 {
     const Holder *x = a, *y = b;
@@ -351,8 +374,10 @@ bool regalloc(Func *f, int budget)
     free(h);
     bool ok = true;
     if (budget > 0 && f->peak_regs > budget) {
-        Loc loc = f->k->loc;
-        int half = f->threads / 2 >= 32 ? f->threads / 2 : f->threads;
+        /* at the statement where the demand peaks, which is what to change */
+        const Stmt *at = stmt_at_line(f->k->body, f->peak_line);
+        Loc loc = at ? at->loc : f->k->loc;
+        int full = reg_budget(f->threads), twice = 2 * f->threads;
         if (budget == reg_budget(f->threads))
             error_at(loc, "kernel '%s' needs %d registers per thread, more than the %d a block of %d threads allows",
                      f->k->name, f->peak_regs, budget, f->threads);
@@ -361,8 +386,16 @@ bool regalloc(Func *f, int budget)
                      f->k->name, f->peak_regs, budget);
         for (int j = 0; j < f->ntop; j++)
             note_at(loc, "%s holds %d registers/thread at line %d", f->top[j].what, f->top[j].regs, f->peak_line);
-        note_at(loc, "use smaller tiles, or fewer threads per block (threads(%d) allows %d registers)", half,
-                reg_budget(half));
+        /* A tile's registers per thread are its elements over the threads sharing it: fewer
+           threads raise them, more threads lower them (down to a smaller budget each) */
+        if (budget < full)
+            note_at(loc, "--max-regs=%d is below the %d registers a block of %d threads allows: raise it, or "
+                    "use smaller tiles", budget, full, f->threads);
+        else if (twice <= 1024)
+            note_at(loc, "use smaller tiles, or more threads per block: each tile's registers per thread fall as "
+                    "more threads share it (threads(%d) allows %d registers each)", twice, reg_budget(twice));
+        else
+            note_at(loc, "use smaller tiles: a block of %d threads is the largest", f->threads);
         ok = false;
     }
     free(gid);

@@ -80,8 +80,10 @@ elif ! echo "$err" | grep -q "error: kernel 'matmul_f32' needs [0-9]* registers 
 	bad "$t: no demand line:"; echo "$err" | sed -n '1,3s/^/    /p'
 elif ! echo "$err" | grep 'note: ' | head -n 1 | grep -q "note: acc: f32\[128,128\] holds 64 registers/thread at line 17"; then
 	bad "$t: the accumulator is not named first with its shape:"; echo "$err" | grep note | sed 's/^/    /'
-elif ! echo "$err" | grep -q "note: use smaller tiles, or fewer threads per block (threads(128) allows 255 registers)"; then
+elif ! echo "$err" | grep -q "note: --max-regs=64 is below the 255 registers a block of 256 threads allows: raise it, or use smaller tiles"; then
 	bad "$t: no suggestion"
+elif ! echo "$err" | head -n 1 | grep -q "over_budget.tile:17:"; then
+	bad "$t: the error is not at the statement where the demand peaks (line 17)"
 else ok; fi
 
 # rejected: PTX that ptxas refuses while tilec checks the register cap is an error, and no output
