@@ -169,6 +169,16 @@ static void lower_pair(Lower *c, Expr *x, Expr *y, Shape full, const Layout *wan
     *ty = lower_expr(c, y, tx->L.rank ? &tx->L : want);
 }
 
+/* The layout an operand of shape s is lowered in next to a full-shape one in layout full (NULL:
+ * none): full's broadcast view when s is smaller (built in *buf), else full, else dflt. */
+static const Layout *follow_full(const Layout *full, Shape s, Shape whole, Layout *buf, const Layout *dflt)
+{
+    if (!full || !full->rank || s.rank == 0 || same_shape(s, whole))
+        return full ? full : dflt;
+    *buf = broadcast_view(full, s);
+    return buf;
+}
+
 static Tile lower_binary(Lower *c, Expr *e, const Layout *want)
 {
     Tile a, b;
@@ -320,24 +330,16 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
         return r;
     }
     case B_SELECT: {
-        /* values first: their loads pick the layout, the others follow it (a smaller shape in
-           the broadcast view of it, which broadcasting then moves no data from) */
+        /* values first: their loads pick the layout, the others follow the first full-shape one
+           (a smaller shape in its broadcast view, which broadcasting then moves no data from) */
         Tile a = lower_expr(c, e->args[1], want);
+        const Layout *full = a.L.rank && same_shape(e->args[1]->shape, e->shape) ? &a.L : NULL;
         Layout bw, cw;
-        const Layout *lb = a.L.rank ? &a.L : want;
-        if (a.L.rank && same_shape(e->args[1]->shape, e->shape) && e->args[2]->shape.rank > 0 &&
-            !same_shape(e->args[2]->shape, e->shape)) {
-            bw = broadcast_view(&a.L, e->args[2]->shape);
-            lb = &bw;
-        }
-        Tile b = lower_expr(c, e->args[2], lb);
-        const Layout *lw = a.L.rank && same_shape(e->args[1]->shape, e->shape) ? &a.L
-                         : b.L.rank && same_shape(e->args[2]->shape, e->shape) ? &b.L : want;
-        if (lw && lw->rank && e->args[0]->shape.rank > 0 && !same_shape(e->args[0]->shape, e->shape)) {
-            cw = broadcast_view(lw, e->args[0]->shape);
-            lw = &cw;
-        }
-        Tile cnd = lower_expr(c, e->args[0], lw);
+        Tile b = lower_expr(c, e->args[2], follow_full(full, e->args[2]->shape, e->shape, &bw, a.L.rank ? &a.L : want));
+        if (!full && b.L.rank && same_shape(e->args[2]->shape, e->shape))
+            full = &b.L;
+        const Layout *lw = full ? full : want;
+        Tile cnd = lower_expr(c, e->args[0], follow_full(lw, e->args[0]->shape, e->shape, &cw, lw));
         Layout L = result_layout(c, e->shape, cnd.L.rank ? &cnd : &a, a.L.rank ? &a : &b, want);
         cnd = to_layout(c, cnd, &L);
         a = to_layout(c, a, &L);

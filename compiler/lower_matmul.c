@@ -89,10 +89,12 @@ void lower_matmul(Lower *c, Tile *acc, Expr *mm, bool accumulate)
             in->nsrc = 1;
         }
     f->cur_what = "matmul operand";
-    MatmulSource sa, sb;
+    MatmulSource sa = MS_REGS, sb;
+    SmemMatrix ma, mb;
     if (plan->a_value && plan->row->path == MM_WGMMA_RA) {
-        /* A a value: its registers are wgmma's A fragments where B arrives in its slab */
-        SmemMatrix mb = stage_operand(c, plan, 1, mm->b, &sb);
+        /* A a value: its registers are wgmma's A fragments where B arrives in its slab (else the
+           fallback stages A like any value) */
+        mb = stage_operand(c, plan, 1, mm->b, &sb);
         matmul_set_sources(plan, MS_REGS, sb);
         if (plan->row->path == MM_WGMMA_RA) {
             bool tf32;
@@ -108,18 +110,11 @@ void lower_matmul(Lower *c, Tile *acc, Expr *mm, bool accumulate)
             f->cur_what = saved;
             return;
         }
-        SmemMatrix ma = stage_operand(c, plan, 0, mm->a, &sa);
-        bool pipelined = sa >= MS_STAGE && sb >= MS_STAGE;
-        if (!pipelined)
-            ir_bar(f);
-        plan->row->lower(c, acc, plan, ma, mb);
-        if (!pipelined)
-            ir_bar(f);
-        f->cur_what = saved;
-        return;
+        ma = stage_operand(c, plan, 0, mm->a, &sa);
+    } else {
+        ma = stage_operand(c, plan, 0, mm->a, &sa);
+        mb = stage_operand(c, plan, 1, mm->b, &sb);
     }
-    SmemMatrix ma = stage_operand(c, plan, 0, mm->a, &sa);
-    SmemMatrix mb = stage_operand(c, plan, 1, mm->b, &sb);
     matmul_set_sources(plan, sa, sb);
     bool pipelined = sa >= MS_STAGE && sb >= MS_STAGE;
     if (!pipelined)

@@ -119,8 +119,7 @@ void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
 void lower_wgmma_value(Lower *c, Tile *acc, const Tile *av, SmemMatrix b)
 {
     Layout want = wgmma_value_layout(c, av->type, av->L.S[0], av->L.S[1]);
-    if ((av->type != TY_F16 && av->type != TY_BF16) || !layout_eq(&av->L, &want) || av->L.T[1] != 4 ||
-        av->L.V[1] != 2 || av->L.V[0] != 1)
+    if ((av->type != TY_F16 && av->type != TY_BF16) || !layout_eq(&av->L, &want))
         die("lower_wgmma_value: A not a 16-bit value in wgmma_value_layout");
     SmemMatrix a = { -1, av->L.S[1], av->type, false, av->L.S[0], av->L.S[1], SWZ_NONE, 0, false };
     wgmma_product(c, acc, a, av, b);
