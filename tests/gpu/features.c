@@ -465,17 +465,17 @@ static void head_proj(int h, int sq, int d, int e, bool f16)
     free(x), free(w), free(xh), free(x16), free(w16), free(ref), free(bound), free(rh), free(bh);
 }
 
-/* f16 n x k values from [-1, 1]: x keeps the rounded values, h (if not NULL) the bits. */
-static void f16_values(float *x, uint16_t *h, size_t n)
+/* f16 (bf16 when bf) values from [-1, 1]: x keeps the rounded values, h the bits. */
+static void half_values(float *x, uint16_t *h, size_t n, bool bf)
 {
     rng_fill(x, n, -1, 1);
     for (size_t i = 0; i < n; i++) {
-        uint16_t b = to_f16(x[i]);
-        x[i] = from_f16(b);
-        if (h)
-            h[i] = b;
+        h[i] = bf ? to_bf16(x[i]) : to_f16(x[i]);
+        x[i] = bf ? from_bf16(h[i]) : from_f16(h[i]);
     }
 }
+
+static void f16_values(float *x, uint16_t *h, size_t n) { half_values(x, h, n, false); }
 
 static CUdeviceptr upload_f16(const uint16_t *h, size_t n)
 {
@@ -490,30 +490,32 @@ static CUdeviceptr upload_f16(const uint16_t *h, size_t n)
 /* chain: O = f16(X Y^T) Z (D, E <= 64). The reference: s = X Y^T in float64 with the tensor-core
  * bound, then s rounded to f16 (bound_store), which the second product takes as operands known
  * to within their radius (the float midpoint's own distance added). */
-static void chain(int m, int n, int d, int e)
+static void chain(bool bf, int m, int n, int d, int e)
 {
-    char desc[96];
-    snprintf(desc, sizeof desc, "chain (f16(X @ Y^T) @ Z, A from registers) M=%d N=%d D=%d E=%d", m, n, d, e);
+    char desc[112];
+    const char *name = bf ? "chain_bf16" : "chain";
+    snprintf(desc, sizeof desc, "%s (%s(X @ Y^T) @ Z, A from registers) M=%d N=%d D=%d E=%d", name, bf ? "bf16" : "f16",
+             m, n, d, e);
     size_t sx = (size_t)m * d, sy = (size_t)n * d, sz = (size_t)n * e, ss = (size_t)m * n, so = (size_t)m * e;
     float *x = malloc(sx * 4 + 4), *y = malloc(sy * 4 + 4), *yt = malloc(sy * 4 + 4), *z = malloc(sz * 4 + 4);
     float *mid = malloc(ss * 4 + 4), *rad = malloc(ss * 4 + 4);
     uint16_t *x16 = malloc(sx * 2 + 2), *y16 = malloc(sy * 2 + 2), *z16 = malloc(sz * 2 + 2);
     double *sref = malloc(ss * 8 + 8), *sbound = malloc(ss * 8 + 8), *ref = malloc(so * 8 + 8), *bound = malloc(so * 8 + 8);
-    f16_values(x, x16, sx);
-    f16_values(y, y16, sy);
-    f16_values(z, z16, sz);
+    half_values(x, x16, sx, bf);
+    half_values(y, y16, sy, bf);
+    half_values(z, z16, sz, bf);
     for (int i = 0; i < n; i++)
         for (int j = 0; j < d; j++)
             yt[(size_t)j * n + i] = y[(size_t)i * d + j];
     ref_matmul_bound(x, NULL, yt, NULL, sref, sbound, m, n, d, SUM_TENSOR);
-    bound_store(sref, sbound, ss, U_F16, 0x1p-25);
+    bound_store(sref, sbound, ss, bf ? U_BF16 : U_F16, bf ? 0x1p-134 : 0x1p-25);
     for (size_t i = 0; i < ss; i++) {
         mid[i] = (float)sref[i];
         rad[i] = (float)((sbound[i] + fabs(sref[i] - mid[i])) * (1 + 0x1p-20));
     }
     ref_matmul_bound(mid, rad, z, NULL, ref, bound, m, e, n, SUM_TENSOR);
     CUdeviceptr dx = upload_f16(x16, sx), dy = upload_f16(y16, sy), dz = upload_f16(z16, sz), dout = poisoned(so);
-    tilert_kernel *k = kernel("chain");
+    tilert_kernel *k = kernel(name);
     /* arguments, then the sizes in order of first appearance: M, D, N, E */
     tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_ptr(dz), tilert_ptr(dout), tilert_i32(m), tilert_i32(d),
                        tilert_i32(n), tilert_i32(e) };
@@ -625,6 +627,28 @@ static void held_f32(int m, int d, int n, int e)
     free(a), free(b), free(ax), free(bx), free(ref), free(bound);
 }
 
+/* value_a: C = A @ B with A loaded into registers by a let before the product (f16, exact inputs,
+ * the tensor-core sum's bound). */
+static void value_a(int m, int k, int n)
+{
+    char desc[96];
+    snprintf(desc, sizeof desc, "value_a (a let as the A of @) M=%d K=%d N=%d", m, k, n);
+    size_t sa = (size_t)m * k, sb = (size_t)k * n, sc = (size_t)m * n;
+    float *a = malloc(sa * 4 + 4), *b = malloc(sb * 4 + 4);
+    uint16_t *a16 = malloc(sa * 2 + 2), *b16 = malloc(sb * 2 + 2);
+    double *ref = malloc(sc * 8 + 8), *bound = malloc(sc * 8 + 8);
+    f16_values(a, a16, sa);
+    f16_values(b, b16, sb);
+    ref_matmul_bound(a, NULL, b, NULL, ref, bound, m, n, k, SUM_TENSOR);
+    CUdeviceptr da = upload_f16(a16, sa), db = upload_f16(b16, sb), dc = poisoned(sc);
+    tilert_kernel *kk = kernel("value_a");
+    tilert_arg args[] = { tilert_ptr(da), tilert_ptr(db), tilert_ptr(dc), tilert_i32(m), tilert_i32(k), tilert_i32(n) };
+    if (kk && da && db && dc)
+        run(desc, kk, args, 6, dc, ref, bound, sc, (size_t)n);
+    gpu_free(da), gpu_free(db), gpu_free(dc);
+    free(a), free(b), free(a16), free(b16), free(ref), free(bound);
+}
+
 /* transpose_add: Y = X^T + 1, exact (one rounding of a sum with 1), every element written. */
 static void transpose_add(int rows, int cols)
 {
@@ -718,7 +742,12 @@ int main(int argc, char **argv)
     /* M, N, D, E: tiles of 128 rows, 64-row blocks of Y and Z, D and E at most 64 */
     static const int ch[][4] = { { 1, 1, 8, 8 }, { 100, 130, 64, 64 }, { 257, 64, 40, 24 }, { 128, 1000, 64, 64 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(ch)); i++)
-        chain(ch[i][0], ch[i][1], ch[i][2], ch[i][3]);
+        for (int bf = 0; bf < 2; bf++)
+            chain(bf, ch[i][0], ch[i][1], ch[i][2], ch[i][3]);
+    /* M, K, N: K and N multiples of 8 */
+    static const int va[][3] = { { 1, 8, 8 }, { 129, 200, 136 }, { 300, 64, 256 } };
+    for (size_t i = 0; i < (small ? 2 : COUNT(va)); i++)
+        value_a(va[i][0], va[i][1], va[i][2]);
     /* BH, S, D: query rows in tiles of 128, keys in blocks of 64 */
     static const int at[][3] = { { 1, 1, 8 }, { 2, 100, 64 }, { 3, 129, 64 }, { 1, 1000, 40 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(at)); i++)
