@@ -55,8 +55,7 @@ Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *me
     load_params(c);
     alloc_var_infos(c, k->body);
     mark_matmul_vars(c, k->body);
-    hint_vars(c, k->body);
-    hint_vars(c, k->body);     /* again: a var read before its assignment in a loop */
+    plan_layouts(c, k->body);
     lower_block(c, k->body);
     emit_ins(c->f, OP_RET, PT_B32);
     c->loc = k->loc;   /* the scratch serves the whole kernel */

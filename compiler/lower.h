@@ -58,6 +58,9 @@ Layout layout_rowmajor(Shape s, int threads, int vec);
 /* 2-D register blocking for a matmul result: each thread owns a TM x TN block made of 4x4
  * sub-blocks spread so that shared-memory fragment reads are 16-byte vectors. */
 Layout layout_matmul(Shape s, int threads);
+/* L with rows and columns exchanged, element (i, j) in the slot and thread of L's (j, i); false
+ * where the thread grid has an outer part (Tlo != T), whose order the exchange would break */
+bool layout_transpose(const Layout *L, Layout *out);
 
 /* A value during lowering: one operand per slot this thread owns (registers or immediates). */
 typedef struct {
@@ -75,8 +78,8 @@ typedef struct {
     int stride64[MAX_TENSOR_RANK];                        /* tensor: strides widened to s64 regs */
     bool vec_ok;           /* tensor: all its window accesses may use vector memory ops */
     MatmulPlan *plan;      /* var accumulated by `@`: the first such product's plan, whose layout it takes */
-    bool has_hint;         /* let/var whose value comes from a product's accumulator (hint_vars) */
-    Layout hint;           /* ... and the layout it then has: a var takes it from its declaration */
+    bool has_hint;         /* let/var with a planned layout (layout_plan.c) ... */
+    Layout hint;           /* ... which a var takes from its declaration and a let is lowered in */
     Stmt *loop;            /* loop variable: its for statement (divisibility, bounds facts) */
     Expr *def;             /* let: its defining expression */
 } SymInfo;
@@ -204,9 +207,11 @@ Opnd cast_slot(Lower *c, ElemType to, ElemType from, Opnd x);   /* one slot of t
 void lower_block(Lower *c, Stmt *b);
 void alloc_var_infos(Lower *c, Stmt *s);    /* a SymInfo for every var, for mark_matmul_vars */
 void mark_matmul_vars(Lower *c, Stmt *s);   /* vars accumulated by `@` take the product's layout */
-/* vars assigned values made from a product's accumulator (its row statistics, a rescaled copy)
- * take the layout those values have, so that no assignment moves them between layouts */
-void hint_vars(Lower *c, Stmt *s);
+/* Calls fn on every statement of s that is not a block, a loop or an if, in program order. */
+void each_simple_stmt(Lower *c, Stmt *s, void (*fn)(Lower *c, Stmt *s));
+/* ---- layout_plan.c: for lower_kernel, after mark_matmul_vars */
+/* the layouts of lets and vars from what feeds them and how they are used (SymInfo.hint) */
+void plan_layouts(Lower *c, Stmt *body);
 /* ---- lower_params.c (and extent_rpn below): for lower_kernel */
 void load_params(Lower *c);   /* KernelMeta's arguments; parameters, %tid, %ctaid into registers */
 const char *rpn_text(Lower *c, Expr *e, const char *what);   /* a grid() or assume() as RPN */

@@ -1,5 +1,5 @@
 /* lower_stmt.c: statements -> IR: let, var, assignment, for (constant loops unrolled), if, atomic;
- * and the passes before them that give vars accumulated by `@` the product's layout. */
+ * and the pass before them that gives vars accumulated by `@` the product's layout. */
 #include "lower.h"
 
 /* ---- statements */
@@ -78,7 +78,8 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
     case S_BLOCK: lower_block(c, s); break;
     case S_LET: {
         f->cur_what = reg_value_name(c->a, s->name, s->init->type, s->init->shape);
-        Tile v = lower_expr(c, s->init, NULL);
+        SymInfo *si = info(c, s->sym);
+        Tile v = lower_expr(c, s->init, si->has_hint ? &si->hint : NULL);
         if (s->sym->type != v.type && s->sym->type != TY_NONE) {
             Tile w = { s->sym->type, v.L, NULL };
             int n = layout_slots(&v.L);
@@ -87,8 +88,8 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
                 w.v[i] = cast_slot(c, s->sym->type, v.type, v.v[i]);
             v = w;
         }
-        info(c, s->sym)->val = v;
-        info(c, s->sym)->def = s->init;
+        si->val = v;
+        si->def = s->init;
         f->cur_what = "temporary";
         break;
     }
@@ -221,7 +222,7 @@ static void mark_var(Lower *c, Sym *v, Expr *mm)
 }
 
 /* Calls fn on every statement of s that is not a block, a loop or an if, in program order. */
-static void each_simple_stmt(Lower *c, Stmt *s, void (*fn)(Lower *c, Stmt *s))
+void each_simple_stmt(Lower *c, Stmt *s, void (*fn)(Lower *c, Stmt *s))
 {
     if (!s)
         return;
@@ -256,90 +257,6 @@ static void mark_matmul_var(Lower *c, Stmt *s)
 
 void mark_matmul_vars(Lower *c, Stmt *s) { each_simple_stmt(c, s, mark_matmul_var); }
 
-/* The layout e has when lowered, if it comes from a product's accumulator: the accumulator's, or
- * for a reduction along the rows of such a value the layout reduce_tile gives it (the rows kept
- * where they were, the one column held by each of the threads that held a part of the row). */
-static bool expr_hint(Lower *c, Expr *e, Layout *out)
-{
-    if (!e || e->shape.rank != 2)
-        return false;
-    switch (e->kind) {
-    case E_BINARY:
-        if (e->op == OP_MATMUL) {
-            *out = matmul_plan(c, e)->acc;
-            return true;
-        }
-        return (e->a->shape.rank == 2 && e->a->shape.dim[0] == e->shape.dim[0] &&
-                e->a->shape.dim[1] == e->shape.dim[1] && expr_hint(c, e->a, out)) ||
-               (e->b->shape.rank == 2 && e->b->shape.dim[0] == e->shape.dim[0] &&
-                e->b->shape.dim[1] == e->shape.dim[1] && expr_hint(c, e->b, out));
-    case E_UNARY:
-    case E_CAST:
-        return expr_hint(c, e->a, out);
-    case E_NAME: {
-        SymInfo *si = e->sym->lower;
-        if (!si || (e->sym->kind != SYM_LET && e->sym->kind != SYM_VAR) || e->sym->is_shared)
-            return false;
-        if (si->plan)
-            *out = si->plan->acc;
-        else if (si->has_hint)
-            *out = si->hint;
-        return si->plan || si->has_hint;
-    }
-    case E_CALL: {
-        BuiltinKind k = builtin_info[e->builtin].kind;
-        if (k == BK_REDUCE && e->axis == 1 && e->nargs == 1 && e->args[0]->shape.rank == 2 &&
-            e->args[0]->shape.dim[0] == e->shape.dim[0] && expr_hint(c, e->args[0], out)) {
-            if (!out->bcast[1] && !(layout_tid_plain(out) && out->T[1] <= 32))
-                return false;        /* reduced through shared memory, into a layout of its own */
-            out->bcast[1] = out->bcast[1] || out->T[1] > 1;
-            out->S[1] = out->O[1] = out->V[1] = 1;
-            return true;
-        }
-        if (k != BK_MATH && k != BK_PAIR && k != BK_SELECT && !(k == BK_REDUCE && e->nargs == 2))
-            return false;
-        for (int i = 0; i < e->nargs; i++)
-            if (e->args[i]->shape.rank == 2 && e->args[i]->shape.dim[0] == e->shape.dim[0] &&
-                e->args[i]->shape.dim[1] == e->shape.dim[1] && expr_hint(c, e->args[i], out))
-                return true;
-        return false;
-    }
-    default:
-        return false;
-    }
-}
-
-static void set_hint(Lower *c, Sym *s, Expr *from)
-{
-    SymInfo *si = info(c, s);
-    Layout L;
-    if (s->is_shared || si->plan || si->has_hint || s->shape.rank != 2 || !expr_hint(c, from, &L) ||
-        L.S[0] != (int)s->shape.dim[0] || L.S[1] != (int)s->shape.dim[1])
-        return;
-    si->has_hint = true;
-    si->hint = L;
-}
-
-static void hint_var(Lower *c, Stmt *s)
-{
-    switch (s->kind) {
-    case S_LET:
-        if (s->sym)
-            set_hint(c, s->sym, s->init);
-        break;
-    case S_VAR:
-        if (s->sym && s->init)
-            set_hint(c, s->sym, s->init);
-        break;
-    case S_ASSIGN:
-        if (s->lhs->kind == E_NAME && s->lhs->sym->kind == SYM_VAR)
-            set_hint(c, s->lhs->sym, s->rhs);
-        break;
-    default: break;
-    }
-}
-
-void hint_vars(Lower *c, Stmt *s) { each_simple_stmt(c, s, hint_var); }
 
 static void alloc_var_info(Lower *c, Stmt *s)
 {
