@@ -90,3 +90,25 @@ Layout layout_matmul(Shape s, int threads)
     L.lo_t0_low = false;
     return L;
 }
+
+/* The same spread of elements over threads with rows and columns exchanged: element (i, j) of L
+ * is element (j, i) of the result, in the same slot and the same thread. Only for a layout with no
+ * outer thread grid (Tlo == T), whose thread id is then t0 T1 + t1 or, inner grid column-major,
+ * t1 T0 + t0: the exchange flips which of the two it is. */
+bool layout_transpose(const Layout *L, Layout *out)
+{
+    if (L->rank != 2 || L->Tlo[0] != L->T[0] || L->Tlo[1] != L->T[1])
+        return false;
+    Layout X = *L;
+    for (int d = 0; d < 2; d++) {
+        X.S[d] = L->S[1 - d];
+        X.T[d] = L->T[1 - d];
+        X.V[d] = L->V[1 - d];
+        X.O[d] = L->O[1 - d];
+        X.bcast[d] = L->bcast[1 - d];
+        X.Tlo[d] = L->Tlo[1 - d];
+    }
+    X.lo_t0_low = !L->lo_t0_low;
+    *out = X;
+    return true;
+}

@@ -19,19 +19,27 @@ static int64_t gcd64(int64_t a, int64_t b)
     return a;
 }
 
-/* Divisibility facts from `assume(X % k == 0)`. */
+/* The k of a fact `X % k == 0` about s anywhere in a conjunction e (`a && b` states both), as the
+ * least common multiple with m. */
+static int64_t multiple_in(Expr *e, Sym *s, int64_t m)
+{
+    if (e->kind == E_BINARY && e->op == OP_AND)
+        return multiple_in(e->b, s, multiple_in(e->a, s, m));
+    if (e->kind == E_BINARY && e->op == OP_EQ && e->b->kind == E_INT && e->b->ival == 0 &&
+        e->a->kind == E_BINARY && e->a->op == '%' && e->a->a->kind == E_NAME && e->a->a->sym == s &&
+        e->a->b->kind == E_INT && e->a->b->ival > 0) {
+        int64_t k = e->a->b->ival;
+        m = m / gcd64(m, k) * k;
+    }
+    return m;
+}
+
+/* Divisibility facts from `assume(X % k == 0)`, alone or within a conjunction. */
 static int64_t size_multiple(Lower *c, Sym *s)
 {
     int64_t m = 1;
-    for (int i = 0; i < c->k->nassumes; i++) {
-        Expr *e = c->k->assumes[i]->cond;
-        if (e->kind == E_BINARY && e->op == OP_EQ && e->b->kind == E_INT && e->b->ival == 0 &&
-            e->a->kind == E_BINARY && e->a->op == '%' && e->a->a->kind == E_NAME && e->a->a->sym == s &&
-            e->a->b->kind == E_INT && e->a->b->ival > 0) {
-            int64_t k = e->a->b->ival;
-            m = m / gcd64(m, k) * k;
-        }
-    }
+    for (int i = 0; i < c->k->nassumes; i++)
+        m = multiple_in(c->k->assumes[i]->cond, s, m);
     return m;
 }
 
@@ -558,11 +566,41 @@ static Opnd fill_of(Lower *c, Expr *e)
     return ht == PT_F32 ? FIMM((double)fl->ival) : IMM(fl->ival);
 }
 
+/* A column of a tile whose rows are contiguous in memory (the `.T` of a row, a view whose first
+ * dimension has stride 1) is loaded as the row it is in memory: its access with the two windowed
+ * dimensions exchanged, in the transposed layout, which holds each element in the same slot, so
+ * that vectors run along the stored row. Each thread's rows (L.V[0] of them) must be a slot run,
+ * as they are in a column (one slot per row). 0: not such a column, or no vector fits. */
+static int column_as_row(Lower *c, Expr *e, Access *a, const Layout *L, Access *t, Layout *T)
+{
+    if (a->nwin != 2 || L->S[1] != 1 || L->O[1] * L->V[1] != 1 || L->V[0] < 2 || L->bcast[0] ||
+        !layout_transpose(L, T))
+        return 0;
+    *t = *a;
+    t->wd[0] = a->wd[1];
+    t->wd[1] = a->wd[0];
+    int vm = vector_width(c, e, t);
+    while (vm > 1 && T->V[1] % vm)
+        vm /= 2;
+    return vm > 1 ? vm : 0;
+}
+
 Tile load_window(Lower *c, Expr *e, const Layout *want)
 {
     Access a;
     access_init(c, e, &a);
     Layout L = access_layout(c, e, &a, want, e->shape);
+    Access ta;
+    Layout TL;
+    int tvm = column_as_row(c, e, &a, &L, &ta, &TL);
+    if (tvm) {
+        a.ti->vec_ok = true;
+        Tile r = { e->type, L, NULL };
+        r.v = arena_alloc(c->a, sizeof *r.v * (size_t)layout_slots(&L));
+        LoadCtx lc = { a.t->type, fill_of(c, e), r.v };
+        for_each_chunk(c, &ta, &TL, tvm, -1, load_chunk, &lc);
+        return r;
+    }
     int vm = a.nwin ? vector_width(c, e, &a) : 1;
     while (vm > 1 && (L.V[1] % vm || L.bcast[1]))
         vm /= 2;
