@@ -130,6 +130,8 @@ static Example examples[] = {
     {"linear_bf16", "X W bias Y M K N", NULL, NULL, false, "linear"},
     {"bmm", "A B C Bt M K N", NULL, NULL, false, NULL},
     {"scores", "Q K S scale Bt H T D", NULL, NULL, false, "bmm"},
+    {"lse_bwd", "GO O X W Bi DX B CO HW CI", NULL, NULL, false, NULL},
+    {"lse_bwd_conv", "GO O X W Bi DX IW B CO HW CI", NULL, NULL, false, "lse_bwd"},
 };
 
 /* The example's kernel, loaded on first use; NULL (after one FAIL line) when it cannot be. */
@@ -635,6 +637,112 @@ static void cases_batched(tilert_context *ctx)
     case_batched(ctx, true, 1, 2, 64, 0, 60, true);
 }
 
+
+/* examples/lse_bwd.tile: DX[b, c, p] = sum_o GO[b, o, p] exp2(W[o, c] X[b, c, p] + Bi[o, c] -
+ * O[b, o, p]) W[o, c] over nb images of hh x iw pixels, co output channels and ci channels (the
+ * unfolded input's), or with patches ci image channels whose 9 taps (3 x 3, padding 1) are the
+ * product's channels, DX added into (from zero) at the pixels the taps read.
+ * Bound of one term t = g exp2(a) w, a = w x + bi - o: a is off by at most 3 roundings of the
+ * magnitudes it is made of (A = |w x| + |bi| + |o|), exp2 by 2 ulp, the two products by one
+ * rounding each: |t| (ln 2 3 u A + 2^-22 + 2 u (1 + u)) with u = 2^-24; the sum of the n terms
+ * of an element (co, or co x taps) in any order: gamma(n + 9) sum |t|, the 9 for the adds of
+ * the taps' partial sums. */
+static void case_lse(tilert_context *ctx, bool patches, int nb, int co, int ci, int hh, int iw, bool expect_refusal)
+{
+    const char *name = patches ? "lse_bwd_conv" : "lse_bwd";
+    tilert_kernel *k = kernel(ctx, name);
+    if (!k)
+        return;
+    char desc[128];
+    snprintf(desc, sizeof desc, "%s B=%d CO=%d CI=%d HW=%dx%d%s", name, nb, co, ci, hh, iw,
+             expect_refusal ? " refused by assume" : "");
+    int hw = hh * iw, pc = patches ? ci * 9 : ci;          /* product channels */
+    size_t no = (size_t)nb * co * hw, nx = (size_t)nb * ci * hw, nw = (size_t)co * pc;
+    float *go = malloc(no * 4 + 4), *o = malloc(no * 4 + 4), *x = malloc(nx * 4 + 4);
+    float *w = malloc(nw * 4 + 4), *bi = malloc(nw * 4 + 4), *zero = calloc(nx + 1, 4);
+    double *ref = calloc(nx + 1, 8), *mag = calloc(nx + 1, 8), *err = calloc(nx + 1, 8);
+    CUdeviceptr dgo, dout, dxin, dw, dbi, ddx;
+    const double u = 0x1p-24;
+    if (!go || !o || !x || !w || !bi || !zero || !ref || !mag || !err) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    rng_fill(go, no, -1, 1);
+    rng_fill(o, no, 0, 2);
+    rng_fill(x, nx, -1, 1);
+    rng_fill(w, nw, -1, 1);
+    rng_fill(bi, nw, -1, 1);
+    for (int b = 0; b < nb; b++)
+        for (int c = 0; c < pc; c++)
+            for (int p = 0; p < hw; p++) {
+                /* the input element this product channel reads at position p, if any */
+                int ch = c, q = p;
+                if (patches) {
+                    int tap = c % 9, h = p / iw + tap / 3 - 1, ww = p % iw + tap % 3 - 1;
+                    if (h < 0 || h >= hh || ww < 0 || ww >= iw)
+                        continue;
+                    ch = c / 9;
+                    q = h * iw + ww;
+                }
+                size_t e = ((size_t)b * ci + ch) * hw + q;
+                for (int oc = 0; oc < co; oc++) {
+                    size_t oi = ((size_t)b * co + oc) * hw + p;
+                    double wv = w[(size_t)oc * pc + c], bv = bi[(size_t)oc * pc + c];
+                    double a = wv * x[e] + bv - o[oi], t = go[oi] * exp2(a) * wv;
+                    double A = fabs(wv * x[e]) + fabs(bv) + fabs(o[oi]);
+                    ref[e] += t;
+                    mag[e] += fabs(t);
+                    err[e] += fabs(t) * (log(2) * 3 * u * A + 0x1p-22 + 2 * u * (1 + u));
+                }
+            }
+    /* the terms' own errors, then the sum's roundings of the computed terms */
+    for (size_t e = 0; e < nx; e++)
+        err[e] += gamma_n((double)co * (patches ? 9 : 1) + 9, u) * (mag[e] + err[e]);
+    if (!(dgo = dev_input(go, no)) || !(dout = dev_input(o, no)) || !(dxin = dev_input(x, nx)) ||
+        !(dw = dev_input(w, nw)) || !(dbi = dev_input(bi, nw)) ||
+        !(ddx = patches ? dev_input(zero, nx) : dev_floats(nx))) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    tilert_arg a[12];
+    int na = 0;
+    a[na++] = tilert_ptr(dgo);
+    a[na++] = tilert_ptr(dout);
+    a[na++] = tilert_ptr(dxin);
+    a[na++] = tilert_ptr(dw);
+    a[na++] = tilert_ptr(dbi);
+    a[na++] = tilert_ptr(ddx);
+    if (patches)
+        a[na++] = tilert_i32(iw);
+    a[na++] = tilert_i32(nb);
+    a[na++] = tilert_i32(co);
+    a[na++] = tilert_i32(hw);
+    a[na++] = tilert_i32(ci);
+    if (expect_refusal)
+        refused(desc, k, a, na);
+    else if (launch(desc, k, a, na))
+        check_output(desc, ddx, nx, ref, err, (size_t)hw);
+done:
+    free_case();
+    free(go), free(o), free(x), free(w), free(bi), free(zero), free(ref), free(mag), free(err);
+}
+
+/* Sizes off the 64 x 64 tile in every direction (B, CO, CI, H, W): a few pixels, images narrower
+ * and wider than a tile's 64 positions, channels below and across a tile, output channels not a
+ * multiple of anything; the kernels assume HW % 4 == 0 (and lse_bwd CI % 4 == 0). */
+static void cases_lse(tilert_context *ctx)
+{
+    static const int c[][5] = {{1, 1, 4, 2, 2}, {2, 7, 72, 10, 10}, {3, 5, 132, 4, 33}, {1, 16, 64, 16, 16}};
+    static const int conv[][5] = {{1, 1, 1, 2, 2}, {2, 7, 8, 10, 10}, {2, 3, 15, 4, 31}, {1, 16, 7, 16, 16}};
+    size_t n = test_small() ? 2 : COUNT(c);
+    for (size_t i = 0; i < n; i++)
+        case_lse(ctx, false, c[i][0], c[i][1], c[i][2], c[i][3], c[i][4], false);
+    for (size_t i = 0; i < n; i++)
+        case_lse(ctx, true, conv[i][0], conv[i][1], conv[i][2], conv[i][3], conv[i][4], false);
+    case_lse(ctx, false, 1, 2, 6, 2, 2, true);
+    case_lse(ctx, true, 1, 2, 3, 5, 5, true);
+}
+
 /* tf32's rounding of finite f32 (docs/language.md): to nearest, ties to even on wgmma (sm_90a),
  * ties away from zero on mma.sync. */
 static uint32_t tf32_rne(uint32_t bits) { return (bits + 0xfff + (bits >> 13 & 1)) & ~0x1fffu; }
@@ -956,6 +1064,7 @@ int main(int argc, char **argv)
     case_rows(ctx, ROWSUM, small ? 2 : 5, small ? 5000 : 10000, false);   /* several BN steps, a ragged last one */
     case_rows(ctx, SOFTMAX, 2, 8193, true);
     case_rows(ctx, LAYERNORM, 2, 8193, true);
+    cases_lse(ctx);
 
     for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++)
         tilert_unload(examples[i].mod);

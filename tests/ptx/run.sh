@@ -192,6 +192,20 @@ else
 	fail "cli: -o - writes to stdout" "status $st"
 fi
 
+# ---- the layout plan and vector loads, on the seed kernel (examples/lse_bwd.tile)
+# Its loop over output channels loads W's and Bi's columns (`.T` of a row, contiguous down the
+# column) and O's and GO's rows as 16-byte vectors -- the rows' alignment comes from one assume
+# of the form `a && b` -- and moves nothing through shared memory.
+"$tilec" --no-ptxas --arch=sm_90a examples/lse_bwd.tile -o "$tmp/lse.ptx" 2>/dev/null
+loop=$(awk '/^\.visible \.entry lse_bwd\(/{k=1} k && /^\$L0:/{p=1} p && /bra.uni \$L0/{exit} p' "$tmp/lse.ptx")
+v4=$(echo "$loop" | grep -c 'ld.global.v4.f32')
+if [ "$v4" -eq 4 ] && ! grep -q 'bar.sync\|ld.shared\|st.shared' "$tmp/lse.ptx"; then
+	pass "layout plan: lse_bwd loads 4 vectors a step, no shared memory"
+else
+	fail "layout plan: lse_bwd loads 4 vectors a step, no shared memory" \
+		"$v4 ld.global.v4.f32 in the loop; shared accesses: $(grep -c 'bar.sync\|ld.shared\|st.shared' "$tmp/lse.ptx")"
+fi
+
 # ---- sum up
 cat "$tmp"/*.res >"$tmp/all"
 grep -E '^(FAIL|SKIP) ' "$tmp/all" | sed 's/^FAIL /FAIL: /; s/^SKIP /skip: /'

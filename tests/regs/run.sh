@@ -7,6 +7,8 @@
 #              the peak named with their tile shapes, largest first, and a suggestion
 #   stability  stable_plain.tile and stable_im2col.tile (one k-loop, two ways to find the first
 #              row) get register counts within 8 of each other, predicted and per ptxas
+#   seed       both kernels of examples/lse_bwd.tile (the project's founding case) within 80
+#              registers, predicted and per ptxas, with no shared memory
 #   rejected   PTX that ptxas refuses during the cap check fails the compile, nothing written
 # Needs ptxas for accuracy and stability (they skip without it). Ends with `N passed, M failed`.
 cd "$(dirname "$0")/../.." || exit 2
@@ -68,6 +70,20 @@ else
 		if [ ${dp#-} -gt 8 ] || [ ${dx#-} -gt 8 ]; then
 			bad "stability $a: predicted $1 vs $6, ptxas $2 vs $7"
 		else ok; fi
+	done
+	# the seed: both variants of examples/lse_bwd.tile at most 80 registers, predicted and per
+	# ptxas, and no shared memory (every broadcast operand read into registers where it is used)
+	for a in $ARCHS; do
+		tmp_seed=$(mktemp "${TMPDIR:-/tmp}/tilec-seed.XXXXXX") || exit 2
+		"$TILEC" --report=json --arch="$a" examples/lse_bwd.tile -o /dev/null 2>/dev/null |
+		sed -n 's/.*"kernel": "\([a-z_]*\)".*"smem_bytes": \([0-9]*\), "predicted_regs": \([0-9]*\).*"ptxas_regs": \([0-9]*\).*/\1 \2 \3 \4/p' >"$tmp_seed"
+		if [ "$(wc -l <"$tmp_seed")" -ne 2 ]; then bad "seed $a: no report"; rm -f "$tmp_seed"; continue; fi
+		while read -r k smem pred px; do
+			if [ "$smem" -ne 0 ] || [ "$pred" -gt 80 ] || [ "$px" -gt 80 ]; then
+				bad "seed $a $k: shared memory $smem bytes, predicted $pred, ptxas $px registers"
+			else ok; fi
+		done <"$tmp_seed"
+		rm -f "$tmp_seed"
 	done
 fi
 
