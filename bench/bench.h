@@ -16,7 +16,7 @@ enum { MAX_SETS = 16, MAX_BUFS = 8, MAX_ARGS = 16 };
 typedef enum { DT_F32, DT_TF32, DT_F16, DT_BF16 } DType;
 
 /* What a workload is: which kind it is (one of the Kind rows in workloads_util.c) and its sizes. */
-typedef enum { K_GEMM, K_AXPY, K_SUM, K_ROWSUM, K_SOFTMAX, K_LAYERNORM } KindId;
+typedef enum { K_GEMM, K_AXPY, K_SUM, K_ROWSUM, K_SOFTMAX, K_LAYERNORM, K_LSE_BWD } KindId;
 
 typedef struct {
     const char *kernel;    /* the kernel's name; <ptx-dir>/<file or kernel>.ptx holds it */
@@ -26,6 +26,7 @@ typedef struct {
     const char *file;      /* the PTX file's name when it is not the kernel's */
     bool ta, tb;           /* GEMM: A stored column-major ([K, M] in memory), B stored [N, K] */
     bool bias;             /* GEMM: a bias argument after B (all zeros: cuBLAS has none) */
+    bool patches;          /* lse_bwd: the convolution variant (m images, n pixels, k outputs) */
 } Workload;
 
 /* The live state of one workload: device buffers per input set and host copies of set 0. */
@@ -60,5 +61,19 @@ extern const int nworkloads;
 /* workloads_util.c helpers shared with bench.c */
 bool cu_ok(CUresult r, const char *what);     /* prints the CUDA error name on failure */
 void run_free(Run *r);
+bool dalloc(CUdeviceptr *d, size_t bytes);
+/* n uniform values in [lo, hi) of type t; with keep, a host copy (as f32) */
+bool fill_random(CUdeviceptr d, size_t n, DType t, uint64_t seed, float lo, float hi, float **keep);
+float *download(CUdeviceptr d, size_t n, DType t);   /* as f32, malloc'd; NULL on failure */
+
+/* lse_bwd_util.c: the K_LSE_BWD kind */
+size_t lse_set_bytes(const Workload *w);
+bool lse_setup(Run *r);
+int lse_args(Run *r, int set, tilert_arg *a);
+bool lse_before(Run *r, int set);
+bool lse_ref(Run *r, int set);
+bool lse_check(Run *r, char *msg, size_t len);
+void lse_describe(const Workload *w, char *size, size_t len, char *ref, size_t rlen);
+double lse_work(const Workload *w);
 
 #endif

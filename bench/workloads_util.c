@@ -65,6 +65,12 @@ const Workload workloads[] = {
     { .kernel = "rowsum", .kind = K_ROWSUM, .m = 8192, .n = 8192, .in = DT_F32, .out = DT_F32 },
     { .kernel = "softmax", .kind = K_SOFTMAX, .m = 8192, .n = 8192, .in = DT_F32, .out = DT_F32 },
     { .kernel = "layernorm", .kind = K_LAYERNORM, .m = 8192, .n = 8192, .in = DT_F32, .out = DT_F32 },
+    /* the register-pressure kernel (examples/lse_bwd.tile) against the same computation in CUDA
+       C++ built by nvcc (bench/lse_bwd_ref.cu): B = 512 images of 16 x 16, 128 output channels,
+       1152 product channels (128 image channels x 9 taps when patches) */
+    { .kernel = "lse_bwd", .kind = K_LSE_BWD, .m = 512, .n = 256, .k = 128, .file = "lse_bwd" },
+    { .kernel = "lse_bwd_conv", .kind = K_LSE_BWD, .m = 512, .n = 256, .k = 128, .file = "lse_bwd",
+      .patches = true },
 };
 const int nworkloads = (int)(sizeof workloads / sizeof workloads[0]);
 
@@ -145,15 +151,15 @@ static float to_f32(const void *p, size_t i, DType t)
     return ((const float *)p)[i];
 }
 
-static bool dalloc(CUdeviceptr *d, size_t bytes)
+bool dalloc(CUdeviceptr *d, size_t bytes)
 {
     return cu_ok(cuMemAlloc(d, bytes), "cuMemAlloc");
 }
 
 /* Fills n elements of type t on the device with uniform values in [lo, hi), never exactly 0 for a
  * symmetric range. When keep is given, the values (after rounding to t) stay there as f32. */
-static bool fill_random(CUdeviceptr d, size_t n, DType t, uint64_t seed, float lo, float hi,
-                        float **keep)
+bool fill_random(CUdeviceptr d, size_t n, DType t, uint64_t seed, float lo, float hi,
+                 float **keep)
 {
     size_t es = dt_size(t);
     void *raw = malloc(n * es);
@@ -180,7 +186,7 @@ static bool fill_random(CUdeviceptr d, size_t n, DType t, uint64_t seed, float l
 }
 
 /* Downloads n elements of type t as f32 (malloc'd; NULL on failure). */
-static float *download(CUdeviceptr d, size_t n, DType t)
+float *download(CUdeviceptr d, size_t n, DType t)
 {
     size_t es = dt_size(t);
     void *raw = malloc(n * es);
@@ -228,7 +234,8 @@ static double traffic(const Workload *w)
     case K_ROWSUM: return 4.0 * mn + 4.0 * (double)w->m;
     case K_SOFTMAX: return 8.0 * mn;
     case K_LAYERNORM: return 8.0 * mn + 8.0 * (double)w->n;
-    case K_GEMM: break;
+    case K_GEMM:
+    case K_LSE_BWD: break;   /* compute-bound: flops */
     }
     return 0;
 }
@@ -578,6 +585,8 @@ static const Kind kinds[] = {
                     rows_check, copy_describe, copy_work, false },
     [K_LAYERNORM] = { "layernorm", rows_set_bytes, rows_setup, rows_args, no_before, copy_ref,
                       rows_check, copy_describe, copy_work, false },
+    [K_LSE_BWD] = { "lse_bwd", lse_set_bytes, lse_setup, lse_args, lse_before, lse_ref, lse_check,
+                    lse_describe, lse_work, true },
 };
 
 const Kind *kind_of(const Workload *w) { return &kinds[w->kind]; }
