@@ -629,10 +629,10 @@ static void held_f32(int m, int d, int n, int e)
 
 /* outer_relu: C[i][j] = sum_k max(A[k][i] B[k][j], 0). Each term is one rounded product (ReLU is
  * exact), summed in order by K additions: |error| <= gamma(K + 1, 2^-24) sum_k max(a b, 0). */
-static void outer_relu(int m, int kk, int n)
+static void outer_relu(const char *name, int m, int kk, int n)
 {
-    char desc[96];
-    snprintf(desc, sizeof desc, "outer_relu (outer-product update, layout plan) M=%d K=%d N=%d", m, kk, n);
+    char desc[112];
+    snprintf(desc, sizeof desc, "%s (outer-product update, layout plan) M=%d K=%d N=%d", name, m, kk, n);
     size_t sa = (size_t)kk * m, sb = (size_t)kk * n, sc = (size_t)m * n;
     float *a = malloc(sa * 4 + 4), *b = malloc(sb * 4 + 4);
     double *ref = calloc(sc + 1, 8), *bound = calloc(sc + 1, 8);
@@ -649,7 +649,7 @@ static void outer_relu(int m, int kk, int n)
             bound[(size_t)i * n + j] = gamma_n(kk + 1, 0x1p-24) * s;
         }
     CUdeviceptr da = upload(a, sa), db = upload(b, sb), dc = poisoned(sc);
-    tilert_kernel *k = kernel("outer_relu");
+    tilert_kernel *k = kernel(name);
     tilert_arg args[] = { tilert_ptr(da), tilert_ptr(db), tilert_ptr(dc), tilert_i32(kk), tilert_i32(m), tilert_i32(n) };
     if (k && da && db && dc)
         run(desc, k, args, 6, dc, ref, bound, sc, (size_t)n);
@@ -789,10 +789,13 @@ int main(int argc, char **argv)
     static const int hf[][4] = { { 1, 4, 1, 4 }, { 100, 12, 70, 68 }, { 129, 16, 300, 128 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(hf)); i++)
         held_f32(hf[i][0], hf[i][1], hf[i][2], hf[i][3]);
-    /* M, K, N (M, N multiples of 4) */
+    /* M, K, N: multiples of 4 for outer_relu (assumed), anything for outer_relu_wide */
     static const int orl[][3] = { { 4, 1, 4 }, { 100, 37, 68 }, { 132, 300, 260 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(orl)); i++)
-        outer_relu(orl[i][0], orl[i][1], orl[i][2]);
+        outer_relu("outer_relu", orl[i][0], orl[i][1], orl[i][2]);
+    static const int orw[][3] = { { 1, 1, 1 }, { 33, 7, 129 }, { 70, 100, 300 } };
+    for (size_t i = 0; i < (small ? 2 : COUNT(orw)); i++)
+        outer_relu("outer_relu_wide", orw[i][0], orw[i][1], orw[i][2]);
     transpose_add(1, 1);
     transpose_add(33, 70);
     if (!small)
