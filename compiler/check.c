@@ -45,6 +45,8 @@ Sym *new_sym(Check *c, SymKind kind, const char *name, Loc loc)
     s->kind = kind;
     s->name = name;
     s->loc = loc;
+    if (c->k && kind != SYM_CONST)
+        vec_push(&c->syms, s);
     return s;
 }
 
@@ -791,6 +793,7 @@ static void check_kernel(Check *c, Kernel *k)
     c->sizes.n = 0;
     c->views.n = 0;
     c->assumes.n = 0;
+    c->syms.n = 0;
     c->depth = 0;
     check_params(c, k);
     check_arg_count(c, k);
@@ -810,6 +813,10 @@ static void check_kernel(Check *c, Kernel *k)
     k->assumes = arena_alloc(c->a, (size_t)(k->nassumes + 1) * sizeof *k->assumes);
     if (k->nassumes)
         memcpy(k->assumes, c->assumes.v, (size_t)k->nassumes * sizeof *k->assumes);
+    k->nsyms = c->syms.n;
+    k->syms = arena_alloc(c->a, (size_t)(k->nsyms + 1) * sizeof *k->syms);
+    if (k->nsyms)
+        memcpy(k->syms, c->syms.v, (size_t)k->nsyms * sizeof *k->syms);
 }
 
 bool check_program(Arena *a, Program *p, Define *defs, int ndefs)
@@ -837,5 +844,6 @@ bool check_program(Arena *a, Program *p, Define *defs, int ndefs)
     vec_free(&c.sizes);
     vec_free(&c.views);
     vec_free(&c.assumes);
+    vec_free(&c.syms);
     return diag.nerrors == before;
 }

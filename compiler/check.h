@@ -18,6 +18,7 @@ typedef struct {
     Vec(Sym *) sizes;      /* the kernel's size symbols in order of first appearance */
     Vec(Sym *) views;      /* the kernel's transposed views (Kernel.views) */
     Vec(Stmt *) assumes;
+    Vec(Sym *) syms;       /* every symbol made for the kernel (Kernel.syms) */
     int depth, edepth;     /* statement and expression recursion */
     bool too_deep;         /* the nesting error was reported: say it once */
 } Check;

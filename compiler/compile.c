@@ -160,7 +160,14 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
     bool ok = true;
     for (int i = 0; i < p->nkernels; i++) {
         Kernel *k = p->kernels[i];
-        for (int j = 0; j < k->nparams; j++)   /* lowering state is per compilation */
+        /* Lowering state is per compilation: an --emit=c list compiles the same checked
+         * program once per architecture, and one arch's plans and shared-memory offsets must
+         * not leak into the next. */
+        for (int j = 0; j < k->nsyms; j++)
+            k->syms[j]->lower = NULL;
+        for (int j = 0; j < k->nviews; j++)
+            k->views[j]->lower = NULL;
+        for (int j = 0; j < k->nparams; j++)
             k->params[j].sym->lower = NULL;
         Func *f = lower_kernel(a, p, k, &opt, &out->metas[i]);
         if (!f) {

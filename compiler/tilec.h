@@ -296,6 +296,8 @@ typedef struct {
     Sym **sizes; int nsizes;         /* size symbols in order of first appearance */
     Sym **views; int nviews;         /* transposed views of its tensors (Sym.view_of) */
     Stmt **assumes; int nassumes;    /* every S_ASSUME in the body, in order */
+    Sym **syms; int nsyms;           /* every symbol of the kernel (parameters, sizes, views,
+                                        locals): compile_arch clears their lowering state */
 } Kernel;
 
 typedef struct {

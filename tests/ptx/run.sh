@@ -138,6 +138,44 @@ for file in examples/*.tile; do
 done
 wait
 
+# ---- architecture lists
+# `--emit=c --arch=sm_80,sm_90a` compiles one checked program once per architecture: each must
+# come out as it does alone (no plan or shared-memory offset of the first leaking into the
+# second), so the embedded sm_90a cubin equals the one `--arch=sm_90a` embeds.
+cubin_block() { awk -v a="$2" '$0 == "/* cubin for " a " */" {p=1; getline; next} p && /^};/ {exit} p' "$1"; }
+check_list() {
+	file=$1
+	base=$(basename "$file" .tile)
+	name="$base arch list"
+	res=$tmp/$base.list.res
+	d=$tmp/list.$base
+	mkdir -p "$d/list" "$d/one"
+	if [ -z "$PTXAS" ]; then
+		skip "$name" "no ptxas"
+		return
+	fi
+	if ! "$tilec" --emit=c --arch=sm_80,sm_90a "$file" -o "$d/list/$base.c" >"$d/log" 2>&1; then
+		fail "$name" "--arch=sm_80,sm_90a: $(grep -m 1 error "$d/log" || head -n 1 "$d/log")"
+		return
+	fi
+	if ! "$tilec" --emit=c --arch=sm_90a "$file" -o "$d/one/$base.c" >"$d/log" 2>&1; then
+		fail "$name" "--arch=sm_90a: $(head -n 1 "$d/log")"
+		return
+	fi
+	cubin_block "$d/list/$base.c" sm_90a >"$d/list.cubin"
+	cubin_block "$d/one/$base.c" sm_90a >"$d/one.cubin"
+	if [ -s "$d/one.cubin" ] && cmp -s "$d/list.cubin" "$d/one.cubin"; then pass "$name"
+	else fail "$name" "the sm_90a cubin of the list differs from --arch=sm_90a's"; fi
+}
+running=0
+for file in examples/*.tile; do
+	[ -f "$file" ] || continue
+	check_list "$file" &
+	running=$((running + 1))
+	if [ "$running" -ge "$jobs" ]; then wait; running=0; fi
+done
+wait
+
 # ---- the command line
 
 res=$tmp/cli.res
