@@ -285,9 +285,12 @@ static void emit_header(Buf *h, const char *prefix, const char *guard, KernelMet
         "tilert_status %s_load(tilert_context *ctx);\n"
         "/* Unloads from every context. No launch of these kernels may run concurrently. */\n"
         "void %s_unload(void);\n"
+        "/* Unloads from ctx's context only: launches in other contexts (other devices) may run\n"
+        " * meanwhile, none in this one. */\n"
+        "void %s_unload_context(tilert_context *ctx);\n"
         "/* What a launch from this thread runs: \"cubin sm_90a\", \"ptx sm_80 (JIT)\" or\n"
         " * \"not loaded\". */\n"
-        "const char *%s_code(void);\n\n", prefix, prefix, prefix);
+        "const char *%s_code(void);\n\n", prefix, prefix, prefix, prefix);
     (void)archs;
     (void)ptx_arch;
     for (int i = 0; i < nk; i++) {
@@ -333,12 +336,21 @@ static void emit_source(Buf *c, const char *prefix, const char *header_name, Ker
         buf_printf(&decl, "static _Alignas(16) const unsigned char %s_cubin%d_", prefix, i);
         buf_printf(c, "/* cubin for %s */\n", cubins[i].arch);
         byte_array(c, decl.s, (const unsigned char *)cubins[i].data, cubins[i].size, false);
+        /* Each arch's own metadata: one arch may use TMA (hidden tensor-map parameters) or
+         * another amount of shared memory where the other does not. */
+        Buf m = {0};
+        meta_block(&m, cubins[i].ptx ? cubins[i].ptx : ptx);
+        decl.len = 0;
+        buf_printf(&decl, "static const unsigned char %s_meta%d_", prefix, i);
+        buf_printf(c, "/* the metadata of the %s code */\n", cubins[i].arch);
+        byte_array(c, decl.s, (const unsigned char *)(m.s ? m.s : ""), m.len, true);
+        buf_free(&m);
     }
     if (ncubins > 0) {
         buf_printf(c, "static const tilert_embedded_cubin %s_cubins_[%d] = {\n", prefix, ncubins);
         for (int i = 0; i < ncubins; i++)
-            buf_printf(c, "    { \"%s\", %s_cubin%d_, sizeof %s_cubin%d_ },\n", cubins[i].arch,
-                       prefix, i, prefix, i);
+            buf_printf(c, "    { \"%s\", %s_cubin%d_, sizeof %s_cubin%d_, (const char *)%s_meta%d_ },\n",
+                       cubins[i].arch, prefix, i, prefix, i, prefix, i);
         buf_puts(c, "};\n\n");
     }
 
@@ -364,9 +376,11 @@ static void emit_source(Buf *c, const char *prefix, const char *header_name, Ker
         "{\n    return tilert_embedded_load(&%s_module_, ctx);\n}\n\n"
         "void %s_unload(void)\n"
         "{\n    tilert_embedded_unload(&%s_module_);\n}\n\n"
+        "void %s_unload_context(tilert_context *ctx)\n"
+        "{\n    tilert_embedded_unload_context(&%s_module_, ctx);\n}\n\n"
         "const char *%s_code(void)\n"
         "{\n    return tilert_embedded_code(&%s_module_);\n}\n\n",
-        prefix, prefix, prefix, prefix, prefix, prefix);
+        prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix);
 
     for (int i = 0; i < nk; i++) {
         KernelMeta *k = &ks[i];

@@ -374,7 +374,7 @@ int main(int argc, char **argv)
             }
             have_ptxas = true;
             ptxas_parse_report(log.s ? log.s : "", outs[i].metas, outs[i].nk);
-            cubins[ncubins++] = (Cubin){ cli.archs[i], cub.s, cub.len };
+            cubins[ncubins++] = (Cubin){ cli.archs[i], cub.s, cub.len, outs[i].ptx.s };
             buf_free(&log);
         }
     }

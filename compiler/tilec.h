@@ -417,7 +417,9 @@ void ptxas_parse_report(const char *log, KernelMeta *ks, int nk);
 
 /* ---------------------------------------------------------------- emit_c.c: --emit=c */
 
-typedef struct { const char *arch; const char *data; size_t size; } Cubin;
+/* A cubin and the PTX it was assembled from (its arch's metadata comes with it: shared memory,
+ * tensor maps and arguments may differ between the archs of one --emit=c list). */
+typedef struct { const char *arch; const char *data; size_t size; const char *ptx; } Cubin;
 /* Writes NAME.c (embedded PTX with its metadata, cubins, per-kernel typed launchers) and NAME.h
  * (their declarations). base: the C identifier prefix and the header's file name without .h. */
 void emit_c(Buf *c_out, Buf *h_out, const char *base, const char *header_name,

@@ -80,7 +80,10 @@ static tilert_status load_code(tilert_embedded *m, tilert_context *ctx, tilert_m
         if (parse_arch(m->cubins[i].arch, &specific) != dev_arch)
             continue;
         snprintf(code, code_size, "cubin %s", m->cubins[i].arch);
-        return tilert_load_cubin(ctx, m->cubins[i].data, m->cubins[i].size, m->meta, mod);
+        /* Each arch's code has its own metadata (shared memory, TMA tensor maps); files
+         * generated before it was embedded have only the PTX's. */
+        const char *meta = m->cubins[i].meta ? m->cubins[i].meta : m->meta;
+        return tilert_load_cubin(ctx, m->cubins[i].data, m->cubins[i].size, meta, mod);
     }
     bool specific;
     int ptx_arch = parse_arch(m->ptx_arch, &specific);
@@ -264,6 +267,28 @@ void tilert_embedded_unload(tilert_embedded *m)
         drop(st->e[i]);
     free(st->e);
     free(st);
+}
+
+void tilert_embedded_unload_context(tilert_embedded *m, tilert_context *ctx)
+{
+    if (!ctx)
+        return;
+    Entry *gone = NULL;
+    pthread_mutex_lock(&lock);
+    tilert_embedded_state *st = m->state;
+    for (int i = 0; st && i < st->n && !gone; i++)
+        if (st->e[i]->cu == ctx->ctx) {
+            gone = st->e[i];
+            memmove(&st->e[i], &st->e[i + 1], (size_t)(st->n - i - 1) * sizeof *st->e);
+            st->n--;
+        }
+    if (gone && st->fallback == gone->cu)
+        st->fallback = NULL;
+    pthread_mutex_unlock(&lock);
+    /* Out of the table, no other thread can reach it: unload without holding up launches
+     * elsewhere. */
+    if (gone)
+        drop(gone);
 }
 
 const char *tilert_embedded_code(tilert_embedded *m)

@@ -33,9 +33,12 @@ typedef enum {
 const char *tilert_status_name(tilert_status s);   /* "TILERT_ERR_ASSUME" ... */
 const char *tilert_last_error(void);                /* message of this thread's last failure */
 
-/* A context: the CUDA primary context of one device, retained. */
+/* A context: the CUDA primary context of one device, retained (tilert_init), or a context the
+ * caller created and keeps alive until tilert_release (tilert_attach; released, it is left
+ * as it was). Modules load into the context; launches run in it, on its device. */
 typedef struct tilert_context tilert_context;
 tilert_status tilert_init(int device, tilert_context **out);
+tilert_status tilert_attach(CUcontext cu, tilert_context **out);
 void tilert_release(tilert_context *ctx);
 CUcontext tilert_cu_context(tilert_context *ctx);
 /* Compute capability, e.g. 90 for sm_90. */
@@ -104,6 +107,7 @@ typedef struct {
     const char *arch;                  /* "sm_80", "sm_90a" */
     const unsigned char *data;
     size_t size;
+    const char *meta;                  /* this code's //@tilec block; NULL: the PTX's */
 } tilert_embedded_cubin;
 
 typedef struct tilert_embedded_state tilert_embedded_state;
@@ -112,7 +116,7 @@ typedef struct {
     const char *name;                  /* the generated prefix, for messages */
     const char *ptx;                   /* NUL-terminated PTX with its //@tilec block */
     const char *ptx_arch;              /* the PTX's .target: "sm_80" */
-    const char *meta;                  /* the //@tilec block alone, for the cubins */
+    const char *meta;                  /* the PTX's //@tilec block alone */
     const tilert_embedded_cubin *cubins; int ncubins;
     const char *const *kernels; int nkernels;   /* kernel names; a launcher passes its index */
     tilert_embedded_state *state;      /* the runtime's; NULL until the first load */
@@ -129,6 +133,9 @@ tilert_status tilert_embedded_launch(tilert_embedded *m, int kernel, CUstream st
                                      const tilert_arg *args, int nargs);
 /* Unloads from every context and forgets the default one. Launches must not run concurrently. */
 void tilert_embedded_unload(tilert_embedded *m);
+/* Unloads from ctx's context only (nothing if not loaded there); launches in other contexts may
+ * run concurrently, none in this one. */
+void tilert_embedded_unload_context(tilert_embedded *m, tilert_context *ctx);
 /* What was loaded for the context a launch from this thread would use: "cubin sm_90a",
  * "ptx sm_80 (JIT)", or "not loaded". */
 const char *tilert_embedded_code(tilert_embedded *m);

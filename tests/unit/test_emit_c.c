@@ -120,8 +120,15 @@ int main(void)
         ".version 8.0\n"
         ".target sm_80\n"
         ".address_size 64\n";
+    /* the sm_90a code has metadata of its own (more shared memory, a tensor map) */
+    static const char ptx90[] =
+        "//@tilec 1\n"
+        "//@kernel vecadd threads 256 smem 4096 regs 30\n"
+        "//@tmap a0 f32 0 16 16 | a4 | 1 | 1\n"
+        "//@end\n"
+        ".target sm_90a\n";
     static const char elf[] = "\177ELF\0\1\2\3";
-    Cubin cubins[2] = { { "sm_90a", elf, 8 }, { "sm_80", elf, 5 } };
+    Cubin cubins[2] = { { "sm_90a", elf, 8, ptx90 }, { "sm_80", elf, 5, NULL } };
 
     Buf c = {0}, h = {0};
     emit_c(&c, &h, "my-kernels", "my-kernels.h", ks, 4, ptx, cubins, 2);
@@ -157,8 +164,9 @@ int main(void)
            "wrong values");
     expect("bool packed as 0/1", has(&c, ".v.b = flag != 0;"), "missing");
     expect("bf16 kind", has(&c, "TILERT_ARG_BF16BITS"), "missing");
-    expect("cubins listed", has(&c, "{ \"sm_90a\", my_kernels_cubin0_, sizeof my_kernels_cubin0_ }"),
-           "missing");
+    expect("cubins listed with their metadata",
+           has(&c, "{ \"sm_90a\", my_kernels_cubin0_, sizeof my_kernels_cubin0_, "
+                   "(const char *)my_kernels_meta0_ }"), "missing");
     expect("cubin bytes", has(&c, "my_kernels_cubin0_[8] = {\n    127,69,76,70,0,1,2,3,"),
            "wrong bytes");
     expect("ptx NUL-terminated", has(&c, "my_kernels_ptx_[" ) && has(&c, "10,0\n};"), "no NUL");
@@ -168,6 +176,15 @@ int main(void)
     const char *meta = "//@tilec 1\n//@kernel vecadd threads 256 smem 0 regs 24\n//@end\n";
     buf_printf(&want, "my_kernels_meta_[%zu]", strlen(meta) + 1);
     expect("metadata block extracted", has(&c, want.s), want.s);
+    /* each cubin's from its own PTX; one without PTX gets the first's */
+    const char *meta90 = "//@tilec 1\n//@kernel vecadd threads 256 smem 4096 regs 30\n"
+                         "//@tmap a0 f32 0 16 16 | a4 | 1 | 1\n//@end\n";
+    want.len = 0;
+    buf_printf(&want, "my_kernels_meta0_[%zu]", strlen(meta90) + 1);
+    expect("a cubin's own metadata", has(&c, want.s), want.s);
+    want.len = 0;
+    buf_printf(&want, "my_kernels_meta1_[%zu]", strlen(meta) + 1);
+    expect("a cubin without PTX: the first's metadata", has(&c, want.s), want.s);
     buf_free(&want);
 
     /* Compile what was generated, as a user's build would. */
