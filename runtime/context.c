@@ -1,4 +1,4 @@
-/* context.c: driver initialisation and the device's primary context.
+/* context.c: driver initialisation, primary contexts, and contexts the program made itself.
  *
  * The runtime shares the primary context with cudart and other libraries (so pointers from
  * cudaMalloc work) and never leaves it current behind the caller's back: every driver call runs
@@ -111,6 +111,49 @@ tilert_status tilert_init(int device, tilert_context **out)
         free(c);
         return rt_cuda_error("cuDevicePrimaryCtxRetain", r);
     }
+    c->retained = true;
+    *out = c;
+    return TILERT_OK;
+}
+
+/* A context the caller made (cuCtxCreate) cannot be retained: the caller keeps it alive, and
+ * tilert_release leaves it be. Its device comes from the context itself. */
+tilert_status tilert_attach(CUcontext cu, tilert_context **out)
+{
+    tilert_status s;
+    CUresult r;
+    int major = 0, minor = 0;
+    if (!out)
+        return rt_error(TILERT_ERR_BAD_ARGS, "tilert_attach: out is NULL");
+    *out = NULL;
+    if (!cu)
+        return rt_error(TILERT_ERR_BAD_ARGS, "tilert_attach: the context is NULL");
+    if ((s = rt_driver_init()))
+        return s;
+    tilert_context *c = calloc(1, sizeof *c);
+    if (!c)
+        return rt_error(TILERT_ERR_NO_MEMORY, "tilert_attach: out of memory");
+    c->ctx = cu;
+    if ((s = rt_push(c))) {
+        free(c);
+        return s;
+    }
+    r = cuCtxGetDevice(&c->dev);
+    rt_pop();
+    if (r != CUDA_SUCCESS) {
+        free(c);
+        return rt_cuda_error("cuCtxGetDevice", r);
+    }
+    if ((r = cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev)) ||
+        (r = cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev))) {
+        free(c);
+        return rt_cuda_error("cuDeviceGetAttribute", r);
+    }
+    c->arch = 10 * major + minor;
+    if (pthread_mutex_init(&c->zero_lock, NULL)) {
+        free(c);
+        return rt_error(TILERT_ERR_NO_MEMORY, "pthread_mutex_init failed");
+    }
     *out = c;
     return TILERT_OK;
 }
@@ -124,7 +167,8 @@ void tilert_release(tilert_context *ctx)
         rt_pop();
     }
     pthread_mutex_destroy(&ctx->zero_lock);
-    (void)cuDevicePrimaryCtxRelease(ctx->dev);
+    if (ctx->retained)
+        (void)cuDevicePrimaryCtxRelease(ctx->dev);
     free(ctx);
 }
 

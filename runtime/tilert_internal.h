@@ -160,7 +160,8 @@ tilert_status rt_plan_launch(const rt_kernel_meta *k, const tilert_arg *args, in
 
 struct tilert_context {
     CUdevice dev;
-    CUcontext ctx;         /* the retained primary context */
+    CUcontext ctx;         /* the retained primary context, or the caller's (tilert_attach) */
+    bool retained;         /* a primary context we retained: tilert_release releases it */
     int arch;              /* 10 * major + minor */
     CUdeviceptr zero_buffer;       /* RT_ZERO_BUFFER_BYTES of zeros for empty tensor maps; 0
                                       until the first launch that needs it */

@@ -264,6 +264,10 @@ static void check_errors(void)
     expect("NULL module", tilert_get_kernel(NULL, "k", &k), TILERT_ERR_BAD_ARGS, "NULL");
     expect("NULL info", tilert_kernel_get_info(NULL, &info), TILERT_ERR_BAD_ARGS, "NULL");
     expect("NULL grid", tilert_kernel_grid(NULL, NULL, 0, g), TILERT_ERR_BAD_ARGS, "NULL");
+    tilert_context *attached = (tilert_context *)&m;   /* must come back NULL */
+    expect("attach NULL context", tilert_attach(NULL, &attached), TILERT_ERR_BAD_ARGS, "NULL");
+    unit_check(attached == NULL, "attach NULL context: no handle", "");
+    expect("attach NULL out", tilert_attach((CUcontext)&m, NULL), TILERT_ERR_BAD_ARGS, "NULL");
     tilert_unload(NULL);
     tilert_release(NULL);
     unit_check(tilert_device_arch(NULL) == 0 && tilert_cu_context(NULL) == NULL,
