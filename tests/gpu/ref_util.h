@@ -8,6 +8,7 @@
 #ifndef REF_UTIL_H
 #define REF_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
