@@ -1,6 +1,7 @@
 /* lower_reduce.c: sum/max/min over a whole tile or along one axis.
  * Whole tile: per-thread tree, warp butterfly shuffles, one word per warp through shared memory,
- * every thread finishes the (short) cross-warp reduction itself, so the result is uniform.
+ * then every warp finishes the cross-warp reduction itself (each thread reading the few words,
+ * or with many warps each lane one word and a butterfly), so the result is uniform.
  * Along an axis: when the reduced thread dimension lies inside a warp, shuffles alone (the result
  * stays in registers, broadcast along that dimension, ready for `x - max(x, axis=1)`); otherwise
  * through shared memory. */
@@ -61,28 +62,28 @@ static Opnd shuffle_xor(Lower *c, Builtin b, PType t, Opnd x, int lanes_from, in
     return R(xr);
 }
 
-static Tile reduce_all(Lower *c, Tile v, Builtin b, ElemType rt)
+Opnd reduce_identity(Builtin b, PType t) { return identity(b, t); }
+
+Opnd reduce_in_thread(Lower *c, Tile v, Builtin b)
 {
-    Func *f = c->f;
     PType t = held_ptype(v.type);
-    int n = layout_slots(&v.L);
-    Opnd acc = tree(c, b, t, v.v, n);
-    Tile r = { rt, layout_scalar(c->threads), NULL };
-    r.v = arena_alloc(c->a, sizeof *r.v);
-    if (v.L.rank == 0) {
-        r.v[0] = acc;
-        return r;
-    }
+    Opnd acc = tree(c, b, t, v.v, layout_slots(&v.L));
+    if (v.L.rank == 0)
+        return acc;
     int prim = primary_pred(c, &v.L);
     if (prim >= 0)
-        acc = R(ir_tern(f, OP_SELP, t, acc, identity(b, t), R(prim)));
+        acc = R(ir_tern(c->f, OP_SELP, t, acc, identity(b, t), R(prim)));
+    return acc;
+}
+
+Opnd reduce_across(Lower *c, Opnd acc, Builtin b, PType t)
+{
+    Func *f = c->f;
     /* threads that hold distinct data span the whole block: reduce over every lane */
     acc = shuffle_xor(c, b, t, acc, 16, 1);
     int nwarps = c->threads / 32;
-    if (nwarps == 1) {
-        r.v[0] = acc;
-        return r;
-    }
+    if (nwarps == 1)
+        return acc;
     scratch_begin_write(c, nwarps * 4);
     int base = scratch_base_reg(c);
     int lane = ir_bin(f, OP_BAND, PT_B32, R(c->tid), IMM(31));
@@ -97,6 +98,25 @@ static Tile reduce_all(Lower *c, Tile v, Builtin b, ElemType rt)
     in->nsrc = 2;
     in->guard = lane0;
     scratch_end_write(c);
+    if (nwarps > 4 && t != PT_S64) {
+        /* Many warps: lane i of every warp reads warp i's word and the warp's butterfly
+         * finishes: one load and log2(warps) shuffles a thread, and two live values, where
+         * reading every word would take warps / 4 vector loads, warps - 1 operations and warps
+         * registers at once (32 at 1024 threads, enough to cost a softmax half its occupancy).
+         * Warps are a power of two (threads are); with fewer than 32, lanes read word (lane mod
+         * warps), so each aligned group of that many lanes holds every word and the butterfly
+         * over it leaves the total in every lane. */
+        int slot = nwarps == 32 ? lane : ir_bin(f, OP_BAND, PT_B32, R(lane), IMM(nwarps - 1));
+        int raddr = ir_tern(f, OP_MAD, PT_U32, R(slot), IMM(4), R(base));
+        int part = new_reg(f, ptype_class(t));
+        in = emit_ins(f, OP_LD, t == PT_F32 ? PT_F32 : PT_B32);
+        in->space = SP_SHARED;
+        in->dst[0] = part;
+        in->ndst = 1;
+        in->src[0] = R(raddr);
+        in->nsrc = 1;
+        return shuffle_xor(c, b, t, R(part), nwarps / 2, 1);
+    }
     Opnd *parts = malloc(sizeof(Opnd) * (size_t)nwarps);
     for (int w = 0; w < nwarps; w += 4) {
         int vm = nwarps - w >= 4 ? 4 : nwarps - w;
@@ -117,8 +137,18 @@ static Tile reduce_all(Lower *c, Tile v, Builtin b, ElemType rt)
         in->off = w * 4;
         ir_naive_addr(f);
     }
-    r.v[0] = tree(c, b, t, parts, nwarps);
+    Opnd total = tree(c, b, t, parts, nwarps);
     free(parts);
+    return total;
+}
+
+static Tile reduce_all(Lower *c, Tile v, Builtin b, ElemType rt)
+{
+    Tile r = { rt, layout_scalar(c->threads), NULL };
+    r.v = arena_alloc(c->a, sizeof *r.v);
+    r.v[0] = reduce_in_thread(c, v, b);
+    if (v.L.rank > 0)
+        r.v[0] = reduce_across(c, r.v[0], b, held_ptype(v.type));
     return r;
 }
 
