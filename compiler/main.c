@@ -265,17 +265,30 @@ static char *replace_ext(Arena *a, const char *path, const char *ext)
 
 /* Blocks of this kernel one multiprocessor holds, by the tightest of its limits: registers (in
  * units of 8 a thread), threads, shared memory (per arch), and 32 blocks. */
-static int occupancy(const char *arch, int threads, int regs, int smem)
+static int occupancy_by(const char *arch, int threads, int regs, int smem, const char **limit)
 {
     const Target *t = target_of(arch) ? target_of(arch) : target_default();
     int sm_threads = t->sm_threads, sm_smem = t->smem_sm;
     int r = (regs + 7) & ~7;
     int b = t->sm_regs / (threads * (r ? r : 8));
-    if (sm_threads / threads < b)
+    *limit = "registers";
+    if (sm_threads / threads < b) {
         b = sm_threads / threads;
-    if (smem > 0 && (sm_smem - 1024) / (smem + 1024) < b)   /* 1 KiB reserved per block */
+        *limit = "threads";
+    }
+    if (smem > 0 && (sm_smem - 1024) / (smem + 1024) < b) {   /* 1 KiB reserved per block */
         b = (sm_smem - 1024) / (smem + 1024);
+        *limit = "shared memory";
+    }
+    if (b >= 32)
+        *limit = "the 32-block limit";
     return b < 32 ? b : 32;
+}
+
+static int occupancy(const char *arch, int threads, int regs, int smem)
+{
+    const char *limit;
+    return occupancy_by(arch, threads, regs, smem, &limit);
 }
 
 static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, bool have_ptxas)
@@ -310,9 +323,18 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
         for (int j = 0; j < f->ntop; j++)
             fprintf(o, "    %-16s %d registers at the peak\n", f->top[j].what, f->top[j].regs);
         int used = have_ptxas && m->ptxas_regs >= 0 ? m->ptxas_regs : m->pred_regs;
-        int occ = occupancy(arch, m->threads, used, m->smem_bytes);
-        fprintf(o, "  occupancy          %d block%s (%d warps) per multiprocessor at %d registers\n", occ, occ == 1 ? "" : "s",
-                occ * m->threads / 32, used);
+        const char *limit;
+        int occ = occupancy_by(arch, m->threads, used, m->smem_bytes, &limit);
+        fprintf(o, "  occupancy          %d block%s (%d warps) per multiprocessor at %d registers, "
+                   "limited by %s\n", occ, occ == 1 ? "" : "s", occ * m->threads / 32, used, limit);
+        /* Say why when ptxas needed more than the prediction allowed for and it cost blocks:
+         * the one cause the user cannot see in the numbers above. */
+        int want = occupancy(arch, m->threads, f->peak_regs, m->smem_bytes);
+        if (occ < want)
+            fprintf(o, "  occupancy lost     %d block%s per multiprocessor: %d fit at the %d registers "
+                       "predicted, ptxas needs %d; fewer values live at the peak (line %d) win %s back\n",
+                    want - occ, want - occ == 1 ? "" : "s", want, f->peak_regs, used, f->peak_line,
+                    want - occ == 1 ? "it" : "them");
         if (have_ptxas && m->ptxas_regs >= 0)
             fprintf(o, "  ptxas              %d registers, %d bytes spill stores, %d bytes spill loads, %d bytes stack frame\n",
                     m->ptxas_regs, m->ptxas_spill_stores, m->ptxas_spill_loads, m->ptxas_stack);
