@@ -151,6 +151,7 @@ typedef struct Lower {
     bool scratch_read;     /* scratch was read since the last barrier */
     bool failed;
     PipeLoop *pipe;        /* inside a pipelined loop's body: the loop (NULL elsewhere) */
+    struct DeferSet *defer;  /* the reductions deferred by the loops being lowered, innermost first */
     MatmulPlan *plans;     /* every product's plan so far (matmul_plan) */
     /* limits (lower_limits.c): the statement being lowered (errors found deeper point at it),
      * the copies unrolling makes of it (1 outside unrolled loops), and whether the kernel went
@@ -226,6 +227,17 @@ Tile load_shared_var(Lower *c, Sym *s, const Layout *want);
 void store_shared_var(Lower *c, Sym *s, Tile v);
 /* lower_reduce.c */
 Tile reduce_tile(Lower *c, Tile v, Builtin b, int axis);
+/* A whole-tile reduction in its two halves: the thread's own slots (replicated threads give
+ * the identity), then across the block's threads (uniform result; a barrier and scratch). */
+Opnd reduce_in_thread(Lower *c, Tile v, Builtin b);
+Opnd reduce_across(Lower *c, Opnd acc, Builtin b, PType t);
+Opnd reduce_identity(Builtin b, PType t);
+/* lower_defer.c: `v += sum(tile)` in a loop whose body reads v nowhere else keeps a per-thread
+ * partial through the loop and reduces across threads once after it. */
+typedef struct DeferSet DeferSet;
+void defer_begin(Lower *c, Stmt *loop, DeferSet **out);
+bool defer_assign(Lower *c, Stmt *s);     /* lowered here: a deferred statement */
+void defer_end(Lower *c, DeferSet *d);
 /* lower_matmul.c: `@` operands live in shared memory as row-major matrices of their own element
  * type (f32, f16, bf16); base is a register holding the shared address of element (0, 0). */
 /* stage_bytes: the distance between a pipelined loop's stage buffers of this operand (0: not one) */

@@ -57,6 +57,38 @@ static bool unroll_constant_loop(Lower *c, Stmt *s)
     return true;
 }
 
+/* A loop with run-time bounds: the counter in a register, the test at the head. */
+static void lower_loop(Lower *c, Stmt *s)
+{
+    Func *f = c->f;
+    SymInfo *si = info(c, s->sym);
+    si->loop = s;
+    Tile lo = lower_expr(c, s->lo, NULL), hi = lower_expr(c, s->hi, NULL);
+    int64_t step = 1;
+    if (s->step) {
+        Tile st = lower_expr(c, s->step, NULL);
+        step = st.v[0].i;
+    }
+    int i = ir_mov(f, PT_S32, lo.v[0]);
+    f->regs.v[i].what = s->name;
+    int hreg = opnd_reg(c, hi.v[0], PT_S32);
+    si->val = scalar_of(c, TY_I32, R(i));
+    int head = new_label(f), exit = new_label(f);
+    ir_label(f, head);
+    int p = ir_setp(f, CMP_GE, PT_S32, R(i), R(hreg));
+    ir_bra(f, exit, p, false);
+    /* the head is also reached from the end of the body, whose scratch reads (a reduction's
+       last step, say) the next iteration's first scratch write must wait for */
+    c->scratch_read = true;
+    lower_block(c, s->then);
+    f->cur_line = s->loc.line;
+    ir_bin_to(f, OP_ADD, PT_S32, i, R(i), IMM(step));
+    ir_bra(f, head, -1, false);
+    ir_label(f, exit);
+    /* a loop may run zero times: scratch state after it is unknown */
+    c->scratch_read = true;
+}
+
 static void lower_stmt_kind(Lower *c, Stmt *s);
 
 void lower_stmt(Lower *c, Stmt *s)
@@ -143,6 +175,8 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
             store_shared_var(c, sym, v);
             break;
         }
+        if (defer_assign(c, s))
+            break;   /* a sum its loop reduces across threads once, after the loop */
         SymInfo *si = info(c, sym);
         if (is_matmul(s->rhs) && (s->op == '+' || s->op == '=')) {
             lower_matmul(c, &si->val, s->rhs, s->op == '+');
@@ -155,34 +189,11 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
     case S_FOR: {
         if (s->pipeline >= 1 && lower_pipelined_loop(c, s))
             break;
-        if (unroll_constant_loop(c, s))
-            break;
-        SymInfo *si = info(c, s->sym);
-        si->loop = s;
-        Tile lo = lower_expr(c, s->lo, NULL), hi = lower_expr(c, s->hi, NULL);
-        int64_t step = 1;
-        if (s->step) {
-            Tile st = lower_expr(c, s->step, NULL);
-            step = st.v[0].i;
-        }
-        int i = ir_mov(f, PT_S32, lo.v[0]);
-        f->regs.v[i].what = s->name;
-        int hreg = opnd_reg(c, hi.v[0], PT_S32);
-        si->val = scalar_of(c, TY_I32, R(i));
-        int head = new_label(f), exit = new_label(f);
-        ir_label(f, head);
-        int p = ir_setp(f, CMP_GE, PT_S32, R(i), R(hreg));
-        ir_bra(f, exit, p, false);
-        /* the head is also reached from the end of the body, whose scratch reads (a reduction's
-           last step, say) the next iteration's first scratch write must wait for */
-        c->scratch_read = true;
-        lower_block(c, s->then);
-        f->cur_line = s->loc.line;
-        ir_bin_to(f, OP_ADD, PT_S32, i, R(i), IMM(step));
-        ir_bra(f, head, -1, false);
-        ir_label(f, exit);
-        /* a loop may run zero times: scratch state after it is unknown */
-        c->scratch_read = true;
+        DeferSet *d;
+        defer_begin(c, s, &d);
+        if (!unroll_constant_loop(c, s))
+            lower_loop(c, s);
+        defer_end(c, d);
         break;
     }
     case S_IF: {

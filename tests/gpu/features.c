@@ -285,6 +285,102 @@ static void maxes(int n, bool negative)
     gpu_free(dx), gpu_free(dout), free(x);
 }
 
+/* loop_sums: per row, the sum, the sum of squares and the i32 sum a loop over windows of 512
+ * accumulates (deferred past the loop), and the running sum stored at each step (reduced each
+ * step). Sums of n terms with the order the kernel's text fixes in part: depth W - 1 + S. Columns
+ * of P past the last step stay unwritten. */
+static void loop_sums(int rows, int n)
+{
+    enum { W = 512, PW = 64 };
+    int steps = (n + W - 1) / W;
+    size_t sz = (size_t)rows * n;
+    char desc[96];
+    float *x = malloc(sz * 4 + 4), *sq = malloc((size_t)n * 4 + 4), *hs = malloc((size_t)rows * 3 * 4 + 4);
+    float *hp = malloc((size_t)rows * PW * 4 + 4);
+    int32_t *iv = malloc(sz * 4 + 4);
+    double *ref = malloc((size_t)rows * 3 * 8 + 8), *bound = malloc((size_t)rows * 3 * 8 + 8);
+    double *pref = malloc((size_t)rows * PW * 8 + 8), *pbound = malloc((size_t)rows * PW * 8 + 8);
+    rng_fill(x, sz, -2, 2);
+    for (size_t i = 0; i < sz; i++)
+        iv[i] = (int32_t)(rng_next() % 201) - 100;   /* |sum| < 2^24: exact as f32 */
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * n;
+        double depth = sum_depth(n, W, steps, 0), exact_sq = 0;
+        ref[r * 3] = ref_sum(xr, (size_t)n, depth, &bound[r * 3]);
+        for (int i = 0; i < n; i++) {
+            sq[i] = xr[i] * xr[i];                /* the products as the kernel rounds them */
+            exact_sq += (double)xr[i] * xr[i];
+        }
+        double bsq;
+        ref_sum(sq, (size_t)n, depth, &bsq);
+        ref[r * 3 + 1] = exact_sq;
+        bound[r * 3 + 1] = bsq + U_F32 * exact_sq;   /* plus each product's rounding */
+        int64_t isum = 0;
+        for (int i = 0; i < n; i++)
+            isum += iv[(size_t)r * n + i];
+        ref[r * 3 + 2] = (double)isum;               /* exact, and exact as an f32 (|sum| < 2^24) */
+        bound[r * 3 + 2] = 0;
+        for (int k = 0; k < PW; k++) {
+            int len = k < steps ? ((k + 1) * W < n ? (k + 1) * W : n) : 0;
+            pref[r * PW + k] = k < steps ? ref_sum(xr, (size_t)len, sum_depth(len, W, k + 1, 0), &pbound[r * PW + k]) : 0;
+            if (k >= steps)
+                pbound[r * PW + k] = -1;
+        }
+    }
+    CUdeviceptr dx = upload(x, sz), di = gpu_new_from(iv, sz), ds = poisoned((size_t)rows * 3),
+                dp = poisoned((size_t)rows * PW);
+    tilert_kernel *k = kernel("loop_sums");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(di), tilert_ptr(ds), tilert_ptr(dp), tilert_i32(rows), tilert_i32(n) };
+    tilert_status st = k && dx && di && ds && dp ? tilert_launch(k, 0, a, 6) : TILERT_ERR_BAD_ARGS;
+    snprintf(desc, sizeof desc, "loop sums R=%d N=%d", rows, n);
+    if (st != TILERT_OK || !gpu_sync() || !gpu_download(hs, ds, (size_t)rows * 3 * 4) ||
+        !gpu_download(hp, dp, (size_t)rows * PW * 4)) {
+        printf("FAIL %s: %s\n", desc, st ? tilert_last_error() : "");
+        failed++;
+        goto done;
+    }
+    check(desc, hs, ref, bound, (size_t)rows * 3, 3);
+    /* the running sums: written steps within their bounds, the rest still the poison */
+    size_t bad = 0, first = 0;
+    for (int r = 0; r < rows; r++)
+        for (int kk = 0; kk < PW; kk++) {
+            size_t i = (size_t)r * PW + kk;
+            uint32_t bits;
+            memcpy(&bits, &hp[i], 4);
+            bool ok = kk < steps ? fabs(hp[i] - pref[i]) <= pbound[i] : bits == 0x7fc00001u;
+            if (!ok && !bad++)
+                first = i;
+        }
+    snprintf(desc, sizeof desc, "running sums stored each step R=%d N=%d", rows, n);
+    if (bad) {
+        printf("FAIL %s: %zu wrong, first [%zu][%zu] = %.9g, reference %.9g\n", desc, bad, first / PW,
+               first % PW, hp[first], pref[first]);
+        failed++;
+    } else {
+        printf("ok %s\n", desc);
+        passed++;
+    }
+done:
+    gpu_free(dx), gpu_free(di), gpu_free(ds), gpu_free(dp);
+    free(x), free(sq), free(hs), free(hp), free(iv), free(ref), free(bound), free(pref), free(pbound);
+}
+
+/* block_sum512: every block adds its 4 windows of 2048 with one atomic: depth W - 1 + 4 + G. */
+static void block_sum512(int n)
+{
+    char desc[64];
+    snprintf(desc, sizeof desc, "block sum over 16 warps N=%d", n);
+    float *x = malloc((size_t)n * 4 + 4), zero = 0;
+    rng_fill(x, (size_t)n, -1, 1);
+    double bound, ref = ref_sum(x, (size_t)n, sum_depth(n, 2048, 4, (n + 8191) / 8192), &bound);
+    CUdeviceptr dx = upload(x, (size_t)n), dout = upload(&zero, 1);
+    tilert_kernel *k = kernel("block_sum512");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dout), tilert_i32(n) };
+    if (k && dx && dout)
+        run(desc, k, a, 3, dout, &ref, &bound, 1, 0);
+    gpu_free(dx), gpu_free(dout), free(x);
+}
+
 /* Each builtin against libm in double, every element within the bound docs/language.md states for
  * it (math_bound). */
 static void mathfns(int n)
@@ -805,6 +901,12 @@ int main(int argc, char **argv)
     maxes(small ? 5001 : 100001, true);
     mathfns(1);
     mathfns(small ? 1000 : 5000);
+    /* R, N: N = 0 runs no step; 512 one; 32768 fills P's 64 columns */
+    static const int ls[][2] = { { 1, 0 }, { 3, 1 }, { 2, 512 }, { 5, 1000 }, { 4, 32768 } };
+    for (size_t i = 0; i < (small ? 3 : COUNT(ls)); i++)
+        loop_sums(ls[i][0], ls[i][1]);
+    block_sum512(1);
+    block_sum512(small ? 9000 : 100001);
     ints(1, 1);
     ints(1000, 1);
     ints(1000, 0);

@@ -244,6 +244,20 @@ else
 		"$v4 ld.global.v4.f32 in the loop; shared accesses: $(grep -c 'bar.sync\|ld.shared\|st.shared' "$tmp/lse.ptx")"
 fi
 
+# ---- sums deferred past their loop (compiler/lower_defer.c)
+# rowsum's `s += sum(window)` over a run-time loop and sum's over a constant one: no barrier in
+# the loop, the cross-thread reduction once after it.
+"$tilec" --no-ptxas --arch=sm_90a examples/rowsum.tile -o "$tmp/rowsum.ptx" 2>/dev/null
+inloop=$(awk '/^\$L0:/{p=1} p && /bra.uni \$L0/{exit} p' "$tmp/rowsum.ptx" | grep -c 'bar.sync')
+"$tilec" --no-ptxas --arch=sm_90a examples/sum.tile -o "$tmp/sum.ptx" 2>/dev/null
+bars=$(grep -c 'bar.sync' "$tmp/sum.ptx")
+if [ "$inloop" -eq 0 ] && [ "$bars" -eq 1 ] && grep -q '^\$L0:' "$tmp/rowsum.ptx"; then
+	pass "deferred sums: no barrier in rowsum's loop, one in sum"
+else
+	fail "deferred sums: no barrier in rowsum's loop, one in sum" \
+		"$inloop bar.sync in rowsum's loop, $bars in sum"
+fi
+
 # ---- sum up
 cat "$tmp"/*.res >"$tmp/all"
 grep -E '^(FAIL|SKIP) ' "$tmp/all" | sed 's/^FAIL /FAIL: /; s/^SKIP /skip: /'
