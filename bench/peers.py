@@ -43,6 +43,9 @@ WORKLOADS = [
     dict(kernel="rowsum", kind="rowsum", m=8192, n=8192, size="8192x8192 f32"),
     dict(kernel="softmax", kind="softmax", m=8192, n=8192, size="8192x8192 f32"),
     dict(kernel="layernorm", kind="layernorm", m=8192, n=8192, size="8192x8192 f32"),
+    dict(kernel="rowsum", kind="rowsum", m=32768, n=8192, size="32768x8192 f32"),
+    dict(kernel="softmax", kind="softmax", m=32768, n=8192, size="32768x8192 f32"),
+    dict(kernel="layernorm", kind="layernorm", m=32768, n=8192, size="32768x8192 f32"),
 ]
 
 

@@ -285,8 +285,8 @@ static void maxes(int n, bool negative)
     gpu_free(dx), gpu_free(dout), free(x);
 }
 
-/* loop_sums: per row, the sum, the sum of squares and the i32 sum a loop over windows of 512
- * accumulates (deferred past the loop), and the running sum stored at each step (reduced each
+/* loop_sums: per row, the sum, the sum of squares, the i32 sum and the sum of both that a loop
+ * over windows of 512 accumulates (deferred past the loop), and the running sum stored at each step (reduced each
  * step). Sums of n terms with the order the kernel's text fixes in part: depth W - 1 + S. Columns
  * of P past the last step stay unwritten. */
 static void loop_sums(int rows, int n)
@@ -295,10 +295,10 @@ static void loop_sums(int rows, int n)
     int steps = (n + W - 1) / W;
     size_t sz = (size_t)rows * n;
     char desc[96];
-    float *x = malloc(sz * 4 + 4), *sq = malloc((size_t)n * 4 + 4), *hs = malloc((size_t)rows * 3 * 4 + 4);
+    float *x = malloc(sz * 4 + 4), *sq = malloc((size_t)n * 4 + 4), *hs = malloc((size_t)rows * 4 * 4 + 4);
     float *hp = malloc((size_t)rows * PW * 4 + 4);
     int32_t *iv = malloc(sz * 4 + 4);
-    double *ref = malloc((size_t)rows * 3 * 8 + 8), *bound = malloc((size_t)rows * 3 * 8 + 8);
+    double *ref = malloc((size_t)rows * 4 * 8 + 8), *bound = malloc((size_t)rows * 4 * 8 + 8);
     double *pref = malloc((size_t)rows * PW * 8 + 8), *pbound = malloc((size_t)rows * PW * 8 + 8);
     rng_fill(x, sz, -2, 2);
     for (size_t i = 0; i < sz; i++)
@@ -306,20 +306,27 @@ static void loop_sums(int rows, int n)
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * n;
         double depth = sum_depth(n, W, steps, 0), exact_sq = 0;
-        ref[r * 3] = ref_sum(xr, (size_t)n, depth, &bound[r * 3]);
+        ref[r * 4] = ref_sum(xr, (size_t)n, depth, &bound[r * 4]);
+        double abs_x = 0;
         for (int i = 0; i < n; i++) {
             sq[i] = xr[i] * xr[i];                /* the products as the kernel rounds them */
             exact_sq += (double)xr[i] * xr[i];
+            abs_x += fabs(xr[i]);
         }
         double bsq;
         ref_sum(sq, (size_t)n, depth, &bsq);
-        ref[r * 3 + 1] = exact_sq;
-        bound[r * 3 + 1] = bsq + U_F32 * exact_sq;   /* plus each product's rounding */
+        ref[r * 4 + 1] = exact_sq;
+        bound[r * 4 + 1] = bsq + U_F32 * exact_sq;   /* plus each product's rounding */
         int64_t isum = 0;
         for (int i = 0; i < n; i++)
             isum += iv[(size_t)r * n + i];
-        ref[r * 3 + 2] = (double)isum;               /* exact, and exact as an f32 (|sum| < 2^24) */
-        bound[r * 3 + 2] = 0;
+        ref[r * 4 + 2] = (double)isum;               /* exact, and exact as an f32 (|sum| < 2^24) */
+        bound[r * 4 + 2] = 0;
+        /* b: the 2n terms of both, each through at most twice the additions of one, plus one */
+        double d2 = 2 * depth + 1 < 2.0 * n - 1 ? 2 * depth + 1 : (n ? 2.0 * n - 1 : 0);
+        ref[r * 4 + 3] = ref[r * 4] + exact_sq;
+        bound[r * 4 + 3] = gamma_n(d2, U_F32) * (abs_x + exact_sq * (1 + U_F32)) + U_F32 * exact_sq +
+                           1e-12 * (abs_x + exact_sq);   /* the reference's own rounding, generously */
         for (int k = 0; k < PW; k++) {
             int len = k < steps ? ((k + 1) * W < n ? (k + 1) * W : n) : 0;
             pref[r * PW + k] = k < steps ? ref_sum(xr, (size_t)len, sum_depth(len, W, k + 1, 0), &pbound[r * PW + k]) : 0;
@@ -327,19 +334,19 @@ static void loop_sums(int rows, int n)
                 pbound[r * PW + k] = -1;
         }
     }
-    CUdeviceptr dx = upload(x, sz), di = gpu_new_from(iv, sz), ds = poisoned((size_t)rows * 3),
+    CUdeviceptr dx = upload(x, sz), di = gpu_new_from(iv, sz), ds = poisoned((size_t)rows * 4),
                 dp = poisoned((size_t)rows * PW);
     tilert_kernel *k = kernel("loop_sums");
     tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(di), tilert_ptr(ds), tilert_ptr(dp), tilert_i32(rows), tilert_i32(n) };
     tilert_status st = k && dx && di && ds && dp ? tilert_launch(k, 0, a, 6) : TILERT_ERR_BAD_ARGS;
     snprintf(desc, sizeof desc, "loop sums R=%d N=%d", rows, n);
-    if (st != TILERT_OK || !gpu_sync() || !gpu_download(hs, ds, (size_t)rows * 3 * 4) ||
+    if (st != TILERT_OK || !gpu_sync() || !gpu_download(hs, ds, (size_t)rows * 4 * 4) ||
         !gpu_download(hp, dp, (size_t)rows * PW * 4)) {
         printf("FAIL %s: %s\n", desc, st ? tilert_last_error() : "");
         failed++;
         goto done;
     }
-    check(desc, hs, ref, bound, (size_t)rows * 3, 3);
+    check(desc, hs, ref, bound, (size_t)rows * 4, 4);
     /* the running sums: written steps within their bounds, the rest still the poison */
     size_t bad = 0, first = 0;
     for (int r = 0; r < rows; r++)
