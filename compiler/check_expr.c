@@ -209,6 +209,11 @@ static const char *op_text(int op)
     case '<': return "<";
     case '>': return ">";
     case '@': return "@";
+    case '&': return "&";
+    case '|': return "|";
+    case '^': return "^";
+    case OP_LSHIFT: return "<<";
+    case OP_RSHIFT: return ">>";
     default: return "?";
     }
 }
@@ -216,6 +221,11 @@ static const char *op_text(int op)
 static bool is_compare(int op)
 {
     return op == '<' || op == '>' || op == OP_LE || op == OP_GE || op == OP_EQ || op == OP_NE;
+}
+
+static bool is_bitwise(int op)
+{
+    return op == '&' || op == '|' || op == '^' || op == OP_LSHIFT || op == OP_RSHIFT;
 }
 
 /* ---------------------------------------------------------------- constant folding */
@@ -238,6 +248,8 @@ static bool int_overflows(int op, int64_t a, int64_t b)
     case '-': return (b < 0 && a > INT64_MAX + b) || (b > 0 && a < INT64_MIN + b);
     case '*': return mul_overflows(a, b);
     case '/': case '%': return a == INT64_MIN && b == -1;
+    case OP_LSHIFT: return b < 0 || b > 63 || (a != 0 && (b == 63 || a > (INT64_MAX >> b) || a < (INT64_MIN >> b)));
+    case OP_RSHIFT: return b < 0 || b > 63;
     default: return false;
     }
 }
@@ -274,6 +286,10 @@ static bool fold_binary(Check *c, Expr *e, Expr *a, Expr *b)
             error_at(e->loc, "division by zero in a constant expression");
             return false;
         }
+        if ((op == OP_LSHIFT || op == OP_RSHIFT) && (y < 0 || y > 63)) {
+            error_at(e->loc, "shift count %lld is outside 0..63 in a constant expression", (long long)y);
+            return false;
+        }
         if (int_overflows(op, x, y)) {
             error_at(e->loc, "integer overflow in a constant expression");
             return false;
@@ -290,6 +306,11 @@ static bool fold_binary(Check *c, Expr *e, Expr *a, Expr *b)
         case OP_GE: set_bool(e, x >= y); return true;
         case OP_EQ: set_bool(e, x == y); return true;
         case OP_NE: set_bool(e, x != y); return true;
+        case '&': set_int(e, x & y); return true;
+        case '|': set_int(e, x | y); return true;
+        case '^': set_int(e, x ^ y); return true;
+        case OP_LSHIFT: set_int(e, (int64_t)((uint64_t)x << y)); return true;
+        case OP_RSHIFT: set_int(e, x < 0 ? ~(~x >> y) : x >> y); return true;   /* arithmetic */
         }
         die("fold_binary: operator %d", op);
     }
@@ -301,8 +322,8 @@ static bool fold_binary(Check *c, Expr *e, Expr *a, Expr *b)
     case '-': r = x - y; break;
     case '*': r = x * y; break;
     case '/': r = x / y; break;
-    case '%':
-        error_at(e->loc, "'%%' needs integer operands, not float constants");
+    case '%': case '&': case '|': case '^': case OP_LSHIFT: case OP_RSHIFT:
+        error_at(e->loc, "'%s' needs integer operands, not float constants", op_text(op));
         return false;
     case '<': set_bool(e, x < y); return true;
     case '>': set_bool(e, x > y); return true;
@@ -344,6 +365,13 @@ static bool check_unary(Check *c, Expr *e)
         }
         if (a->kind == E_FLOAT)
             return set_float(e, -a->fval);
+    } else if (e->op == '~') {
+        if (!type_is_int(a->type) && a->kind != E_INT) {
+            error_at(e->loc, "'~' needs an integer, not %s", shape_str(c, a->type, a->shape));
+            return fail(e);
+        }
+        if (a->kind == E_INT)
+            return set_int(e, ~a->ival);
     } else {
         if (a->type != TY_BOOL) {
             error_at(e->loc, "'!' needs a bool, not %s", shape_str(c, a->type, a->shape));
@@ -387,12 +415,26 @@ static bool check_binary(Check *c, Expr *e)
             error_at(x->loc, "'%s' needs bool operands, not %s", op_text(op), type_name(x->type));
             return fail(e);
         }
+        if (is_bitwise(op) && x->type == TY_BOOL) {
+            error_at(e->loc, "'%s' needs integers, not bool (bools take &&, || and !=)", op_text(op));
+            return fail(e);
+        }
         if (!logical && op != OP_EQ && op != OP_NE && x->type == TY_BOOL) {
             error_at(e->loc, "'%s' needs numbers, not bool", op_text(op));
             return fail(e);
         }
     }
-    ElemType t = unify(c, e, a, b);
+    bool shift = op == OP_LSHIFT || op == OP_RSHIFT;
+    /* a shift's count may be any integer type: the result has the shifted value's */
+    ElemType t = !shift ? unify(c, e, a, b)
+               : is_literal(a) && !is_literal(b) ? (adapt_literal(c, a, TY_I32) ? TY_I32 : TY_NONE)
+               : a->type;
+    if (shift && t != TY_NONE && is_literal(b) && !adapt_literal(c, b, type_is_int(t) ? t : TY_I32))
+        t = TY_NONE;
+    if (shift && t != TY_NONE && type_is_int(t) && !type_is_int(b->type)) {
+        error_at(e->loc, "'%s' needs an integer count, not %s", op_text(op), type_name(b->type));
+        return fail(e);
+    }
     if (t == TY_NONE)
         return fail(e);
     if (!broadcast_into(c, e, a, b))
@@ -409,8 +451,8 @@ static bool check_binary(Check *c, Expr *e)
         error_at(e->loc, "'%s' needs numbers, not bool", op_text(op));
         return fail(e);
     }
-    if (op == '%' && !type_is_int(t)) {
-        error_at(e->loc, "'%%' needs integer operands, not %s", type_name(t));
+    if ((op == '%' || is_bitwise(op)) && !type_is_int(t)) {
+        error_at(e->loc, "'%s' needs integer operands, not %s", op_text(op), type_name(t));
         return fail(e);
     }
     e->type = is_compare(op) ? TY_BOOL : t;

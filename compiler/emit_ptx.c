@@ -116,7 +116,6 @@ static void put_opcode(Buf *out, Ins *in)
     switch (op->suffix) {
     case SFX_TYPE: buf_printf(out, "%s%s", name, ts); break;
     case SFX_BITS: buf_printf(out, "%s%s", name, pred ? ".pred" : ptype_class(t) == RC_D ? ".b64" : ".b32"); break;
-    case SFX_BITS32: buf_printf(out, "%s%s", name, pred ? ".pred" : ".b32"); break;
     default: buf_puts(out, name); break;
     }
 }

@@ -214,6 +214,8 @@ int yylex(YYSTYPE *lval, YYLTYPE *lloc, Lexer *lx)
             "!=" { TOKEN(NE); }
             "&&" { TOKEN(ANDAND); }
             "||" { TOKEN(OROR); }
+            "<<" { TOKEN(LSHIFT); }
+            ">>" { TOKEN(RSHIFT); }
             "+=" { TOKEN(PLUSEQ); }
             "-=" { TOKEN(MINUSEQ); }
             "*=" { TOKEN(STAREQ); }
@@ -225,7 +227,7 @@ int yylex(YYSTYPE *lval, YYLTYPE *lloc, Lexer *lx)
             [)] { CLOSE(')'); }
             [\]] { CLOSE(']'); }
             [}] { CLOSE('}'); }
-            [-+*/%@<>!=,;:.] { TOKEN(tok[0]); }
+            [-+*/%@<>!=,;:.&|^~] { TOKEN(tok[0]); }
 
             * {
                 SKIP();

@@ -94,8 +94,22 @@ static Opnd binop_slot(Lower *c, int op, ElemType t, Opnd a, Opnd b)
         case '+': return IMM(wrap_int(t, x + y));
         case '-': return IMM(wrap_int(t, x - y));
         case '*': return IMM(wrap_int(t, x * y));
+        case '&': return IMM(wrap_int(t, x & y));
+        case '|': return IMM(wrap_int(t, x | y));
+        case '^': return IMM(wrap_int(t, x ^ y));
         default: break;
         }
+    }
+    if (op == OP_LSHIFT || op == OP_RSHIFT) {
+        /* PTX's count is a u32 whatever the width; counts of the width or more clamp to it (the
+           value shifted out: 0, or the sign for a signed >>) */
+        if (b.kind == O_REG && f->regs.v[b.reg].rc == RC_D)
+            b = R(ir_cvt(f, PT_U32, PT_S64, R(ir_bin(f, OP_MIN, PT_U64, b, IMM(64)))));
+        else if (b.kind == O_IMM)
+            b = IMM(b.i < 0 || b.i > 64 ? 64 : b.i);
+        if (a.kind != O_REG)
+            a = R(opnd_reg(c, a, pt));
+        return R(ir_bin(f, op == OP_LSHIFT ? OP_SHL : OP_SHR, pt, a, b));
     }
     switch (op) {
     case '+': return R(emit_to(f, OP_ADD, pt, a, b));
@@ -105,6 +119,15 @@ static Opnd binop_slot(Lower *c, int op, ElemType t, Opnd a, Opnd b)
     case '%': return R(emit_to(f, OP_REM, pt, a, b));
     case OP_AND: return R(ir_bin(f, OP_BAND, PT_PRED, R(opnd_reg(c, a, PT_PRED)), R(opnd_reg(c, b, PT_PRED))));
     case OP_OR: return R(ir_bin(f, OP_BOR, PT_PRED, R(opnd_reg(c, a, PT_PRED)), R(opnd_reg(c, b, PT_PRED))));
+    case '&': case '|': case '^':
+        if (a.kind != O_REG) {   /* PTX wants a register first */
+            Opnd s = a;
+            a = b;
+            b = s;
+        }
+        if (a.kind != O_REG)
+            a = R(opnd_reg(c, a, pt));
+        return R(ir_bin(f, op == '&' ? OP_BAND : op == '|' ? OP_BOR : OP_BXOR, pt, a, b));
     default: break;
     }
     die("lower: binary operator %d", op);
@@ -419,6 +442,10 @@ Tile lower_expr(Lower *c, Expr *e, const Layout *want)
                 r.v[i] = x.v[i].kind == O_IMM ? IMM(wrap_int(e->type, -(uint64_t)x.v[i].i)) : FIMM(-x.v[i].f);
             else if (e->op == '-')
                 r.v[i] = R(ir_un(f, OP_NEG, held_ptype(e->type), x.v[i]));
+            else if (e->op == '~' && x.v[i].kind == O_IMM)
+                r.v[i] = IMM(wrap_int(e->type, ~(uint64_t)x.v[i].i));
+            else if (e->op == '~')
+                r.v[i] = R(ir_un(f, OP_BNOT, held_ptype(e->type), x.v[i]));
             else
                 r.v[i] = R(ir_un(f, OP_BNOT, PT_PRED, R(opnd_reg(c, x.v[i], PT_PRED))));
         }

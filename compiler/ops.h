@@ -7,7 +7,7 @@
  *   int, float  the PTX mnemonic for integer or bit types and for floating types; NULL where
  *               emit_ptx.c writes the instruction from its fields (memory, tensor cores, ...)
  *   suffix      how the type goes on the mnemonic: SFX_TYPE (.s32, .f32 ...), SFX_BITS (.pred,
- *               .b64 or .b32), SFX_BITS32 (.pred or .b32), SFX_NONE
+ *               .b64 or .b32), SFX_NONE
  *   flags       OPF_PURE: no effect but its results, so it may be moved, recomputed, or deleted
  *               when nothing reads them (a guarded one still reads its destinations);
  *               OPF_CHEAP: recomputing it costs one instruction whatever its type, OPF_CHEAP_INT
@@ -41,8 +41,8 @@
     X(ABS,     "abs",     "abs",     SFX_TYPE,   OPF_PURE, 0, 1, 1) \
     X(BAND,    "and",     "and",     SFX_BITS,   OPF_PURE | OPF_CHEAP_INT, 0, 1, 2) \
     X(BOR,     "or",      "or",      SFX_BITS,   OPF_PURE | OPF_CHEAP_INT, 0, 1, 2) \
-    X(BXOR,    "xor",     "xor",     SFX_BITS32, OPF_PURE, 0, 1, 2) \
-    X(BNOT,    "not",     "not",     SFX_BITS32, OPF_PURE, 0, 1, 1) \
+    X(BXOR,    "xor",     "xor",     SFX_BITS,   OPF_PURE, 0, 1, 2) \
+    X(BNOT,    "not",     "not",     SFX_BITS,   OPF_PURE, 0, 1, 1) \
     X(SHL,     "shl",     "shl",     SFX_BITS,   OPF_PURE | OPF_CHEAP_INT, 0, 1, 2) \
     X(SHR,     "shr",     "shr",     SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, 0, 1, 2) \
     X(SETP,    NULL,      NULL,      SFX_TYPE,   OPF_PURE, FL_CMP, 1, 2) \
@@ -88,7 +88,7 @@
     X(MBWAIT,  NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_SYNC, 0, 1, 2) \
     X(TMALOAD, NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_STORE, FL_OFF, 0, 5)
 
-enum { SFX_NONE, SFX_TYPE, SFX_BITS, SFX_BITS32 };
+enum { SFX_NONE, SFX_TYPE, SFX_BITS };
 enum { N_VEC = -1, N_VAR = -2 };
 enum {
     OPF_PURE = 1 << 0, OPF_CHEAP = 1 << 1, OPF_CHEAP_INT = 1 << 2, OPF_LOAD = 1 << 3, OPF_STORE = 1 << 4,

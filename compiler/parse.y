@@ -126,6 +126,7 @@ static void add_kernel(Lexer *lx, Kernel *k);
 %token ATOMIC_MAX "'atomic_max'" ASSUME "'assume'" BLOCK "'block'" TRUE "'true'"
 %token FALSE "'false'" INF "'inf'" TF32 "'tf32'"
 %token LE "'<='" GE "'>='" EQ "'=='" NE "'!='" ANDAND "'&&'" OROR "'||'"
+%token LSHIFT "'<<'" RSHIFT "'>>'"
 %token PLUSEQ "'+='" MINUSEQ "'-='" STAREQ "'*='" DOTDOT "'..'" PLUSCOLON "'+:'"
 
 %type <e> expr unary primary atom fill index opt_fill opt_step opt_pipeline opt_init arg
@@ -143,6 +144,11 @@ static void add_kernel(Lexer *lx, Kernel *k);
 %left ANDAND
 %left EQ NE
 %left '<' '>' LE GE
+/* bit operations bind tighter than comparisons (as in Python, not C): x & 1 == 0 is (x & 1) == 0 */
+%left '|'
+%left '^'
+%left '&'
+%left LSHIFT RSHIFT
 %left '+' '-'
 %left '*' '/' '%' '@'
 
@@ -283,6 +289,11 @@ expr:
     | expr '>' expr                     { $$ = new_binary(lx, @2, '>', $1, $3); }
     | expr LE expr                      { $$ = new_binary(lx, @2, OP_LE, $1, $3); }
     | expr GE expr                      { $$ = new_binary(lx, @2, OP_GE, $1, $3); }
+    | expr '|' expr                     { $$ = new_binary(lx, @2, '|', $1, $3); }
+    | expr '^' expr                     { $$ = new_binary(lx, @2, '^', $1, $3); }
+    | expr '&' expr                     { $$ = new_binary(lx, @2, '&', $1, $3); }
+    | expr LSHIFT expr                  { $$ = new_binary(lx, @2, OP_LSHIFT, $1, $3); }
+    | expr RSHIFT expr                  { $$ = new_binary(lx, @2, OP_RSHIFT, $1, $3); }
     | expr '+' expr                     { $$ = new_binary(lx, @2, '+', $1, $3); }
     | expr '-' expr                     { $$ = new_binary(lx, @2, '-', $1, $3); }
     | expr '*' expr                     { $$ = new_binary(lx, @2, '*', $1, $3); }
@@ -295,6 +306,7 @@ unary:
       primary
     | '-' unary                         { $$ = new_unary(lx, @1, '-', $2); }
     | '!' unary                         { $$ = new_unary(lx, @1, '!', $2); }
+    | '~' unary                         { $$ = new_unary(lx, @1, '~', $2); }
     ;
 
 /* x.T binds tighter than anything; a fill value (`else -inf`) takes none, so `W[...] else 0 .T`
@@ -392,14 +404,14 @@ static bool name_in(const char *name, const char *const *set)
 
 static const char *const expr_starts[] = {
     "identifier", "integer literal", "float literal", "'inf'", "'true'", "'false'", "type",
-    "'tf32'", "'block'", "'('", "'!'", "'-'", NULL,
+    "'tf32'", "'block'", "'('", "'!'", "'-'", "'~'", NULL,
 };
 static const char *const stmt_starts[] = {
     "'let'", "'var'", "'for'", "'if'", "'atomic_add'", "'atomic_max'", "'assume'", NULL,
 };
 static const char *const operators[] = {
     "'||'", "'&&'", "'=='", "'!='", "'<='", "'>='", "'<'", "'>'", "'+'", "'-'", "'*'", "'/'",
-    "'%'", "'@'", NULL,
+    "'%'", "'@'", "'&'", "'|'", "'^'", "'<<'", "'>>'", NULL,
 };
 
 /* "expected ';' before 'x'": the expected tokens, with the many that can start an expression or

@@ -153,8 +153,9 @@ typedef enum {
 /* Binary/unary operator codes: single chars where possible, else these. */
 enum {
     OP_EQ = 256, OP_NE, OP_LE, OP_GE, OP_AND, OP_OR,  /* == != <= >= && || */
+    OP_LSHIFT, OP_RSHIFT,                             /* << >> */
     OP_MATMUL = '@',
-    /* + - * / % < > ! are their characters */
+    /* + - * / % < > ! & | ^ ~ are their characters */
 };
 
 /* The built-in functions (builtins.h's rows); max(a, b) and min(a, b) become MAXIMUM and MINIMUM. */

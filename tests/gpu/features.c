@@ -388,6 +388,75 @@ static void block_sum512(int n)
     gpu_free(dx), gpu_free(dout), free(x);
 }
 
+/* bitops: every result exact, against C with PTX's clamped shift counts. */
+static uint32_t ushr32(uint32_t x, int c) { return c >= 32 ? 0 : x >> c; }
+static uint32_t ushl32(uint32_t x, int c) { return c >= 32 ? 0 : x << c; }
+static int32_t sshr32(int32_t x, int c) { return c >= 32 ? (x < 0 ? -1 : 0) : (x < 0 ? ~(~x >> c) : x >> c); }
+static int64_t sshr64(int64_t x, int c) { return c >= 64 ? (x < 0 ? -1 : 0) : (x < 0 ? ~(~x >> c) : x >> c); }
+
+static void bitops(int n)
+{
+    char desc[64];
+    snprintf(desc, sizeof desc, "bit operations u32/i32/i64 N=%d", n);
+    uint32_t *x = malloc((size_t)n * 4 + 4), *y = malloc((size_t)n * 16 + 4);
+    int32_t *sv = malloc((size_t)n * 4 + 4), *cv = malloc((size_t)n * 4 + 4), *z = malloc((size_t)n * 12 + 4);
+    int64_t *l = malloc((size_t)n * 8 + 8), *w = malloc((size_t)n * 16 + 8);
+    for (int i = 0; i < n; i++) {
+        x[i] = (uint32_t)rng_next();
+        sv[i] = (int32_t)(uint32_t)rng_next();
+        l[i] = (int64_t)rng_next();
+        cv[i] = (int32_t)(rng_next() % 41);
+    }
+    CUdeviceptr dx = 0, ds = 0, dl = 0, dc = 0, dy = 0, dz = 0, dw = 0;
+    bool ok = gpu_alloc(&dx, (size_t)n * 4 + 16) && gpu_upload(dx, x, (size_t)n * 4) &&
+              gpu_alloc(&ds, (size_t)n * 4 + 16) && gpu_upload(ds, sv, (size_t)n * 4) &&
+              gpu_alloc(&dl, (size_t)n * 8 + 16) && gpu_upload(dl, l, (size_t)n * 8) &&
+              gpu_alloc(&dc, (size_t)n * 4 + 16) && gpu_upload(dc, cv, (size_t)n * 4) &&
+              gpu_alloc(&dy, (size_t)n * 16 + 16) && gpu_check(cuMemsetD8(dy, 0xa5, (size_t)n * 16), "cuMemsetD8") &&
+              gpu_alloc(&dz, (size_t)n * 12 + 16) && gpu_check(cuMemsetD8(dz, 0xa5, (size_t)n * 12), "cuMemsetD8") &&
+              gpu_alloc(&dw, (size_t)n * 16 + 16) && gpu_check(cuMemsetD8(dw, 0xa5, (size_t)n * 16), "cuMemsetD8");
+    tilert_kernel *k = kernel("bitops");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(ds), tilert_ptr(dl), tilert_ptr(dc), tilert_ptr(dy),
+                       tilert_ptr(dz), tilert_ptr(dw), tilert_i32(n) };
+    tilert_status st = ok && k ? tilert_launch(k, 0, a, 8) : TILERT_ERR_BAD_ARGS;
+    ok = st == TILERT_OK && gpu_sync() && gpu_download(y, dy, (size_t)n * 16) &&
+         gpu_download(z, dz, (size_t)n * 12) && gpu_download(w, dw, (size_t)n * 16);
+    size_t bad = 0, first = 0;
+    for (int i = 0; ok && i < n; i++) {
+        uint32_t xi = x[i];
+        int32_t si = sv[i];
+        int64_t li = l[i];
+        int c = cv[i];
+        uint32_t ry[4] = { xi ^ (xi >> 3) ^ (xi << 7), (xi & 0xffffu) | (~xi & (1u << 20)), ushr32(xi, c),
+                           ushl32(xi, c) };
+        int32_t rz[3] = { sshr32(si, c), (int32_t)((uint32_t)si << 3) ^ ~si, (si & -8) | 5 };
+        int64_t rw[2] = { sshr64(li, c),
+                          (int64_t)((uint64_t)li << 13) ^ (sshr64(li, 7) & INT64_C(0xffffffffff)) };
+        bool good = true;
+        for (int j = 0; j < 4; j++)
+            good &= y[(size_t)j * n + i] == ry[j];
+        for (int j = 0; j < 3; j++)
+            good &= z[(size_t)j * n + i] == rz[j];
+        for (int j = 0; j < 2; j++)
+            good &= w[(size_t)j * n + i] == rw[j];
+        if (!good && !bad++)
+            first = (size_t)i;
+    }
+    if (!ok) {
+        printf("FAIL %s: %s\n", desc, st ? tilert_last_error() : "device error");
+        failed++;
+    } else if (bad) {
+        printf("FAIL %s: %zu elements wrong, first at %zu (x %08x s %d l %lld c %d)\n", desc, bad, first,
+               x[first], sv[first], (long long)l[first], cv[first]);
+        failed++;
+    } else {
+        printf("ok %s\n", desc);
+        passed++;
+    }
+    gpu_free(dx), gpu_free(ds), gpu_free(dl), gpu_free(dc), gpu_free(dy), gpu_free(dz), gpu_free(dw);
+    free(x), free(y), free(sv), free(cv), free(z), free(l), free(w);
+}
+
 /* Each builtin against libm in double, every element within the bound docs/language.md states for
  * it (math_bound). */
 static void mathfns(int n)
@@ -912,6 +981,8 @@ int main(int argc, char **argv)
     static const int ls[][2] = { { 1, 0 }, { 3, 1 }, { 2, 512 }, { 5, 1000 }, { 4, 32768 } };
     for (size_t i = 0; i < (small ? 3 : COUNT(ls)); i++)
         loop_sums(ls[i][0], ls[i][1]);
+    bitops(1);
+    bitops(small ? 1000 : 70001);
     block_sum512(1);
     block_sum512(small ? 9000 : 100001);
     ints(1, 1);
