@@ -462,6 +462,13 @@ static void check_store_value(Check *c, Expr *v, ElemType t, Shape s, const char
                  type_name(t), type_name(v->type), type_name(t));
         return;
     }
+    /* A reduction keeps its axis with size 1; a window without that axis takes it as it is:
+     * Y[r0 +: 64] = sum(x, axis=1) stores the [64, 1] column of sums. */
+    bool window = !strcmp(what, "the window");
+    if (window && v->shape.rank == 2 && s.rank == 1 &&
+        ((v->shape.dim[1] == 1 && v->shape.dim[0] == s.dim[0]) ||
+         (v->shape.dim[0] == 1 && v->shape.dim[1] == s.dim[0])))
+        return;
     Shape r;
     if (!broadcast_shapes(v->shape, s, &r) || r.rank != s.rank ||
         memcmp(r.dim, s.dim, sizeof(int64_t) * (size_t)s.rank)) {

@@ -622,10 +622,37 @@ static void store_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int 
     mem_store(c, SP_GLOBAL, sc->red, sc->t, addr, off, vm, guard, &sc->v->v[slot]);
 }
 
+/* A [W, 1] or [1, W] tile stored to a rank-1 window (check allows it: a reduction that kept
+ * its axis): the same values as a [W] tile. [1, W] is already laid out as one; [W, 1] is its
+ * transpose, the same slots in the same threads, after a layout change only where the layout
+ * cannot be transposed as it is. */
+static Tile drop_unit_axis(Lower *c, Tile v)
+{
+    if (v.L.rank != 2)
+        return v;
+    if (v.L.S[0] == 1) {
+        v.L.rank = 1;
+        return v;
+    }
+    Layout T;
+    if (!layout_transpose(&v.L, &T)) {
+        Shape s = { 2, { v.L.S[0], 1 } };
+        Layout plain = layout_rowmajor(s, c->threads, 1);
+        v = to_layout(c, v, &plain);
+        if (!layout_transpose(&v.L, &T))
+            die("drop_unit_axis: a row-major column cannot be transposed");
+    }
+    v.L = T;
+    v.L.rank = 1;
+    return v;
+}
+
 static void store_like(Lower *c, Expr *target, Tile v, int red)
 {
     Access a;
     access_init(c, target, &a);
+    if (target->shape.rank == 1 && v.L.rank == 2)
+        v = drop_unit_axis(c, v);
     Layout L;
     if (a.nwin == 0)
         L = layout_scalar(c->threads);

@@ -457,6 +457,41 @@ static void bitops(int n)
     free(x), free(y), free(sv), free(cv), free(z), free(l), free(w);
 }
 
+/* squeeze_store: row sums into Y[R] (sums of C terms in any order), column maxima into Z[C]
+ * (exact; Z starts at -inf). */
+static void squeeze_store(int rows, int cols)
+{
+    char desc[64];
+    snprintf(desc, sizeof desc, "reductions stored without their axis R=%d C=%d", rows, cols);
+    size_t sz = (size_t)rows * cols;
+    float *x = malloc(sz * 4 + 4), *out = malloc(((size_t)rows + cols) * 4 + 4), *zinit = malloc((size_t)cols * 4 + 4);
+    double *ref = malloc(((size_t)rows + cols) * 8 + 8), *bound = malloc(((size_t)rows + cols) * 8 + 8);
+    rng_fill(x, sz, -4, 4);
+    for (int r = 0; r < rows; r++)
+        ref[r] = ref_sum(x + (size_t)r * cols, (size_t)cols, sum_depth(cols, cols, 0, 0), &bound[r]);
+    for (int j = 0; j < cols; j++) {
+        double m = -INFINITY;
+        for (int r = 0; r < rows; r++)
+            m = x[(size_t)r * cols + j] > m ? x[(size_t)r * cols + j] : m;
+        ref[rows + j] = m;
+        bound[rows + j] = 0;
+        zinit[j] = -INFINITY;
+    }
+    CUdeviceptr dx = upload(x, sz), dy = poisoned((size_t)rows), dz = upload(zinit, (size_t)cols);
+    tilert_kernel *k = kernel("squeeze_store");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_ptr(dz), tilert_i32(rows), tilert_i32(cols) };
+    tilert_status st = k && dx && dy && dz ? tilert_launch(k, 0, a, 5) : TILERT_ERR_BAD_ARGS;
+    if (st != TILERT_OK || !gpu_sync() || !gpu_download(out, dy, (size_t)rows * 4) ||
+        !gpu_download(out + rows, dz, (size_t)cols * 4)) {
+        printf("FAIL %s: %s\n", desc, st ? tilert_last_error() : "");
+        failed++;
+    } else {
+        check(desc, out, ref, bound, (size_t)rows + cols, 0);
+    }
+    gpu_free(dx), gpu_free(dy), gpu_free(dz);
+    free(x), free(out), free(zinit), free(ref), free(bound);
+}
+
 /* Each builtin against libm in double, every element within the bound docs/language.md states for
  * it (math_bound). */
 static void mathfns(int n)
@@ -981,6 +1016,10 @@ int main(int argc, char **argv)
     static const int ls[][2] = { { 1, 0 }, { 3, 1 }, { 2, 512 }, { 5, 1000 }, { 4, 32768 } };
     for (size_t i = 0; i < (small ? 3 : COUNT(ls)); i++)
         loop_sums(ls[i][0], ls[i][1]);
+    squeeze_store(1, 1);
+    squeeze_store(100, 70);
+    if (!small)
+        squeeze_store(1000, 128);
     bitops(1);
     bitops(small ? 1000 : 70001);
     block_sum512(1);
