@@ -500,7 +500,24 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Lexer *lx)
     if (lx->prev.end > 0 && (got == YYSYMBOL_YYEOF || at->loc.line > lx->prev.end_loc.line))
         loc = lx->prev.end_loc;
 
-    if (nnames > 0 && nnames <= 4)
+    /* Two mistakes worth naming: a type the language does not have where a type goes, and a
+     * `while` loop (read as a name, so the error lands on what follows it). */
+    bool want_type = false;
+    for (int i = 0; i < n; i++)
+        want_type |= !strcmp(given[i], "type");
+    size_t plen = lx->prev.end - lx->prev.off;
+    if (want_type && got == YYSYMBOL_IDENT) {
+        Buf types = {0};
+        for (int t = 0; t < TY_COUNT; t++)
+            if (t != TY_NONE && t != TY_TF32)
+                buf_printf(&types, "%s%s", types.len ? ", " : "", type_name((ElemType)t));
+        error_at(at->loc, "unknown element type %s (the types are %s)", found, types.s);
+        buf_free(&types);
+    } else if (lx->prev.end > 0 && plen == 5 && !strncmp(lx->src + lx->prev.off, "while", 5)) {
+        Loc wloc = lx->prev.loc;
+        error_at(wloc, "there is no 'while' loop: a loop has bounds, `for i in 0 .. N` (or "
+                       "`for i in 0 .. N step S`)");
+    } else if (nnames > 0 && nnames <= 4)
         error_at(loc, "expected %s before %s", what.s, found);
     else
         error_at(loc, "unexpected %s", found);
