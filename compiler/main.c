@@ -321,7 +321,8 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
             fprintf(o, "; ptxas capped at %d", f->maxnreg);
         fprintf(o, ")\n");
         for (int j = 0; j < f->ntop; j++)
-            fprintf(o, "    %-16s %d registers at the peak\n", f->top[j].what, f->top[j].regs);
+            fprintf(o, "    %-16s %d register%s at the peak\n", f->top[j].what, f->top[j].regs,
+                    f->top[j].regs == 1 ? "" : "s");
         int used = have_ptxas && m->ptxas_regs >= 0 ? m->ptxas_regs : m->pred_regs;
         const char *limit;
         int occ = occupancy_by(arch, m->threads, used, m->smem_bytes, &limit);

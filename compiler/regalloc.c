@@ -385,7 +385,8 @@ bool regalloc(Func *f, int budget)
             error_at(loc, "kernel '%s' needs %d registers per thread, more than the budget of %d (--max-regs)",
                      f->k->name, f->peak_regs, budget);
         for (int j = 0; j < f->ntop; j++)
-            note_at(loc, "%s holds %d registers/thread at line %d", f->top[j].what, f->top[j].regs, f->peak_line);
+            note_at(loc, "%s holds %d register%s/thread at line %d", f->top[j].what, f->top[j].regs,
+                    f->top[j].regs == 1 ? "" : "s", f->peak_line);
         /* A tile's registers per thread are its elements over the threads sharing it: fewer
            threads raise them, more threads lower them (down to a smaller budget each) */
         if (budget < full)
