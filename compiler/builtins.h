@@ -6,7 +6,8 @@
  *                    checker from another row, as max(a, b) becomes MAXIMUM)
  *   kind             BK_MATH: elementwise float function of one tile; BK_PAIR: elementwise or
  *                    scalar function of two; BK_SELECT: c ? a : b; BK_REDUCE: over the tile or
- *                    along axis=; BK_ARANGE: the constant tile 0 .. W-1 */
+ *                    along axis=; BK_ARANGE: the constant tile 0 .. W-1; BK_BITCAST: the
+ *                    same bits as another type of their size (its second argument a type) */
 #ifndef TILEC_BUILTINS_H
 #define TILEC_BUILTINS_H
 
@@ -27,9 +28,10 @@
     X(MAX,     "max",     NULL,    1, 2, BK_REDUCE) \
     X(MIN,     "min",     NULL,    1, 2, BK_REDUCE) \
     X(CDIV,    "cdiv",    NULL,    2, 2, BK_PAIR) \
-    X(ARANGE,  "arange",  NULL,    1, 1, BK_ARANGE)
+    X(ARANGE,  "arange",  NULL,    1, 1, BK_ARANGE) \
+    X(BITCAST, "bitcast", NULL,    2, 2, BK_BITCAST)
 
-typedef enum { BK_MATH, BK_PAIR, BK_SELECT, BK_REDUCE, BK_ARANGE } BuiltinKind;
+typedef enum { BK_MATH, BK_PAIR, BK_SELECT, BK_REDUCE, BK_ARANGE, BK_BITCAST } BuiltinKind;
 
 typedef struct {
     const char *name, *alias;

@@ -642,6 +642,8 @@ static bool check_call(Check *c, Expr *e)
         bad = true;
     }
     for (int i = 0; i < n; i++) {
+        if (e->builtin == B_BITCAST && i == 1 && e->args[i]->kind == E_CAST && !e->args[i]->a)
+            continue;   /* the type to take the bits as */
         check_expr(c, e->args[i]);
         if (e->args[i]->type == TY_NONE || e->args[i]->type == TY_TF32)
             bad = true;
@@ -659,6 +661,25 @@ static bool check_call(Check *c, Expr *e)
         return check_pair(c, e, x, e->args[1]);
     case BK_SELECT:
         return check_select(c, e);
+    case BK_BITCAST: {
+        Expr *to = e->args[1];
+        if (to->kind != E_CAST || to->a) {
+            error_at(to->loc, "bitcast's second argument is a type: bitcast(x, u32)");
+            return fail(e);
+        }
+        if (is_literal(x) && !adapt_literal(c, x, x->kind == E_FLOAT ? TY_F32 : TY_I32))
+            return fail(e);
+        bool four = (x->type == TY_F32 || x->type == TY_I32 || x->type == TY_U32) &&
+                    (to->to == TY_F32 || to->to == TY_I32 || to->to == TY_U32);
+        if (!four) {
+            error_at(e->loc, "bitcast takes one 32-bit type to another (f32, i32, u32), not %s to %s",
+                     type_name(x->type), type_name(to->to));
+            return fail(e);
+        }
+        e->type = to->to;
+        e->shape = x->shape;
+        return true;
+    }
     case BK_ARANGE:
         if (x->kind != E_INT || x->ival <= 0) {
             error_at(x->loc, "arange(W) needs a positive integer constant width");
@@ -730,6 +751,11 @@ static bool fold_cast(Check *c, Expr *e)
 
 static bool check_cast(Check *c, Expr *e)
 {
+    if (!e->a) {   /* a type name alone: only bitcast's second argument */
+        error_at(e->loc, "'%s' is a type, not a value; a cast is written %s(x)", type_name(e->to),
+                 type_name(e->to));
+        return fail(e);
+    }
     check_expr(c, e->a);
     if (e->to == TY_TF32) {
         error_at(e->loc, "tf32(...) may only be used as an operand of @");

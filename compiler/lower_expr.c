@@ -2,6 +2,7 @@
  * hardware computes), casts and elementwise builtins. Windows, reductions and matmul go to their
  * own files. */
 #include <math.h>
+#include <string.h>
 #include "lower.h"
 
 /* ---- elementwise operations */
@@ -329,6 +330,37 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
     if (builtin_info[e->builtin].kind == BK_REDUCE)
         return reduce_tile(c, lower_expr(c, e->args[0], NULL), e->builtin, e->axis);
     switch (e->builtin) {
+    case B_BITCAST: {   /* the same 32 bits in a register of the other class */
+        Tile x = lower_expr(c, e->args[0], want);
+        ElemType from = e->args[0]->type;
+        Tile r = { e->type, x.L, NULL };
+        int n = layout_slots(&x.L);
+        r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+        for (int i = 0; i < n; i++) {
+            Opnd v = x.v[i];
+            if (is_imm(v)) {
+                uint32_t bits;
+                if (from == TY_F32) {
+                    float fv = (float)(v.kind == O_FIMM ? v.f : (double)v.i);
+                    memcpy(&bits, &fv, 4);
+                } else {
+                    bits = (uint32_t)v.i;
+                }
+                float fb;
+                memcpy(&fb, &bits, 4);
+                r.v[i] = e->type == TY_F32 ? FIMM(fb) : IMM(wrap_int(e->type, bits));
+                continue;
+            }
+            int d = new_reg(f, ptype_class(held_ptype(e->type)));
+            Ins *in = emit_ins(f, OP_MOV, PT_B32);
+            in->dst[0] = d;
+            in->ndst = 1;
+            in->src[0] = v;
+            in->nsrc = 1;
+            r.v[i] = R(d);
+        }
+        return r;
+    }
     case B_MAXIMUM: case B_MINIMUM: {
         Tile a, b;
         lower_pair(c, e->args[0], e->args[1], e->shape, want, &a, &b);

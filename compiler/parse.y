@@ -325,6 +325,7 @@ atom:
     | IDENT                             { $$ = new_name(lx, @1, $1); }
     | IDENT '(' opt_args ')'            { $$ = new_call(lx, @1, $1, $3); }
     | TYPE '(' expr ')'                 { $$ = new_cast(lx, @1, $1, $3); }
+    | TYPE                              { $$ = new_cast(lx, @1, $1, NULL); }   /* bitcast(x, u32) */
     | TF32 '(' expr ')'                 { $$ = new_cast(lx, @1, TY_TF32, $3); }
     | index opt_fill                    { $$ = $2 ? ($1->fill = $2, $1) : $1; }
     | BLOCK '.' IDENT                   { $$ = new_block_id(lx, @1, $3, @3); }

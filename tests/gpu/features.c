@@ -492,6 +492,44 @@ static void squeeze_store(int rows, int cols)
     free(x), free(out), free(zinit), free(ref), free(bound);
 }
 
+/* bitcasts: bits compared exactly (F's inputs are masked to finite, non-NaN patterns). */
+static void bitcasts(int n)
+{
+    char desc[64];
+    snprintf(desc, sizeof desc, "bitcast f32/u32/i32 N=%d", n);
+    float *x = malloc((size_t)n * 4 + 4);
+    int32_t *sv = malloc((size_t)n * 4 + 4);
+    uint32_t *out = malloc((size_t)n * 12 + 4);
+    rng_fill(x, (size_t)n, -1e6f, 1e6f);
+    for (int i = 0; i < n; i++)
+        sv[i] = (int32_t)(uint32_t)rng_next();
+    CUdeviceptr dx = upload(x, (size_t)n), ds = gpu_new_from(sv, (size_t)n), db = poisoned((size_t)n),
+                da = poisoned((size_t)n), df = poisoned((size_t)n);
+    tilert_kernel *k = kernel("bitcasts");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(ds), tilert_ptr(db), tilert_ptr(da), tilert_ptr(df), tilert_i32(n) };
+    tilert_status st = k && dx && ds && db && da && df ? tilert_launch(k, 0, a, 6) : TILERT_ERR_BAD_ARGS;
+    bool ok = st == TILERT_OK && gpu_sync() && gpu_download(out, db, (size_t)n * 4) &&
+              gpu_download(out + n, da, (size_t)n * 4) && gpu_download(out + 2 * (size_t)n, df, (size_t)n * 4);
+    size_t bad = 0, first = 0;
+    for (int i = 0; ok && i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &x[i], 4);
+        bool good = out[i] == bits && out[n + i] == (bits & 0x7fffffffu) &&
+                    out[2 * (size_t)n + i] == ((uint32_t)sv[i] & 0x3fffffffu);
+        if (!good && !bad++)
+            first = (size_t)i;
+    }
+    if (!ok || bad) {
+        printf("FAIL %s: %s%zu wrong, first at %zu\n", desc, ok ? "" : "launch or copy failed; ", bad, first);
+        failed++;
+    } else {
+        printf("ok %s\n", desc);
+        passed++;
+    }
+    gpu_free(dx), gpu_free(ds), gpu_free(db), gpu_free(da), gpu_free(df);
+    free(x), free(sv), free(out);
+}
+
 /* Each builtin against libm in double, every element within the bound docs/language.md states for
  * it (math_bound). */
 static void mathfns(int n)
@@ -1020,6 +1058,8 @@ int main(int argc, char **argv)
     squeeze_store(100, 70);
     if (!small)
         squeeze_store(1000, 128);
+    bitcasts(1);
+    bitcasts(small ? 1000 : 70001);
     bitops(1);
     bitops(small ? 1000 : 70001);
     block_sum512(1);
