@@ -74,11 +74,25 @@ tilert_status rt_zero_buffer(tilert_context *ctx, CUdeviceptr *out)
     return what ? rt_cuda_error(what, r) : TILERT_OK;
 }
 
+/* What every handle needs once its device is known: the arch, and the zero buffer's lock. */
+static tilert_status context_setup(tilert_context *c)
+{
+    int major = 0, minor = 0;
+    CUresult r;
+    if ((r = cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev)) ||
+        (r = cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev)))
+        return rt_cuda_error("cuDeviceGetAttribute", r);
+    c->arch = 10 * major + minor;
+    if (pthread_mutex_init(&c->zero_lock, NULL))
+        return rt_error(TILERT_ERR_NO_MEMORY, "pthread_mutex_init failed");
+    return TILERT_OK;
+}
+
 tilert_status tilert_init(int device, tilert_context **out)
 {
     tilert_status s;
     CUresult r;
-    int count = 0, major = 0, minor = 0;
+    int count = 0;
     if (!out)
         return rt_error(TILERT_ERR_BAD_ARGS, "tilert_init: out is NULL");
     *out = NULL;
@@ -96,15 +110,9 @@ tilert_status tilert_init(int device, tilert_context **out)
         free(c);
         return rt_cuda_error("cuDeviceGet", r);
     }
-    if ((r = cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev)) ||
-        (r = cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev))) {
+    if ((s = context_setup(c))) {
         free(c);
-        return rt_cuda_error("cuDeviceGetAttribute", r);
-    }
-    c->arch = 10 * major + minor;
-    if (pthread_mutex_init(&c->zero_lock, NULL)) {
-        free(c);
-        return rt_error(TILERT_ERR_NO_MEMORY, "pthread_mutex_init failed");
+        return s;
     }
     if ((r = cuDevicePrimaryCtxRetain(&c->ctx, c->dev)) != CUDA_SUCCESS) {
         pthread_mutex_destroy(&c->zero_lock);
@@ -122,7 +130,6 @@ tilert_status tilert_attach(CUcontext cu, tilert_context **out)
 {
     tilert_status s;
     CUresult r;
-    int major = 0, minor = 0;
     if (!out)
         return rt_error(TILERT_ERR_BAD_ARGS, "tilert_attach: out is NULL");
     *out = NULL;
@@ -144,15 +151,9 @@ tilert_status tilert_attach(CUcontext cu, tilert_context **out)
         free(c);
         return rt_cuda_error("cuCtxGetDevice", r);
     }
-    if ((r = cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev)) ||
-        (r = cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev))) {
+    if ((s = context_setup(c))) {
         free(c);
-        return rt_cuda_error("cuDeviceGetAttribute", r);
-    }
-    c->arch = 10 * major + minor;
-    if (pthread_mutex_init(&c->zero_lock, NULL)) {
-        free(c);
-        return rt_error(TILERT_ERR_NO_MEMORY, "pthread_mutex_init failed");
+        return s;
     }
     *out = c;
     return TILERT_OK;
