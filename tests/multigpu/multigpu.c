@@ -74,6 +74,22 @@ static void check_codes(Worker *w, int arch)
                       launcher_code((Workload)wl), expected_code(arch));
 }
 
+/* A thread's start: ctx made current on it and w begun there, failures counted in w. */
+static bool thread_begin(Worker *w, tilert_context *ctx, int dev, const char *where, uint64_t seed)
+{
+    memset(w, 0, sizeof *w);
+    snprintf(w->where, sizeof w->where, "%s", where);
+    return worker_expect(w, cuCtxSetCurrent(tilert_cu_context(ctx)) == CUDA_SUCCESS, "cuCtxSetCurrent") &&
+           worker_begin(w, ctx, dev, where, seed);
+}
+
+/* Its end: its stream and modules gone, no context left current. */
+static void thread_end(Worker *w)
+{
+    worker_end(w);
+    (void)cuCtxSetCurrent(NULL);
+}
+
 /* ---------------------------------------------------------------- devices */
 
 typedef struct {
@@ -89,12 +105,14 @@ static void *device_thread(void *arg)
     tilert_context *ctx = NULL;
     char where[64];
     snprintf(where, sizeof where, "device %d", j->dev);
-    memset(w, 0, sizeof *w);
-    snprintf(w->where, sizeof w->where, "%s", where);
-    tilert_status s = tilert_init(j->dev, &ctx);
-    bool ok = worker_expect(w, s == TILERT_OK, "tilert_init(%d): %s", j->dev, tilert_last_error());
-    ok = ok && worker_expect(w, cuCtxSetCurrent(tilert_cu_context(ctx)) == CUDA_SUCCESS, "cuCtxSetCurrent");
-    ok = ok && worker_begin(w, ctx, j->dev, where, seed + 1000 * (uint64_t)j->dev);
+    bool ok;
+    if (tilert_init(j->dev, &ctx) == TILERT_OK) {
+        ok = thread_begin(w, ctx, j->dev, where, seed + 1000 * (uint64_t)j->dev);
+    } else {
+        memset(w, 0, sizeof *w);
+        snprintf(w->where, sizeof w->where, "%s", where);
+        ok = worker_expect(w, false, "tilert_init(%d): %s", j->dev, tilert_last_error());
+    }
     ok = ok && worker_expect(w, tilert_device_arch(ctx) == arch_of[j->dev],
                              "tilert_device_arch is %d, the device is sm_%d",
                              tilert_device_arch(ctx), arch_of[j->dev]);
@@ -104,8 +122,7 @@ static void *device_thread(void *arg)
         run_all(w, true);
         check_codes(w, arch_of[j->dev]);
     }
-    worker_end(w);
-    (void)cuCtxSetCurrent(NULL);
+    thread_end(w);
     tilert_release(ctx);
     return NULL;
 }
@@ -148,10 +165,7 @@ static void *context_thread(void *arg)
     Worker *w = &j->w;
     char where[64];
     snprintf(where, sizeof where, "device 0, thread %d of %d", j->index, ONE_CONTEXT_THREADS);
-    memset(w, 0, sizeof *w);
-    snprintf(w->where, sizeof w->where, "%s", where);
-    bool ok = worker_expect(w, cuCtxSetCurrent(tilert_cu_context(j->ctx)) == CUDA_SUCCESS, "cuCtxSetCurrent");
-    ok = ok && worker_begin(w, j->ctx, 0, where, seed + 77 + (uint64_t)j->index);
+    bool ok = thread_begin(w, j->ctx, 0, where, seed + 77 + (uint64_t)j->index);
     memcpy(w->mod, j->mods, sizeof w->mod);
     pthread_barrier_wait(j->start);   /* the launchers' first load, by all at once */
     if (ok) {
@@ -159,8 +173,7 @@ static void *context_thread(void *arg)
         check_codes(w, arch_of[0]);
     }
     memset(w->mod, 0, sizeof w->mod);   /* the main thread's to unload */
-    worker_end(w);
-    (void)cuCtxSetCurrent(NULL);
+    thread_end(w);
     return NULL;
 }
 
@@ -235,10 +248,7 @@ static void *two_thread(void *arg)
     TwoJob *j = arg;
     Worker *w = &j->w;
     const char *where = j->primary ? "device 0, primary context" : "device 0, own context";
-    memset(w, 0, sizeof *w);
-    snprintf(w->where, sizeof w->where, "%s", where);
-    bool ok = worker_expect(w, cuCtxSetCurrent(tilert_cu_context(j->ctx)) == CUDA_SUCCESS, "cuCtxSetCurrent");
-    ok = ok && worker_begin(w, j->ctx, 0, where, seed + (j->primary ? 5 : 6));
+    bool ok = thread_begin(w, j->ctx, 0, where, seed + (j->primary ? 5 : 6));
     ok = ok && worker_load_modules(w, exdir);
     pthread_barrier_wait(j->start);
     if (ok) {
@@ -252,8 +262,7 @@ static void *two_thread(void *arg)
                           tilert_last_error());
         }
     }
-    worker_end(w);
-    (void)cuCtxSetCurrent(NULL);
+    thread_end(w);
     return NULL;
 }
 
@@ -318,15 +327,11 @@ static void *launching_thread(void *arg)
 {
     LoopJob *j = arg;
     Worker *w = &j->w;
-    memset(w, 0, sizeof *w);
-    snprintf(w->where, sizeof w->where, "%s", j->where);
-    bool ok = worker_expect(w, cuCtxSetCurrent(tilert_cu_context(j->ctx)) == CUDA_SUCCESS, "cuCtxSetCurrent");
-    ok = ok && worker_begin(w, j->ctx, j->dev, j->where, seed + 31);
+    bool ok = thread_begin(w, j->ctx, j->dev, j->where, seed + 31);
     ok = ok && (j->launchers || worker_load_modules(w, exdir));
     for (int i = 0; ok && (i < W_COUNT || !atomic_load(j->stop)); i++)
         ok = run_workload(w, (Workload)(i % W_COUNT), j->launchers ? VIA_LAUNCHER : VIA_MODULE);
-    worker_end(w);
-    (void)cuCtxSetCurrent(NULL);
+    thread_end(w);
     return NULL;
 }
 
@@ -335,10 +340,7 @@ static void *unloading_thread(void *arg)
 {
     LoopJob *j = arg;
     Worker *w = &j->w;
-    memset(w, 0, sizeof *w);
-    snprintf(w->where, sizeof w->where, "%s", j->where);
-    bool ok = worker_expect(w, cuCtxSetCurrent(tilert_cu_context(j->ctx)) == CUDA_SUCCESS, "cuCtxSetCurrent");
-    ok = ok && worker_begin(w, j->ctx, j->dev, j->where, seed + 37);
+    bool ok = thread_begin(w, j->ctx, j->dev, j->where, seed + 37);
     for (int c = 0; ok && c < UNLOAD_CYCLES; c++) {
         if (!j->launchers)
             ok = worker_load_modules(w, exdir);
@@ -358,8 +360,7 @@ static void *unloading_thread(void *arg)
         }
     }
     atomic_store(j->stop, 1);
-    worker_end(w);
-    (void)cuCtxSetCurrent(NULL);
+    thread_end(w);
     return NULL;
 }
 
