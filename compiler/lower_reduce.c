@@ -201,6 +201,112 @@ static Tile reduce_axis_shuffle(Lower *c, Tile v, Builtin b, int nd, ElemType rt
     return r;
 }
 
+/* The reduced thread dimension spans several warps (a row reduced by a whole block, as a GEMV's
+ * `sum(w * x, axis=1)` is): each thread first combines its own slots along the axis, the lanes
+ * that share the kept coordinate combine by shuffles, and only then does shared memory take one
+ * word per (kept element, warp group): the warps' partials, G words each, read back by every
+ * thread with vector loads. Writing the whole tile and having one thread walk each result's row
+ * (the general path below) moves the tile through shared memory and leaves the walk to a few
+ * threads: 32 stores a thread and a 1024-step serial loop for an [8, 1024] row block. */
+static int ilog2(int x)
+{
+    int n = 0;
+    while ((1 << n) < x)
+        n++;
+    return n;
+}
+
+static bool hier_ok(const Layout *L, int nd)
+{
+    return layout_tid_plain(L) && !L->bcast[nd] && !L->bcast[1 - nd] && L->rank == 2 &&
+           !L->lo_t0_low;
+}
+
+static Tile reduce_axis_hier(Lower *c, Tile v, Builtin b, int nd, ElemType rt)
+{
+    Func *f = c->f;
+    PType t = held_ptype(v.type);
+    Layout L = v.L, R0 = v.L;
+    int kd = 1 - nd;
+    R0.S[nd] = 1;
+    R0.O[nd] = 1;
+    R0.V[nd] = 1;
+    R0.bcast[nd] = true;
+    Tile r = { rt, R0, NULL };
+    int nk = L.O[kd] * L.V[kd];
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)nk);
+    /* lanes of a warp along nd: nd's thread bits below bit 5 (t = t0 T1 + t1) */
+    int lanes = nd == 1 ? (L.T[1] < 32 ? L.T[1] : 32) : (L.T[1] >= 32 ? 1 : (L.T[0] * L.T[1] <= 32 ? L.T[0] : 32 / L.T[1]));
+    int groups = L.T[nd] / lanes;
+    int ro = L.O[nd], rv = L.V[nd];
+    Opnd *part = malloc(sizeof(Opnd) * (size_t)(ro * rv));
+    Opnd *acc = malloc(sizeof(Opnd) * (size_t)nk);
+    for (int o = 0; o < L.O[kd]; o++)
+        for (int i = 0; i < L.V[kd]; i++) {
+            for (int a = 0; a < ro; a++)
+                for (int bb = 0; bb < rv; bb++)
+                    part[a * rv + bb] = nd == 1 ? v.v[slot_of(&L, o, i, a, bb)] : v.v[slot_of(&L, a, bb, o, i)];
+            Opnd x = tree(c, b, t, part, ro * rv);
+            if (lanes > 1) {
+                int lo = nd == 1 ? 1 : L.T[1];
+                x = shuffle_xor(c, b, t, x, lo * lanes / 2, lo);
+            }
+            acc[o * L.V[kd] + i] = x;
+        }
+    free(part);
+    /* word ((k T_kd + t_kd) groups + g): the kept element's partials side by side */
+    int tk = thread_coord(c, &L, kd), tn = thread_coord(c, &L, nd);
+    scratch_begin_write(c, nk * L.T[kd] * groups * 4);
+    int base = scratch_base_reg(c);
+    int g = ir_bin(f, OP_SHR, PT_U32, R(tn), IMM(ilog2(lanes)));
+    int row = ir_tern(f, OP_MAD, PT_U32, R(tk), IMM(groups), R(g));
+    int waddr = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(4), R(base));
+    int writer = primary_pred(c, &L);
+    if (lanes > 1) {
+        int low = ir_bin(f, OP_BAND, PT_B32, R(tn), IMM(lanes - 1));
+        int z = ir_setp(f, CMP_EQ, PT_U32, R(low), IMM(0));
+        writer = writer < 0 ? z : ir_bin(f, OP_BAND, PT_PRED, R(writer), R(z));
+    }
+    for (int k = 0; k < nk; k++) {
+        int val = opnd_reg(c, acc[k], t);
+        Ins *in = emit_ins(f, OP_ST, t == PT_F32 ? PT_F32 : PT_B32);
+        in->space = SP_SHARED;
+        in->src[0] = R(waddr);
+        in->src[1] = R(val);
+        in->nsrc = 2;
+        in->off = (int64_t)k * L.T[kd] * groups * 4;
+        in->guard = writer;
+        ir_naive_addr(f);
+    }
+    scratch_end_write(c);
+    int raddr = ir_tern(f, OP_MAD, PT_U32, R(tk), IMM(groups * 4), R(base));
+    int vm = groups >= 4 ? 4 : groups;
+    Opnd *words = malloc(sizeof(Opnd) * (size_t)groups);
+    for (int k = 0; k < nk; k++) {
+        for (int w = 0; w < groups; w += vm) {
+            Ins *in = emit_ins(f, OP_LD, t == PT_F32 ? PT_F32 : PT_B32);
+            in->space = SP_SHARED;
+            in->vec = (uint8_t)vm;
+            for (int i = 0; i < vm; i++) {
+                int d = new_reg(f, ptype_class(t));
+                in = &f->code.v[f->code.n - 1];
+                in->dst[i] = d;
+                words[w + i] = R(d);
+            }
+            in->ndst = vm;
+            in->src[0] = R(raddr);
+            in->nsrc = 1;
+            in->off = ((int64_t)k * L.T[kd] * groups + w) * 4;
+            ir_naive_addr(f);
+        }
+        int s = nd == 1 ? slot_of(&R0, k / L.V[kd], k % L.V[kd], 0, 0) : slot_of(&R0, 0, 0, k / L.V[kd], k % L.V[kd]);
+        r.v[s] = tree(c, b, t, words, groups);
+    }
+    free(words);
+    free(acc);
+    return r;
+}
+
 /* General case: the tile goes to shared memory; each result element is reduced by one thread. */
 static Tile reduce_axis_smem(Lower *c, Tile v, Builtin b, int nd, ElemType rt)
 {
@@ -288,5 +394,7 @@ Tile reduce_tile(Lower *c, Tile v, Builtin b, int axis)
     int nd = v.L.rank == 1 ? 1 : axis;
     if (warp_local(&v.L, nd))
         return reduce_axis_shuffle(c, v, b, nd, rt);
+    if (hier_ok(&v.L, nd))
+        return reduce_axis_hier(c, v, b, nd, rt);
     return reduce_axis_smem(c, v, b, nd, rt);
 }
