@@ -329,6 +329,14 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         buf_puts(out, ", ");
         put_opnd(out, f, in->src[1], PT_F32);
         break;
+    case OP_UNPACK2:
+        buf_puts(out, "mov.b32 {");
+        put_reg(out, f, in->dst[0]);
+        buf_puts(out, ", ");
+        put_reg(out, f, in->dst[1]);
+        buf_puts(out, "}, ");
+        put_opnd(out, f, in->src[0], PT_B32);
+        break;
     case OP_BRA: buf_printf(out, "bra.uni $L%d", in->label); break;
     case OP_RET: buf_puts(out, "ret"); break;
     default: {

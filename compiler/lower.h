@@ -198,6 +198,10 @@ SymInfo *info(Lower *c, Sym *s);                 /* s's lowering state, made on 
  * the slot's column relative to the thread's first element. */
 int slot_index(const Layout *L, int o0, int i0, int o1, int i1);
 int slot_col(const Layout *L, int o1, int i1);
+/* [W, 1] or [1, W] as the rank-1 tile of its W elements; a rank-1 tile as [1, W] (axis 0) or
+ * [W, 1] (axis 1): the same slots in the same threads where the layout allows */
+Tile tile_drop_unit_axis(Lower *c, Tile v);
+Tile tile_expand(Lower *c, Tile v, int axis);
 /* ---- lower_smem.c: smem_alloc and scratch_* above, smem_alloc_aligned below */
 /* ---- lower_expr.c (and lower_expr above): what statements and parameters share of it */
 bool is_imm(Opnd o);                        /* an integer or float immediate */
@@ -206,6 +210,8 @@ int64_t wrap_int(ElemType t, uint64_t v);
 Opnd cast_slot(Lower *c, ElemType to, ElemType from, Opnd x);   /* one slot of type from as type to */
 /* ---- lower_stmt.c (and lower_stmt below): for lower_kernel */
 void lower_block(Lower *c, Stmt *b);
+/* dst op= v (op '=', '+', '-', '*'), v moved to dst's layout first */
+void assign_tile(Lower *c, Tile *dst, Tile v, int op);
 void alloc_var_infos(Lower *c, Stmt *s);    /* a SymInfo for every var, for mark_matmul_vars */
 void mark_matmul_vars(Lower *c, Stmt *s);   /* vars accumulated by `@` take the product's layout */
 /* Calls fn on every statement of s that is not a block, a loop or an if, in program order. */

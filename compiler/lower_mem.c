@@ -173,9 +173,54 @@ static int64_t wrap64(uint64_t v) { return v <= INT64_MAX ? (int64_t)v : -(int64
 static int64_t add64(int64_t a, int64_t b) { return wrap64((uint64_t)a + (uint64_t)b); }
 static int64_t mul64(int64_t a, int64_t b) { return wrap64((uint64_t)a * (uint64_t)b); }
 
+/* Eight f16 or bf16 elements (16 bytes) as four 32-bit words: a register vector holds at most
+ * four elements, and 8-byte loads of a 16-bit row move half a sector's worth per instruction. */
+static void mem_load16x8(Lower *c, int space, ElemType t, int addr, int64_t off, int guard, Opnd fill, Opnd *out)
+{
+    Func *f = c->f;
+    bool zero_fill = (fill.kind == O_IMM && fill.i == 0) || (fill.kind == O_FIMM && fill.f == 0 && !signbit(fill.f));
+    Ins *in;
+    int w[4];
+    for (int i = 0; i < 4; i++)
+        w[i] = guard >= 0 ? ir_mov(f, PT_B32, IMM(0)) : new_reg(f, RC_R);
+    in = emit_ins(f, OP_LD, PT_B32);
+    in->space = (uint8_t)space;
+    in->vec = 4;
+    for (int i = 0; i < 4; i++)
+        in->dst[i] = w[i];
+    in->ndst = 4;
+    in->src[0] = R(addr);
+    in->nsrc = 1;
+    in->off = off;
+    in->guard = guard;
+    ir_naive_addr(f);
+    for (int i = 0; i < 4; i++) {
+        /* halves, each widened as a 16-bit load's would be: the chain sinks to its use
+           (schedule.c), as a shift or mask of the shared word would not */
+        int h0 = new_reg(f, RC_H), h1 = new_reg(f, RC_H);
+        in = emit_ins(f, OP_UNPACK2, PT_B32);
+        in->dst[0] = h0;
+        in->dst[1] = h1;
+        in->ndst = 2;
+        in->src[0] = R(w[i]);
+        in->nsrc = 1;
+        Opnd lo = widen_held(c, t, h0), hi = widen_held(c, t, h1);
+        if (guard >= 0 && !zero_fill) {
+            lo = R(ir_tern(f, OP_SELP, PT_F32, lo, fill, R(guard)));
+            hi = R(ir_tern(f, OP_SELP, PT_F32, hi, fill, R(guard)));
+        }
+        out[2 * i] = lo;
+        out[2 * i + 1] = hi;
+    }
+}
+
 static void mem_load(Lower *c, int space, ElemType t, int addr, int64_t off, int vm, int guard, Opnd fill, Opnd *out)
 {
     Func *f = c->f;
+    if (vm == 8) {
+        mem_load16x8(c, space, t, addr, off, guard, fill, out);
+        return;
+    }
     PType mt = mem_ptype(t);
     bool direct = mt == held_ptype(t);   /* loaded straight into the held register */
     /* a zero fill is all-zero bits in every type: masked lanes keep a zeroed register, and
@@ -229,6 +274,31 @@ static void mem_store(Lower *c, int space, int red, ElemType t, int addr, int64_
 {
     Func *f = c->f;
     PType mt = mem_ptype(t);
+    if (vm == 8) {
+        /* eight 16-bit elements: four packed pairs (the lower element in the lower half) */
+        int w[4];
+        for (int i = 0; i < 4; i++) {
+            int lo = opnd_reg(c, vals[2 * i], PT_F32), hi = opnd_reg(c, vals[2 * i + 1], PT_F32);
+            w[i] = new_reg(f, RC_R);
+            Ins *p = emit_ins(f, OP_PACK2, t == TY_BF16 ? PT_BF16 : PT_F16);
+            p->dst[0] = w[i];
+            p->ndst = 1;
+            p->src[0] = R(hi);
+            p->src[1] = R(lo);
+            p->nsrc = 2;
+        }
+        Ins *in = emit_ins(f, OP_ST, PT_B32);
+        in->space = (uint8_t)space;
+        in->vec = 4;
+        in->src[0] = R(addr);
+        for (int i = 0; i < 4; i++)
+            in->src[1 + i] = R(w[i]);
+        in->nsrc = 5;
+        in->off = off;
+        in->guard = guard;
+        ir_naive_addr(f);
+        return;
+    }
     int v[4];
     for (int i = 0; i < vm; i++)
         v[i] = narrow(c, t, vals[i]);
@@ -374,7 +444,8 @@ static int vector_width_bytes(Lower *c, Expr *e, Access *a, int max_bytes)
 
 static int vector_width(Lower *c, Expr *e, Access *a)
 {
-    int max_elems = a->es == 8 ? 2 : a->es == 1 ? 1 : 4;
+    /* 16 bytes where the element allows: 16-bit elements go as four packed words */
+    int max_elems = a->es == 8 ? 2 : a->es == 1 ? 1 : a->es == 2 ? 8 : 4;
     return vector_width_bytes(c, e, a, max_elems * a->es);
 }
 
@@ -622,37 +693,12 @@ static void store_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int 
     mem_store(c, SP_GLOBAL, sc->red, sc->t, addr, off, vm, guard, &sc->v->v[slot]);
 }
 
-/* A [W, 1] or [1, W] tile stored to a rank-1 window (check allows it: a reduction that kept
- * its axis): the same values as a [W] tile. [1, W] is already laid out as one; [W, 1] is its
- * transpose, the same slots in the same threads, after a layout change only where the layout
- * cannot be transposed as it is. */
-static Tile drop_unit_axis(Lower *c, Tile v)
-{
-    if (v.L.rank != 2)
-        return v;
-    if (v.L.S[0] == 1) {
-        v.L.rank = 1;
-        return v;
-    }
-    Layout T;
-    if (!layout_transpose(&v.L, &T)) {
-        Shape s = { 2, { v.L.S[0], 1 } };
-        Layout plain = layout_rowmajor(s, c->threads, 1);
-        v = to_layout(c, v, &plain);
-        if (!layout_transpose(&v.L, &T))
-            die("drop_unit_axis: a row-major column cannot be transposed");
-    }
-    v.L = T;
-    v.L.rank = 1;
-    return v;
-}
-
 static void store_like(Lower *c, Expr *target, Tile v, int red)
 {
     Access a;
     access_init(c, target, &a);
     if (target->shape.rank == 1 && v.L.rank == 2)
-        v = drop_unit_axis(c, v);
+        v = tile_drop_unit_axis(c, v);
     Layout L;
     if (a.nwin == 0)
         L = layout_scalar(c->threads);

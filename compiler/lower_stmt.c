@@ -5,7 +5,7 @@
 /* ---- statements */
 
 
-static void assign_slots(Lower *c, Tile *dst, Tile v, int op)
+void assign_tile(Lower *c, Tile *dst, Tile v, int op)
 {
     Func *f = c->f;
     v = to_layout(c, v, &dst->L);
@@ -155,7 +155,7 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
         } else if (s->init) {
             if (!init.v)
                 init = lower_expr(c, s->init, &L);
-            assign_slots(c, &si->val, init, '=');
+            assign_tile(c, &si->val, init, '=');
         }
         f->cur_what = "temporary";
         break;
@@ -183,7 +183,7 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
             break;
         }
         Tile v = lower_expr(c, s->rhs, &si->val.L);
-        assign_slots(c, &si->val, v, s->op);
+        assign_tile(c, &si->val, v, s->op);
         break;
     }
     case S_FOR: {

@@ -106,6 +106,53 @@ int primary_pred(Lower *c, const Layout *L)
     return p;
 }
 
+/* A [W, 1] or [1, W] tile as the rank-1 tile of its W elements (a reduction that kept its axis,
+ * stored to a rank-1 window; squeeze). [1, W] is already laid out as one; [W, 1] is its
+ * transpose, the same slots in the same threads, after a layout change only where the layout
+ * cannot be transposed as it is. */
+Tile tile_drop_unit_axis(Lower *c, Tile v)
+{
+    if (v.L.rank != 2)
+        return v;
+    if (v.L.S[0] == 1) {
+        v.L.rank = 1;
+        return v;
+    }
+    Layout T;
+    if (!layout_transpose(&v.L, &T)) {
+        Shape s = { 2, { v.L.S[0], 1 } };
+        Layout plain = layout_rowmajor(s, c->threads, 1);
+        v = to_layout(c, v, &plain);
+        if (!layout_transpose(&v.L, &T))
+            die("tile_drop_unit_axis: a row-major column cannot be transposed");
+    }
+    v.L = T;
+    v.L.rank = 1;
+    return v;
+}
+
+/* A rank-1 tile of W elements as [1, W] (axis 0: the same layout) or [W, 1] (axis 1: its
+ * transpose, each element in the same slot and thread). */
+Tile tile_expand(Lower *c, Tile v, int axis)
+{
+    if (v.L.rank != 1)
+        return v;
+    v.L.rank = 2;
+    if (axis == 0)
+        return v;
+    Layout T;
+    if (!layout_transpose(&v.L, &T)) {
+        Shape s = { 1, { v.L.S[1] } };
+        Layout plain = layout_rowmajor(s, c->threads, 1);
+        plain.rank = 2;
+        v = to_layout(c, v, &plain);
+        if (!layout_transpose(&v.L, &T))
+            die("tile_expand: a row-major row cannot be transposed");
+    }
+    v.L = T;
+    return v;
+}
+
 /* ---- layout changes and broadcasting */
 
 int slot_index(const Layout *L, int o0, int i0, int o1, int i1)

@@ -48,7 +48,32 @@ typedef struct {
     int *first_reader, *last_reader, *first_writer, *stamp;
     int block;
     int first_ldbar;   /* the first suffix node a load may not pass, -1 none */
+    bool *narrow;      /* per register: 16-bit from memory, or widened from one by a chain link */
 } Sched;
+
+/* A link of the chain that widens a 16-bit value read from memory (one result from one register
+ * read only here, that register a loaded or unpacked 16-bit one or itself widened from one): its
+ * sink is neutral for pressure, the
+ * source living longer by what the result lives shorter, but it lets what feeds the chain follow
+ * it down. An f16 row loaded as packed words is a load, an unpack to two halves and a widening of
+ * each: without this the widened values stay by the load, all of a tile's rows at once, where
+ * ptxas converts each just before its use. Only these chains: sinking every single-use chain
+ * (address arithmetic, parameter loads) lowered predictions that ptxas, hoisting them back, did
+ * not meet (a softmax predicted at 21 registers then needed 29). */
+static bool chain_link(Sched *s, const Ins *in)
+{
+    if (in->ndst != 1 || in->op == OP_LD)
+        return false;
+    int src = -1;
+    for (int k = 0; k < in->nsrc; k++) {
+        if (in->src[k].kind != O_REG)
+            continue;
+        if (src >= 0 || s->nuses[in->src[k].reg] != 1)
+            return false;
+        src = in->src[k].reg;
+    }
+    return src >= 0 && s->narrow[src];
+}
 
 static bool movable(Sched *s, const Ins *in)
 {
@@ -187,7 +212,7 @@ static void sink_block(Sched *s, int first, int last, Ins *tmp)
                     if (!seen && !live)
                         gain -= weight(s->f->regs.v[r].rc);
                 }
-                if (gain > 0)
+                if (gain > 0 || (gain == 0 && chain_link(s, in)))
                     at = s->prev[q];
             }
         }
@@ -208,7 +233,7 @@ void schedule_pressure(Func *f)
                 malloc(sizeof(int) * ((size_t)n + 2)), malloc(sizeof(int) * ((size_t)n + 2)),
                 malloc(sizeof(uint64_t) * ((size_t)n + 2)), 0, 0,
                 malloc(sizeof(int) * ((size_t)nv + 1)), malloc(sizeof(int) * ((size_t)nv + 1)),
-                malloc(sizeof(int) * ((size_t)nv + 1)), calloc((size_t)nv + 1, sizeof(int)), 0, -1 };
+                malloc(sizeof(int) * ((size_t)nv + 1)), calloc((size_t)nv + 1, sizeof(int)), 0, -1, NULL };
     Ins *tmp = malloc(sizeof(Ins) * ((size_t)n + 1));
     if (!s.ndefs || !s.nuses || !s.use_block || !s.next || !s.prev || !s.label ||
         !s.first_reader || !s.last_reader || !s.first_writer || !s.stamp || !tmp)
@@ -231,6 +256,27 @@ void schedule_pressure(Func *f)
         if (ends_block(in))
             block++;
     }
+    s.narrow = calloc((size_t)nv + 1, sizeof(bool));
+    if (!s.narrow)
+        die("out of memory");
+    for (int i = 0; i < n; i++) {
+        Ins *in = &f->code.v[i];
+        if (in->op == OP_LD || in->op == OP_UNPACK2) {
+            for (int d = 0; d < in->ndst; d++)
+                s.narrow[in->dst[d]] = f->regs.v[in->dst[d]].rc == RC_H;
+            continue;
+        }
+        if (in->ndst != 1 || s.ndefs[in->dst[0]] != 1)
+            continue;
+        int src = -1, regs = 0;
+        for (int k = 0; k < in->nsrc; k++)
+            if (in->src[k].kind == O_REG) {
+                src = in->src[k].reg;
+                regs++;
+            }
+        if (regs == 1 && s.narrow[src])
+            s.narrow[in->dst[0]] = true;
+    }
     for (int i = 0; i < n;) {
         int j = i;
         while (j < n && !(j > i && f->code.v[j].op == OP_LABEL) && !ends_block(&f->code.v[j]))
@@ -249,5 +295,6 @@ void schedule_pressure(Func *f)
     free(s.last_reader);
     free(s.first_writer);
     free(s.stamp);
+    free(s.narrow);
     free(tmp);
 }

@@ -185,7 +185,7 @@ struct Expr {
     const char *name;      /* E_NAME, E_CALL */
     Expr *a, *b;           /* operands (E_UNARY a; E_BINARY a, b; E_CAST a) */
     Expr **args; int nargs;/* E_CALL */
-    int axis;              /* E_CALL reductions: -1 whole tile, else the axis */
+    int axis;              /* E_CALL reductions: -1 whole tile, else the axis; expand_dims, squeeze: the axis */
     Builtin builtin;       /* E_CALL, set by check */
     ElemType to;           /* E_CAST */
     /* E_INDEX: */
@@ -490,6 +490,7 @@ typedef struct {
      * read (0 = zero-fill), vec = copy size in bytes (4, 8, 16), off = shared offset.
      * PACK2 (ty PT_F16 or PT_BF16): dst[0] (b32) = the pair src[0] (upper half), src[1] (lower),
      * f32 registers holding values of that type, converted (cvt.rn.f16x2.f32).
+     * UNPACK2: dst[0], dst[1] (b16) = the lower and upper halves of src[0] (b32).
      * ARRSET: src[0] value, off = element index. ARRGET: dst[0], src[0] index register.
      * LDMATRIX (ldmatrix.sync.aligned.m8n8, b16): dst[0..vec-1] (.b32), src[0] shared address
      * (u32) + off, vec = matrices (1, 2, 4), trans for .trans.
