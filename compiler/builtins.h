@@ -7,7 +7,9 @@
  *   kind             BK_MATH: elementwise float function of one tile; BK_PAIR: elementwise or
  *                    scalar function of two; BK_SELECT: c ? a : b; BK_REDUCE: over the tile or
  *                    along axis=; BK_ARANGE: the constant tile 0 .. W-1; BK_BITCAST: the
- *                    same bits as another type of their size (its second argument a type) */
+ *                    same bits as another type of their size (its second argument a type);
+ *                    BK_RESHAPE: the same elements with a size-1 axis added or removed (its
+ *                    second argument the axis, a constant) */
 #ifndef TILEC_BUILTINS_H
 #define TILEC_BUILTINS_H
 
@@ -29,9 +31,11 @@
     X(MIN,     "min",     NULL,    1, 2, BK_REDUCE) \
     X(CDIV,    "cdiv",    NULL,    2, 2, BK_PAIR) \
     X(ARANGE,  "arange",  NULL,    1, 1, BK_ARANGE) \
-    X(BITCAST, "bitcast", NULL,    2, 2, BK_BITCAST)
+    X(BITCAST, "bitcast", NULL,    2, 2, BK_BITCAST) \
+    X(EXPAND_DIMS, "expand_dims", NULL, 2, 2, BK_RESHAPE) \
+    X(SQUEEZE, "squeeze", NULL,    2, 2, BK_RESHAPE)
 
-typedef enum { BK_MATH, BK_PAIR, BK_SELECT, BK_REDUCE, BK_ARANGE, BK_BITCAST } BuiltinKind;
+typedef enum { BK_MATH, BK_PAIR, BK_SELECT, BK_REDUCE, BK_ARANGE, BK_BITCAST, BK_RESHAPE } BuiltinKind;
 
 typedef struct {
     const char *name, *alias;

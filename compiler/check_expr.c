@@ -680,6 +680,36 @@ static bool check_call(Check *c, Expr *e)
         e->shape = x->shape;
         return true;
     }
+    case BK_RESHAPE: {
+        /* expand_dims(x, 0 or 1): [W] as [1, W] or [W, 1]; squeeze(x, A): a [.., ..] tile whose
+           axis A has size 1 as the rank-1 tile of the other */
+        Expr *ax = e->args[1];
+        bool expand = e->builtin == B_EXPAND_DIMS;
+        if (ax->kind != E_INT || ax->ival < 0 || ax->ival > 1) {
+            error_at(ax->loc, "%s's axis is the constant 0 or 1", e->name);
+            return fail(e);
+        }
+        int a = (int)ax->ival;
+        if (expand && x->shape.rank != 1) {
+            error_at(x->loc, "expand_dims takes a rank-1 tile (this one has rank %d)", x->shape.rank);
+            return fail(e);
+        }
+        if (!expand && (x->shape.rank != 2 || x->shape.dim[a] != 1)) {
+            if (x->shape.rank != 2)
+                error_at(x->loc, "squeeze takes a rank-2 tile (this one has rank %d)", x->shape.rank);
+            else
+                error_at(x->loc, "squeeze(x, %d): axis %d of x has size %lld, not 1", a, a,
+                         (long long)x->shape.dim[a]);
+            return fail(e);
+        }
+        e->type = x->type;
+        if (expand)
+            e->shape = a ? (Shape){.rank = 2, .dim = {x->shape.dim[0], 1}} : (Shape){.rank = 2, .dim = {1, x->shape.dim[0]}};
+        else
+            e->shape = (Shape){.rank = 1, .dim = {x->shape.dim[1 - a]}};
+        e->axis = a;
+        return true;
+    }
     case BK_ARANGE:
         if (x->kind != E_INT || x->ival <= 0) {
             error_at(x->loc, "arange(W) needs a positive integer constant width");

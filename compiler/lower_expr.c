@@ -424,6 +424,10 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
         Opnd s = binop_slot(c, '-', e->type, binop_slot(c, '+', e->type, a.v[0], b.v[0]), IMM(1));
         return scalar_of(c, e->type, R(ir_bin(f, OP_DIV, pt, R(opnd_reg(c, s, pt)), b.v[0])));
     }
+    case B_EXPAND_DIMS:
+        return tile_expand(c, lower_expr(c, e->args[0], NULL), e->axis);
+    case B_SQUEEZE:
+        return tile_drop_unit_axis(c, lower_expr(c, e->args[0], NULL));
     case B_ARANGE: {
         Layout L = want && want->rank == e->shape.rank && want->S[1] == e->shape.dim[e->shape.rank - 1] && want->S[0] == 1
                        ? *want : layout_rowmajor(e->shape, c->threads, 4);
