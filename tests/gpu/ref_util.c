@@ -320,6 +320,28 @@ void ref_layernorm(const float *x, const float *w, const float *b, float eps, do
     }
 }
 
+/* RMSNorm: q = sum of x^2 in any order (each square rounded, then n - 1 additions), q / n + eps,
+ * rsqrt.approx (2^-22 relative), then x * rstd * w: two roundings. */
+void ref_rmsnorm(const float *x, const float *w, float eps, double *y, double *bound, int rows, int n)
+{
+    double g2 = gamma_n(2, U_F32), gn = gamma_n(n + 1, U_F32);
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * n;
+        double *yr = y + (size_t)r * n, *br = bound + (size_t)r * n;
+        double q = 0;
+        for (int j = 0; j < n; j++)
+            q += (double)xr[j] * xr[j];
+        double v = q / n + eps, ev = gn * q / n * (1 + g2) + g2 * (q / n + eps);
+        double rstd = 1 / sqrt(v), nu = ev / v;
+        double rho = nu < 1 ? (1 + 0x1p-22) / sqrt(1 - nu) - 1 : INFINITY;
+        for (int j = 0; j < n; j++) {
+            yr[j] = xr[j] * rstd * w[j];
+            double a = fabs(yr[j]);
+            br[j] = (a * rho * (1 + g2) + g2 * a) * REF_SLACK;
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- elementwise */
 
 /* fl(fl(alpha x) + y), or an fma: within gamma(2) (|alpha x| + |y|). */

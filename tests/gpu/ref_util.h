@@ -78,6 +78,8 @@ void ref_softmax(const float *x, double *y, double *bound, int rows, int n);
 void ref_layernorm(const float *x, const float *w, const float *b, float eps, double *y,
                    double *bound, int rows, int n);
 void ref_center_rows(const float *x, double *y, double *bound, int rows, int n);
+/* x / sqrt(mean(x^2) + eps) * w per row (rsqrt.approx), with the bound per element. */
+void ref_rmsnorm(const float *x, const float *w, float eps, double *y, double *bound, int rows, int n);
 
 /* ---------------------------------------------------------------- elementwise */
 

@@ -132,6 +132,10 @@ static Example examples[] = {
     {"scores", "Q K S scale Bt H T D", NULL, NULL, false, "bmm"},
     {"lse_bwd", "GO O X W Bi DX B CO HW CI", NULL, NULL, false, NULL},
     {"lse_bwd_conv", "GO O X W Bi DX IW B CO HW CI", NULL, NULL, false, "lse_bwd"},
+    {"gemv", "W x y N K", NULL, NULL, false, NULL},
+    {"gemv_bf16", "W x y N K", NULL, NULL, false, "gemv"},
+    {"rmsnorm", "X W Y eps R N", NULL, NULL, false, NULL},
+    {"rmsnorm_f16", "X W Y eps R N", NULL, NULL, false, "rmsnorm"},
 };
 
 /* The example's kernel, loaded on first use; NULL (after one FAIL line) when it cannot be. */
@@ -962,6 +966,93 @@ static void cases_mma_shapes(tilert_context *ctx)
     ex_dir = saved;
 }
 
+/* examples/gemv.tile: y = W x, W [n, k] and x in f16 or bf16 (rounded on the host, so the
+ * reference sees what the GPU reads), y in f32. Products of 16-bit values are exact in f32; the
+ * sum is in any order (the per-thread partials, then the block's). */
+static void case_gemv(tilert_context *ctx, bool bf, int n, int kk, bool expect_refusal)
+{
+    const char *name = bf ? "gemv_bf16" : "gemv";
+    tilert_kernel *k = kernel(ctx, name);
+    if (!k)
+        return;
+    char desc[96];
+    snprintf(desc, sizeof desc, "%s N=%d K=%d%s", name, n, kk, expect_refusal ? " refused by assume" : "");
+    MmaType t = bf ? T_BF16 : T_F16;
+    size_t sw = (size_t)n * kk;
+    float *hw = malloc(sw * 4 + 4), *hx = malloc((size_t)kk * 4 + 4);
+    double *ref = malloc((size_t)n * 8 + 8), *bound = malloc((size_t)n * 8 + 8);
+    CUdeviceptr dw, dx, dy;
+    if (!hw || !hx || !ref || !bound) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    if (!(dw = mma_input(t, hw, sw)) || !(dx = mma_input(t, hx, (size_t)kk)) || !(dy = dev_floats((size_t)n))) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    tilert_arg a[] = {tilert_ptr(dw), tilert_ptr(dx), tilert_ptr(dy), tilert_i32(n), tilert_i32(kk)};
+    if (expect_refusal) {
+        refused(desc, k, a, 5);
+        goto done;
+    }
+    ref_matmul_bound(hw, NULL, hx, NULL, ref, bound, n, 1, kk, SUM_FMA);
+    if (launch(desc, k, a, 5))
+        check_output(desc, dy, (size_t)n, ref, bound, 0);
+done:
+    free_case();
+    free(hw), free(hx), free(ref), free(bound);
+}
+
+/* examples/rmsnorm.tile: rmsnorm in f32; rmsnorm_f16 reads and writes f16 (the statistics in
+ * f32), its output bound widened by the store's rounding. */
+static void case_rmsnorm(tilert_context *ctx, bool half, int rows, int n, bool expect_refusal)
+{
+    const char *name = half ? "rmsnorm_f16" : "rmsnorm";
+    tilert_kernel *k = kernel(ctx, name);
+    if (!k)
+        return;
+    char desc[96];
+    snprintf(desc, sizeof desc, "%s R=%d N=%d%s", name, rows, n, expect_refusal ? " refused by assume" : "");
+    size_t sx = (size_t)rows * n;
+    float *x = malloc(sx * 4 + 4), *w = malloc((size_t)n * 4 + 4);
+    double *ref = malloc(sx * 8 + 8), *bound = malloc(sx * 8 + 8);
+    float eps = 1e-5f;
+    CUdeviceptr dx, dw, dy;
+    if (!x || !w || !ref || !bound) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    if (half) {
+        if (!(dx = mma_input(T_F16, x, sx)) || !(dw = mma_input(T_F16, w, (size_t)n)) || !(dy = dev_halves(sx))) {
+            result(false, desc, "device memory setup failed");
+            goto done;
+        }
+    } else {
+        rng_fill(x, sx, -2, 2);
+        rng_fill(w, (size_t)n, 0.5f, 1.5f);
+        if (!(dx = dev_input(x, sx)) || !(dw = dev_input(w, (size_t)n)) || !(dy = dev_floats(sx))) {
+            result(false, desc, "device memory setup failed");
+            goto done;
+        }
+    }
+    tilert_arg a[] = {tilert_ptr(dx), tilert_ptr(dw), tilert_ptr(dy), tilert_f32(eps), tilert_i32(rows), tilert_i32(n)};
+    if (expect_refusal) {
+        refused(desc, k, a, 6);
+        goto done;
+    }
+    ref_rmsnorm(x, w, eps, ref, bound, rows, n);
+    if (!launch(desc, k, a, 6))
+        goto done;
+    if (half) {
+        bound_store(ref, bound, sx, U_F16, 0x1p-25);
+        check_halves(desc, T_F16, dy, sx, ref, bound, (size_t)n);
+    } else
+        check_output(desc, dy, sx, ref, bound, (size_t)n);
+done:
+    free_case();
+    free(x), free(w), free(ref), free(bound);
+}
+
 /* vecadd with N = 0: an empty grid launches nothing, succeeds, and writes nothing. */
 static void case_empty(tilert_context *ctx)
 {
@@ -1065,6 +1156,24 @@ int main(int argc, char **argv)
     case_rows(ctx, SOFTMAX, 2, 8193, true);
     case_rows(ctx, LAYERNORM, 2, 8193, true);
     cases_lse(ctx);
+
+    /* K a multiple of 8 (the kernels assume it); windows of 8 rows x 1024 columns */
+    static const int gv[][2] = {{1, 8}, {7, 1000}, {100, 2048}, {129, 4104}, {1000, 64}};
+    static const int gv_small[][2] = {{1, 8}, {8, 1024}, {13, 1032}};
+    for (int bf = 0; bf < 2; bf++)
+        for (size_t i = 0; i < (small ? COUNT(gv_small) : COUNT(gv)); i++)
+            case_gemv(ctx, bf, small ? gv_small[i][0] : gv[i][0], small ? gv_small[i][1] : gv[i][1], false);
+    case_gemv(ctx, false, 16, 1001, true);
+    static const int rn[][2] = {{1, 1}, {3, 1000}, {64, 2048}, {257, 8192}};
+    static const int rn_small[][2] = {{1, 1}, {2, 1000}, {2, 8192}};
+    for (size_t i = 0; i < (small ? COUNT(rn_small) : COUNT(rn)); i++)
+        case_rmsnorm(ctx, false, small ? rn_small[i][0] : rn[i][0], small ? rn_small[i][1] : rn[i][1], false);
+    static const int rh[][2] = {{1, 8}, {3, 1000}, {64, 2048}, {257, 8192}};
+    static const int rh_small[][2] = {{1, 8}, {2, 1000}, {2, 8192}};
+    for (size_t i = 0; i < (small ? COUNT(rh_small) : COUNT(rh)); i++)
+        case_rmsnorm(ctx, true, small ? rh_small[i][0] : rh[i][0], small ? rh_small[i][1] : rh[i][1], false);
+    case_rmsnorm(ctx, false, 2, 8193, true);
+    case_rmsnorm(ctx, true, 2, 1001, true);
 
     for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++)
         tilert_unload(examples[i].mod);
