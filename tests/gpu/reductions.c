@@ -1,0 +1,327 @@
+/* reductions.c: the kernels of tests/gpu/kernels/reductions.tile against float64 references:
+ * reductions along an axis that spans several warps (shuffles, then a word per warp), sums along
+ * an axis that a loop adds into a var (per-thread partials reduced after the loop; two statements
+ * into one var; integers exact; a var the loop also reads, summed every step), and f16/bf16 rows
+ * moved 16 bytes a thread, with and without the alignment assume; expand_dims and squeeze. Fresh random inputs, poisoned
+ * outputs, sizes that are not tile multiples; every element within its bound (ref_util.h).
+ * TILEC_TEST_SMALL: fewer sizes. Usage: reductions EXAMPLES_DIR */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gpu_util.h"
+#include "ref_util.h"
+
+#define COUNT(a) (sizeof (a) / sizeof *(a))
+
+static int passed, failed;
+static tilert_module *mod;
+
+static tilert_kernel *kernel(const char *name)
+{
+    tilert_kernel *k;
+    if (tilert_get_kernel(mod, name, &k) != TILERT_OK) {
+        printf("FAIL %s: %s\n", name, tilert_last_error());
+        failed++;
+        return NULL;
+    }
+    return k;
+}
+
+static void fail(const char *desc, const char *why)
+{
+    printf("FAIL %s: %s\n", desc, why);
+    failed++;
+}
+
+/* Launches k, downloads n words of out (as floats) into h. */
+static bool run(const char *desc, tilert_kernel *k, tilert_arg *a, int na, CUdeviceptr out, void *h, size_t n)
+{
+    tilert_status s = tilert_launch(k, 0, a, na);
+    if (s != TILERT_OK || !gpu_sync() || !gpu_download(h, out, n * 4)) {
+        printf("FAIL %s: %s %s\n", desc, tilert_status_name(s), s ? tilert_last_error() : "");
+        failed++;
+        return false;
+    }
+    return true;
+}
+
+static void verdict(const char *desc, const float *h, const double *ref, const double *bound, size_t n, size_t cols)
+{
+    report_outputs(desc, h, ref, bound, n, cols) ? passed++ : failed++;
+}
+
+/* Row (or column, when by_col) sums or maxima of x [rows, n]: sums in any order (n - 1
+ * additions a term), maxima exact. */
+static void ref_lines(const float *x, int rows, int n, bool by_col, bool is_max, double *ref, double *bound)
+{
+    int lines = by_col ? n : rows, len = by_col ? rows : n;
+    float *v = malloc((size_t)len * 4 + 4);
+    for (int i = 0; i < lines; i++) {
+        for (int j = 0; j < len; j++)
+            v[j] = by_col ? x[(size_t)j * n + i] : x[(size_t)i * n + j];
+        if (is_max) {
+            double m = -INFINITY;
+            for (int j = 0; j < len; j++)
+                m = v[j] > m ? v[j] : m;
+            ref[i] = m;
+            bound[i] = 0;
+        } else
+            ref[i] = ref_sum(v, (size_t)len, len > 1 ? len - 1 : 0, &bound[i]);
+    }
+    free(v);
+}
+
+/* rowblock_sum, rowblock_max (rows of at most `cap`), colsum_loop: one input, one output line. */
+static void lines(const char *name, int rows, int n, bool by_col, bool is_max)
+{
+    char desc[128];
+    snprintf(desc, sizeof desc, "%s R=%d N=%d", name, rows, n);
+    size_t sx = (size_t)rows * n, sy = by_col ? (size_t)n : (size_t)rows;
+    float *x = malloc(sx * 4 + 4), *h = malloc(sy * 4 + 4);
+    double *ref = malloc(sy * 8 + 8), *bound = malloc(sy * 8 + 8);
+    rng_fill(x, sx, is_max ? -4 : 0, is_max ? -1 : 1);   /* maxima all negative: 0 is no answer */
+    ref_lines(x, rows, n, by_col, is_max, ref, bound);
+    CUdeviceptr dx = gpu_new_from(x, sx), dy = gpu_new_filled(sy, GPU_POISON);
+    tilert_kernel *k = kernel(name);
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_i32(rows), tilert_i32(n) };
+    if (k && dx && dy && run(desc, k, a, 4, dy, h, sy))
+        verdict(desc, h, ref, bound, sy, 0);
+    gpu_free(dx), gpu_free(dy);
+    free(x), free(h), free(ref), free(bound);
+}
+
+/* rowsum_two: Y = rowsum(X) + rowsum(2 Z), each sum in any order, then the two added. */
+static void rowsum_two(int rows, int n)
+{
+    char desc[128];
+    snprintf(desc, sizeof desc, "rowsum_two (two partials into one var) R=%d N=%d", rows, n);
+    size_t sx = (size_t)rows * n;
+    float *x = malloc(sx * 4 + 4), *z = malloc(sx * 4 + 4), *both = malloc(2 * (size_t)n * 4 + 4), *h = malloc((size_t)rows * 4 + 4);
+    double *ref = malloc((size_t)rows * 8 + 8), *bound = malloc((size_t)rows * 8 + 8);
+    rng_fill(x, sx, 0, 1);
+    rng_fill(z, sx, 0, 1);
+    for (int r = 0; r < rows; r++) {
+        /* the terms x and 2z (exact doublings) summed in any order: 2n - 1 additions at most */
+        for (int j = 0; j < n; j++) {
+            both[j] = x[(size_t)r * n + j];
+            both[n + j] = 2 * z[(size_t)r * n + j];
+        }
+        ref[r] = ref_sum(both, 2 * (size_t)n, 2 * n - 1, &bound[r]);
+    }
+    CUdeviceptr dx = gpu_new_from(x, sx), dz = gpu_new_from(z, sx), dy = gpu_new_filled((size_t)rows, GPU_POISON);
+    tilert_kernel *k = kernel("rowsum_two");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dz), tilert_ptr(dy), tilert_i32(rows), tilert_i32(n) };
+    if (k && dx && dz && dy && run(desc, k, a, 5, dy, h, (size_t)rows))
+        verdict(desc, h, ref, bound, (size_t)rows, 0);
+    gpu_free(dx), gpu_free(dz), gpu_free(dy);
+    free(x), free(z), free(both), free(h), free(ref), free(bound);
+}
+
+/* rowsum_i32: exact, with values of both signs. */
+static void rowsum_i32(int rows, int n)
+{
+    char desc[128];
+    snprintf(desc, sizeof desc, "rowsum_i32 R=%d N=%d", rows, n);
+    size_t sx = (size_t)rows * n;
+    int32_t *x = malloc(sx * 4 + 4), *h = malloc((size_t)rows * 4 + 4);
+    for (size_t i = 0; i < sx; i++)
+        x[i] = (int32_t)(rng_next() % 2001) - 1000;
+    CUdeviceptr dx = gpu_new_from(x, sx), dy = gpu_new_filled((size_t)rows, GPU_POISON);
+    tilert_kernel *k = kernel("rowsum_i32");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_i32(rows), tilert_i32(n) };
+    if (k && dx && dy && run(desc, k, a, 4, dy, h, (size_t)rows)) {
+        int bad = -1;
+        int64_t want = 0;
+        for (int r = 0; r < rows && bad < 0; r++) {
+            want = 0;
+            for (int j = 0; j < n; j++)
+                want += x[(size_t)r * n + j];
+            if (h[r] != want)
+                bad = r;
+        }
+        if (bad < 0) {
+            printf("ok %s\n", desc);
+            passed++;
+        } else {
+            char why[96];
+            snprintf(why, sizeof why, "Y[%d] = %d, want %lld", bad, h[bad], (long long)want);
+            fail(desc, why);
+        }
+    }
+    gpu_free(dx), gpu_free(dy);
+    free(x), free(h);
+}
+
+/* rowsum_read: the loop reads acc (peak = max over steps of the running sum), so acc is summed
+ * every step: after step s the running sum is the windows' sums added in order. */
+static void rowsum_read(int rows, int n)
+{
+    char desc[128];
+    snprintf(desc, sizeof desc, "rowsum_read (var read in the loop) R=%d N=%d", rows, n);
+    size_t sx = (size_t)rows * n;
+    float *x = malloc(sx * 4 + 4), *h = malloc((size_t)rows * 4 + 4);
+    double *ref = malloc((size_t)rows * 8 + 8), *bound = malloc((size_t)rows * 8 + 8);
+    double *pref = malloc((size_t)rows * 8 + 8), *pbound = malloc((size_t)rows * 8 + 8);
+    rng_fill(x, sx, 0, 1);   /* non-negative: the running sum only grows, so peak = the total */
+    for (int r = 0; r < rows; r++) {
+        int steps = (n + 1023) / 1024;
+        ref[r] = ref_sum(x + (size_t)r * n, (size_t)n, sum_depth(n, 1024, steps, 0), &bound[r]);
+        pref[r] = ref[r];
+        pbound[r] = bound[r];
+    }
+    CUdeviceptr dx = gpu_new_from(x, sx), dy = gpu_new_filled((size_t)rows, GPU_POISON), dp = gpu_new_filled((size_t)rows, GPU_POISON);
+    tilert_kernel *k = kernel("rowsum_read");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_ptr(dp), tilert_i32(rows), tilert_i32(n) };
+    if (k && dx && dy && dp && run(desc, k, a, 5, dy, h, (size_t)rows)) {
+        verdict(desc, h, ref, bound, (size_t)rows, 0);
+        char pdesc[160];
+        snprintf(pdesc, sizeof pdesc, "%s: peak", desc);
+        if (gpu_download(h, dp, (size_t)rows * 4))
+            verdict(pdesc, h, pref, pbound, (size_t)rows, 0);
+        else
+            fail(pdesc, "cannot read the output back");
+    }
+    gpu_free(dx), gpu_free(dy), gpu_free(dp);
+    free(x), free(h), free(ref), free(bound), free(pref), free(pbound);
+}
+
+/* scale_f16, scale_bf16, scale_f16_any: Y = half(float(X) * s), exactly the host's rounding of
+ * the f32 product (one f32 multiplication, then round to nearest even). */
+static void scale(const char *name, bool bf, int rows, int n)
+{
+    char desc[128];
+    snprintf(desc, sizeof desc, "%s R=%d N=%d", name, rows, n);
+    size_t sx = (size_t)rows * n, words = (sx + 1) / 2 + 4;
+    uint16_t *x = calloc(words, 4), *h = malloc(words * 4);
+    float s = rng_uniform(0.5f, 2);
+    for (size_t i = 0; i < sx; i++) {
+        float v = rng_uniform(-8, 8);
+        x[i] = bf ? to_bf16(v) : to_f16(v);
+    }
+    CUdeviceptr dx = gpu_new_from(x, words), dy = gpu_new_filled(words, 0x7fff7fffu);
+    tilert_kernel *k = kernel(name);
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_f32(s), tilert_i32(rows), tilert_i32(n) };
+    if (k && dx && dy && run(desc, k, a, 5, dy, h, words)) {
+        size_t bad = sx;
+        uint16_t want = 0;
+        for (size_t i = 0; i < sx && bad == sx; i++) {
+            float v = (bf ? from_bf16(x[i]) : from_f16(x[i])) * s;
+            want = bf ? to_bf16(v) : to_f16(v);
+            if (h[i] != want)
+                bad = i;
+        }
+        size_t past = 0;
+        for (size_t i = sx; i < words * 2; i++)
+            past += h[i] != 0x7fff;
+        char why[128];
+        if (bad < sx) {
+            snprintf(why, sizeof why, "Y[%zu][%zu] = 0x%04x, want 0x%04x", bad / (size_t)n, bad % (size_t)n, h[bad], want);
+            fail(desc, why);
+        } else if (past) {
+            snprintf(why, sizeof why, "%zu halves written past the end", past);
+            fail(desc, why);
+        } else {
+            printf("ok %s\n", desc);
+            passed++;
+        }
+    }
+    gpu_free(dx), gpu_free(dy);
+    free(x), free(h);
+}
+
+/* tril: Y = X where column <= row, else 0 (exact); rowmax_plus: Y[r] = max of row r + r (one
+ * rounding of the addition). */
+static void rank_changes(int rows, int cols)
+{
+    char desc[128];
+    size_t sx = (size_t)rows * cols;
+    float *x = malloc(sx * 4 + 4), *h = malloc(sx * 4 + 4);
+    double *ref = malloc(sx * 8 + 8), *bound = malloc(sx * 8 + 8);
+    rng_fill(x, sx, -4, 4);
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j++) {
+            ref[(size_t)r * cols + j] = j <= r ? x[(size_t)r * cols + j] : 0;
+            bound[(size_t)r * cols + j] = 0;
+        }
+    CUdeviceptr dx = gpu_new_from(x, sx), dy = gpu_new_filled(sx, GPU_POISON);
+    tilert_kernel *k = kernel("tril");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_i32(rows), tilert_i32(cols) };
+    snprintf(desc, sizeof desc, "tril (expand_dims) R=%d C=%d", rows, cols);
+    if (k && dx && dy && run(desc, k, a, 4, dy, h, sx))
+        verdict(desc, h, ref, bound, sx, (size_t)cols);
+    gpu_free(dy);
+    if (cols <= 32) {
+        dy = gpu_new_filled((size_t)rows, GPU_POISON);
+        for (int r = 0; r < rows; r++) {
+            double m = -INFINITY;
+            for (int j = 0; j < cols; j++)
+                m = x[(size_t)r * cols + j] > m ? x[(size_t)r * cols + j] : m;
+            ref[r] = m + r;
+            bound[r] = fabs(ref[r]) * 0x1p-24;
+        }
+        k = kernel("rowmax_plus");
+        tilert_arg b[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_i32(rows), tilert_i32(cols) };
+        snprintf(desc, sizeof desc, "rowmax_plus (squeeze) R=%d C=%d", rows, cols);
+        if (k && dx && dy && run(desc, k, b, 4, dy, h, (size_t)rows))
+            verdict(desc, h, ref, bound, (size_t)rows, 0);
+        gpu_free(dy);
+    }
+    gpu_free(dx);
+    free(x), free(h), free(ref), free(bound);
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : "build/examples";
+    tilert_context *ctx = NULL;
+    int rc = gpu_test_begin(&ctx, "reductions");
+    if (rc >= 0)
+        return rc;
+    char path[512];
+    snprintf(path, sizeof path, "%s/reductions/reductions.ptx", dir);
+    if (tilert_load_ptx_file(ctx, path, &mod) != TILERT_OK) {
+        printf("FAIL load %s: %s\n0 passed, 1 failed\n", path, tilert_last_error());
+        return 1;
+    }
+    bool small = test_small();
+    static const int rb[][2] = { { 1, 1 }, { 5, 2048 }, { 7, 1000 }, { 130, 1999 } };
+    static const int rb_small[][2] = { { 1, 1 }, { 4, 2048 }, { 7, 1000 } };
+    for (size_t i = 0; i < (small ? COUNT(rb_small) : COUNT(rb)); i++) {
+        const int *r = small ? rb_small[i] : rb[i];
+        lines("rowblock_sum", r[0], r[1], false, false);
+        lines("rowblock_max", r[0], r[1] > 1024 ? 1024 : r[1], false, true);
+    }
+    static const int cs[][2] = { { 1, 1 }, { 31, 300 }, { 100, 257 }, { 1000, 600 } };
+    static const int cs_small[][2] = { { 1, 1 }, { 32, 256 }, { 33, 300 } };
+    for (size_t i = 0; i < (small ? COUNT(cs_small) : COUNT(cs)); i++) {
+        const int *r = small ? cs_small[i] : cs[i];
+        lines("colsum_loop", r[0], r[1], true, false);
+    }
+    static const int rs[][2] = { { 1, 1 }, { 5, 512 }, { 9, 1500 }, { 100, 4099 } };
+    static const int rs_small[][2] = { { 1, 1 }, { 4, 512 }, { 9, 1500 } };
+    for (size_t i = 0; i < (small ? COUNT(rs_small) : COUNT(rs)); i++) {
+        const int *r = small ? rs_small[i] : rs[i];
+        rowsum_two(r[0], r[1]);
+        rowsum_i32(r[0], r[1]);
+        rowsum_read(r[0], r[1]);
+    }
+    static const int ss[][2] = { { 1, 8 }, { 3, 2048 }, { 5, 1000 }, { 17, 4104 } };
+    static const int ss_small[][2] = { { 1, 8 }, { 2, 2048 }, { 3, 1000 } };
+    for (size_t i = 0; i < (small ? COUNT(ss_small) : COUNT(ss)); i++) {
+        const int *r = small ? ss_small[i] : ss[i];
+        scale("scale_f16", false, r[0], r[1]);
+        scale("scale_bf16", true, r[0], r[1]);
+        scale("scale_f16_any", false, r[0], r[1] + 1);
+    }
+    static const int rk[][2] = { { 1, 1 }, { 70, 30 }, { 129, 200 }, { 64, 32 } };
+    static const int rk_small[][2] = { { 1, 1 }, { 64, 32 }, { 70, 30 } };
+    for (size_t i = 0; i < (small ? COUNT(rk_small) : COUNT(rk)); i++) {
+        const int *r = small ? rk_small[i] : rk[i];
+        rank_changes(r[0], r[1]);
+    }
+    tilert_unload(mod);
+    gpu_close(ctx);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
