@@ -16,13 +16,13 @@ enum { MAX_SETS = 16, MAX_BUFS = 8, MAX_ARGS = 16 };
 typedef enum { DT_F32, DT_TF32, DT_F16, DT_BF16 } DType;
 
 /* What a workload is: which kind it is (one of the Kind rows in workloads_util.c) and its sizes. */
-typedef enum { K_GEMM, K_AXPY, K_SUM, K_ROWSUM, K_SOFTMAX, K_LAYERNORM, K_LSE_BWD } KindId;
+typedef enum { K_GEMM, K_AXPY, K_SUM, K_ROWSUM, K_SOFTMAX, K_LAYERNORM, K_LSE_BWD, K_GEMV, K_RMSNORM } KindId;
 
 typedef struct {
     const char *kernel;    /* the kernel's name; <ptx-dir>/<file or kernel>.ptx holds it */
     KindId kind;
-    int64_t m, n, k;       /* GEMM: M, N, K.  vectors: n.  row-wise: m rows of n columns */
-    DType in, out;         /* GEMM operand and result types (unused elsewhere) */
+    int64_t m, n, k;       /* GEMM: M, N, K.  vectors: n.  row-wise, GEMV: m rows of n columns */
+    DType in, out;         /* GEMM operand and result types; GEMV, rmsnorm: the input type */
     const char *file;      /* the PTX file's name when it is not the kernel's */
     bool ta, tb;           /* GEMM: A stored column-major ([K, M] in memory), B stored [N, K] */
     bool bias;             /* GEMM: a bias argument after B (all zeros: cuBLAS has none) */

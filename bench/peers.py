@@ -46,6 +46,12 @@ WORKLOADS = [
     dict(kernel="rowsum", kind="rowsum", m=32768, n=8192, size="32768x8192 f32"),
     dict(kernel="softmax", kind="softmax", m=32768, n=8192, size="32768x8192 f32"),
     dict(kernel="layernorm", kind="layernorm", m=32768, n=8192, size="32768x8192 f32"),
+    dict(kernel="rmsnorm", kind="rmsnorm", m=8192, n=8192, size="8192x8192 f32", es=4),
+    dict(kernel="rmsnorm", kind="rmsnorm", m=32768, n=8192, size="32768x8192 f32", es=4),
+    dict(kernel="rmsnorm_f16", kind="rmsnorm", m=32768, n=8192, size="32768x8192 f16", es=2),
+    dict(kernel="gemv", kind="gemv", m=8192, n=8192, size="8192x8192 f16", es=2),
+    dict(kernel="gemv", kind="gemv", m=28672, n=8192, size="28672x8192 f16", es=2),
+    dict(kernel="gemv_bf16", kind="gemv", m=8192, n=8192, size="8192x8192 bf16", es=2),
 ]
 
 
@@ -60,6 +66,8 @@ def work(w):
         "rowsum": 4 * m * n + 4 * m,
         "softmax": 8 * m * n,
         "layernorm": 8 * m * n + 8 * n,
+        "rmsnorm": w.get("es", 4) * (2 * m * n + n),
+        "gemv": w.get("es", 2) * (m * n + n) + 4 * m,
     }[w["kind"]]
     return float(moved), 1e6, "GB/s"
 
@@ -263,6 +271,17 @@ def make(w, torch, triton, tk, gen):
         return (lambda: torch.sum(x)), "torch.sum", tri, "triton sum + atomic (incl. zeroing)", check
 
     m, n = w["m"], w["n"]
+    if kind in ("gemv", "rmsnorm"):
+        # torch only (no Triton tutorial kernel for these): the 16-bit rows as torch takes them
+        dt = torch.bfloat16 if "bf16" in w["size"] else torch.float16 if "f16" in w["size"] \
+            else torch.float32
+        x = rand(torch, (m, n), gen, dtype=dt)
+        if kind == "gemv":
+            v = rand(torch, (n,), gen, dtype=dt)
+            return (lambda: torch.mv(x, v)), "torch.mv", None, None, None
+        wt = rand(torch, (n,), gen, 0.5, 1.5, dtype=dt)
+        return (lambda: torch.nn.functional.rms_norm(x, (n,), wt, LN_EPS)), "F.rms_norm", \
+            None, None, None
     x = rand(torch, (m, n), gen)
     if kind == "rowsum":
         y = torch.empty(m, device="cuda", dtype=torch.float32)
@@ -349,7 +368,7 @@ def main():
             print(f"peers: {w['kernel']} {w['size']}: {e}: skipped", file=sys.stderr)
             continue
         impls = [("torch", twhat, tfn, None)]
-        if not opt.no_triton:
+        if not opt.no_triton and xfn is not None:
             try:
                 ok, detail = check()
             except Exception as e:  # a Triton compile error must not end the whole table

@@ -70,6 +70,16 @@ const Workload workloads[] = {
     { .kernel = "rowsum", .kind = K_ROWSUM, .m = 32768, .n = 8192, .in = DT_F32, .out = DT_F32 },
     { .kernel = "softmax", .kind = K_SOFTMAX, .m = 32768, .n = 8192, .in = DT_F32, .out = DT_F32 },
     { .kernel = "layernorm", .kind = K_LAYERNORM, .m = 32768, .n = 8192, .in = DT_F32, .out = DT_F32 },
+    /* RMSNorm in f32 and in f16 (examples/rmsnorm.tile) */
+    { .kernel = "rmsnorm", .kind = K_RMSNORM, .m = 8192, .n = 8192, .in = DT_F32, .out = DT_F32 },
+    { .kernel = "rmsnorm", .kind = K_RMSNORM, .m = 32768, .n = 8192, .in = DT_F32, .out = DT_F32 },
+    { .kernel = "rmsnorm_f16", .kind = K_RMSNORM, .m = 32768, .n = 8192, .in = DT_F16, .out = DT_F16,
+      .file = "rmsnorm" },
+    /* y = W x with W [m, n] in f16 / bf16, batch 1 (examples/gemv.tile) */
+    { .kernel = "gemv", .kind = K_GEMV, .m = 8192, .n = 8192, .in = DT_F16, .out = DT_F32 },
+    { .kernel = "gemv", .kind = K_GEMV, .m = 28672, .n = 8192, .in = DT_F16, .out = DT_F32 },
+    { .kernel = "gemv_bf16", .kind = K_GEMV, .m = 8192, .n = 8192, .in = DT_BF16, .out = DT_F32,
+      .file = "gemv" },
     /* the register-pressure kernel (examples/lse_bwd.tile) against the same computation in CUDA
        C++ built by nvcc (bench/lse_bwd_ref.cu): B = 512 images of 16 x 16, 128 output channels,
        1152 product channels (128 image channels x 9 taps when patches) */
@@ -239,6 +249,8 @@ static double traffic(const Workload *w)
     case K_ROWSUM: return 4.0 * mn + 4.0 * (double)w->m;
     case K_SOFTMAX: return 8.0 * mn;
     case K_LAYERNORM: return 8.0 * mn + 8.0 * (double)w->n;
+    case K_RMSNORM: return (double)dt_size(w->in) * (2.0 * mn + (double)w->n);
+    case K_GEMV: return (double)dt_size(w->in) * (mn + (double)w->n) + 4.0 * (double)w->m;
     case K_GEMM:
     case K_LSE_BWD: break;   /* compute-bound: flops */
     }
@@ -271,10 +283,11 @@ static bool copy_ref(Run *r, int s)
 static void copy_describe(const Workload *w, char *size, size_t len, char *ref, size_t rlen)
 {
     char b[32];
+    static const char *names[] = { "f32", "tf32", "f16", "bf16" };
     if (w->kind == K_AXPY || w->kind == K_SUM)
         snprintf(size, len, "2^%d f32", (int)round(log2((double)w->n)));
     else
-        snprintf(size, len, "%lldx%lld f32", (long long)w->m, (long long)w->n);
+        snprintf(size, len, "%lldx%lld %s", (long long)w->m, (long long)w->n, names[w->in]);
     fmt_bytes(b, sizeof b, traffic(w) / 2);
     snprintf(ref, rlen, "DtoD copy %s", b);
 }
@@ -496,9 +509,20 @@ static bool rows_setup(Run *r)
     for (int s = 0; s < r->nsets; s++) {
         CUdeviceptr *b = r->buf[s];
         float **keep = s ? NULL : &r->host[0];
-        if (!dalloc(&b[0], 4 * mn) || !fill_random(b[0], mn, DT_F32, 400 + 4 * s, -1, 1, keep))
+        size_t es = dt_size(w->in);
+        if (!dalloc(&b[0], es * mn) || !fill_random(b[0], mn, w->in, 400 + 4 * s, -1, 1, keep))
             return false;
         switch (w->kind) {
+        case K_RMSNORM:   /* W near 1 */
+            if (!dalloc(&b[1], es * n) || !dalloc(&b[2], es * mn)
+                || !fill_random(b[1], n, w->in, 401 + 4 * s, 0.5f, 1.5f, s ? NULL : &r->host[1]))
+                return false;
+            break;
+        case K_GEMV:      /* W [m, n], x [n], y [m] */
+            if (!dalloc(&b[1], es * n) || !dalloc(&b[2], 4 * (size_t)w->m)
+                || !fill_random(b[1], n, w->in, 401 + 4 * s, -1, 1, s ? NULL : &r->host[1]))
+                return false;
+            break;
         case K_ROWSUM:
             if (!dalloc(&b[1], 4 * (size_t)w->m)) return false;
             break;
@@ -512,7 +536,7 @@ static bool rows_setup(Run *r)
                 return false;
         }
     }
-    return copy_setup(r, r->buf[0][0], 4 * mn);
+    return copy_setup(r, r->buf[0][0], dt_size(w->in) * mn);
 }
 
 static int rows_args(Run *r, int s, tilert_arg *a)
@@ -521,6 +545,10 @@ static int rows_args(Run *r, int s, tilert_arg *a)
     int i = 0;
     a[i++] = tilert_ptr(r->buf[s][0]);
     a[i++] = tilert_ptr(r->buf[s][1]);
+    if (w->kind == K_RMSNORM || w->kind == K_GEMV)
+        a[i++] = tilert_ptr(r->buf[s][2]);
+    if (w->kind == K_RMSNORM)
+        a[i++] = tilert_f32(LN_EPS);
     if (w->kind == K_LAYERNORM) {
         a[i++] = tilert_ptr(r->buf[s][2]);
         a[i++] = tilert_ptr(r->buf[s][3]);
@@ -536,13 +564,31 @@ static bool rows_check(Run *r, char *msg, size_t len)
 {
     const Workload *w = r->w;
     size_t R = (size_t)w->m, N = (size_t)w->n;
-    CUdeviceptr yd = w->kind == K_LAYERNORM ? r->buf[0][3] : r->buf[0][1];
-    float *y = download(yd, w->kind == K_ROWSUM ? R : R * N, DT_F32);
+    CUdeviceptr yd = w->kind == K_LAYERNORM ? r->buf[0][3] : w->kind == K_RMSNORM || w->kind == K_GEMV ? r->buf[0][2] : r->buf[0][1];
+    bool one = w->kind == K_ROWSUM || w->kind == K_GEMV;
+    float *y = download(yd, one ? R : R * N, w->kind == K_RMSNORM ? w->in : DT_F32);
     double worst = 0, err_at_worst = 0;   /* worst = error / limit */
     if (!y) return false;
     for (size_t i = 0; i < R; i++) {
         const float *x = r->host[0] + i * N;
         double a = 0, b = 0;
+        if (w->kind == K_GEMV) {
+            for (size_t j = 0; j < N; j++) { a += (double)x[j] * r->host[1][j]; b += fabs((double)x[j] * r->host[1][j]); }
+            double e = fabs(y[i] - a), lim = 1e-6 * b + 1e-5;
+            if (!(e / lim <= worst)) { worst = isnan(e) ? INFINITY : e / lim; err_at_worst = e; }
+            continue;
+        }
+        if (w->kind == K_RMSNORM) {
+            for (size_t j = 0; j < N; j++) a += (double)x[j] * x[j];
+            double rstd = 1 / sqrt(a / (double)N + LN_EPS);
+            /* f16 output: its rounding (2^-11 relative) on top of the f32 arithmetic */
+            double rel = w->in == DT_F32 ? 1e-4 : 2e-3;
+            for (size_t j = 0; j < N; j++) {
+                double want = x[j] * rstd * r->host[1][j], e = fabs(y[i * N + j] - want), lim = 1e-4 + rel * fabs(want);
+                if (!(e / lim <= worst)) { worst = isnan(e) ? INFINITY : e / lim; err_at_worst = e; }
+            }
+            continue;
+        }
         if (w->kind == K_ROWSUM) {
             for (size_t j = 0; j < N; j++) { a += x[j]; b += fabs(x[j]); }
             double e = fabs(y[i] - a), lim = 1e-6 * b + 1e-5;
@@ -590,6 +636,10 @@ static const Kind kinds[] = {
                     rows_check, copy_describe, copy_work, false },
     [K_LAYERNORM] = { "layernorm", rows_set_bytes, rows_setup, rows_args, no_before, copy_ref,
                       rows_check, copy_describe, copy_work, false },
+    [K_RMSNORM] = { "rmsnorm", rows_set_bytes, rows_setup, rows_args, no_before, copy_ref,
+                    rows_check, copy_describe, copy_work, false },
+    [K_GEMV] = { "gemv", rows_set_bytes, rows_setup, rows_args, no_before, copy_ref, rows_check,
+                 copy_describe, copy_work, false },
     [K_LSE_BWD] = { "lse_bwd", lse_set_bytes, lse_setup, lse_args, lse_before, lse_ref, lse_check,
                     lse_describe, lse_work, true },
 };
