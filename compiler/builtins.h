@@ -5,11 +5,13 @@
  *   spelling, alias  the names a program calls it by (alias NULL: none; spelling NULL: made by the
  *                    checker from another row, as max(a, b) becomes MAXIMUM)
  *   kind             BK_MATH: elementwise float function of one tile; BK_PAIR: elementwise or
- *                    scalar function of two; BK_SELECT: c ? a : b; BK_REDUCE: over the tile or
- *                    along axis=; BK_ARANGE: the constant tile 0 .. W-1; BK_BITCAST: the
- *                    same bits as another type of their size (its second argument a type);
- *                    BK_RESHAPE: the same elements with a size-1 axis added or removed (its
- *                    second argument the axis, a constant) */
+ *                    scalar function of two; BK_FMA: elementwise float a * b + c, rounded once;
+ *                    BK_SELECT: c ? a : b; BK_REDUCE: over the tile or along axis=; BK_ARANGE:
+ *                    the constant tile 0 .. W-1; BK_BITCAST: the same bits as another type of
+ *                    their size (its second argument a type); BK_RAND: a counter-based random
+ *                    number for each element of an offset, from a scalar seed; BK_RESHAPE: the
+ *                    same elements with a size-1 axis added or removed (its second argument
+ *                    the axis, a constant) */
 #ifndef TILEC_BUILTINS_H
 #define TILEC_BUILTINS_H
 
@@ -23,6 +25,14 @@
     X(TANH,    "tanh",    NULL,    1, 1, BK_MATH) \
     X(SIGMOID, "sigmoid", NULL,    1, 1, BK_MATH) \
     X(ABS,     "abs",     NULL,    1, 1, BK_MATH) \
+    X(ERF,     "erf",     NULL,    1, 1, BK_MATH) \
+    X(LOG1P,   "log1p",   NULL,    1, 1, BK_MATH) \
+    X(EXPM1,   "expm1",   NULL,    1, 1, BK_MATH) \
+    X(FLOOR,   "floor",   NULL,    1, 1, BK_MATH) \
+    X(CEIL,    "ceil",    NULL,    1, 1, BK_MATH) \
+    X(ROUND,   "round",   NULL,    1, 1, BK_MATH) \
+    X(POW,     "pow",     NULL,    2, 2, BK_PAIR) \
+    X(FMA,     "fma",     NULL,    3, 3, BK_FMA) \
     X(MAXIMUM, NULL,      NULL,    2, 2, BK_PAIR) \
     X(MINIMUM, NULL,      NULL,    2, 2, BK_PAIR) \
     X(SELECT,  "select",  "where", 3, 3, BK_SELECT) \
@@ -32,10 +42,13 @@
     X(CDIV,    "cdiv",    NULL,    2, 2, BK_PAIR) \
     X(ARANGE,  "arange",  NULL,    1, 1, BK_ARANGE) \
     X(BITCAST, "bitcast", NULL,    2, 2, BK_BITCAST) \
+    X(RAND,    "rand",    NULL,    2, 2, BK_RAND) \
+    X(RANDN,   "randn",   NULL,    2, 2, BK_RAND) \
+    X(RANDINT, "randint", NULL,    2, 2, BK_RAND) \
     X(EXPAND_DIMS, "expand_dims", NULL, 2, 2, BK_RESHAPE) \
     X(SQUEEZE, "squeeze", NULL,    2, 2, BK_RESHAPE)
 
-typedef enum { BK_MATH, BK_PAIR, BK_SELECT, BK_REDUCE, BK_ARANGE, BK_BITCAST, BK_RESHAPE } BuiltinKind;
+typedef enum { BK_MATH, BK_PAIR, BK_FMA, BK_SELECT, BK_REDUCE, BK_ARANGE, BK_BITCAST, BK_RAND, BK_RESHAPE } BuiltinKind;
 
 typedef struct {
     const char *name, *alias;

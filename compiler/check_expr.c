@@ -513,10 +513,15 @@ static bool check_reduction(Check *c, Expr *e, Expr *x, Expr *axis)
     return true;
 }
 
-/* cdiv and two-argument max/min: like a binary operator (folded on constants). */
+/* cdiv and two-argument max/min: like a binary operator (folded on constants); pow: two floats,
+ * computed as the kernel computes it even on constants (a folded value would be more exact than
+ * the same call on a tile, and differ from it). */
 static bool check_pair(Check *c, Expr *e, Expr *a, Expr *b)
 {
-    if (is_literal(a) && is_literal(b)) {
+    if (e->builtin == B_POW && is_literal(a) && is_literal(b) &&
+        (!adapt_literal(c, a, TY_F32) || !adapt_literal(c, b, TY_F32)))
+        return fail(e);
+    if (e->builtin != B_POW && is_literal(a) && is_literal(b)) {
         if (e->builtin == B_CDIV) {
             if (a->kind != E_INT || b->kind != E_INT) {
                 error_at(e->loc, "'cdiv' needs integer arguments");
@@ -544,6 +549,10 @@ static bool check_pair(Check *c, Expr *e, Expr *a, Expr *b)
         error_at(e->loc, "'%s' needs numbers, not %s", e->name, type_name(t));
         return fail(e);
     }
+    if (e->builtin == B_POW && (!type_is_float(t) || t == TY_TF32)) {
+        error_at(e->loc, "'pow' needs float arguments, not %s; convert them, e.g. f32(x)", type_name(t));
+        return fail(e);
+    }
     if (e->builtin == B_CDIV) {
         if (!type_is_int(t) || a->shape.rank || b->shape.rank) {
             error_at(e->loc, "'cdiv' needs integer scalars, not %s and %s",
@@ -554,6 +563,75 @@ static bool check_pair(Check *c, Expr *e, Expr *a, Expr *b)
         return fail(e);
     }
     e->type = t;
+    return true;
+}
+
+/* fma(a, b, c): three floats of one type (constants take it), broadcasting all three. Not folded
+ * on constants, for the reason pow is not. */
+static bool check_fma(Check *c, Expr *e)
+{
+    Expr **a = e->args;
+    ElemType t = TY_F32;
+    for (int i = 2; i >= 0; i--)
+        if (!is_literal(a[i]))
+            t = a[i]->type;
+    for (int i = 0; i < 3; i++)
+        if (is_literal(a[i]) && !adapt_literal(c, a[i], t))
+            return fail(e);
+    for (int i = 1; i < 3; i++)
+        if (a[i]->type != a[0]->type && unify(c, e, a[0], a[i]) == TY_NONE)
+            return fail(e);
+    if (!type_is_float(t) || t == TY_TF32) {
+        error_at(e->loc, "'fma' needs float arguments, not %s; convert them, e.g. f32(x)", type_name(t));
+        return fail(e);
+    }
+    Shape ab;
+    if (!broadcast_shapes(a[0]->shape, a[1]->shape, &ab)) {
+        error_at(e->loc, "shapes %s and %s do not broadcast", shape_str(c, t, a[0]->shape),
+                 shape_str(c, t, a[1]->shape));
+        return fail(e);
+    }
+    if (!broadcast_shapes(ab, a[2]->shape, &e->shape)) {
+        error_at(e->loc, "shapes %s and %s do not broadcast", shape_str(c, t, ab), shape_str(c, t, a[2]->shape));
+        return fail(e);
+    }
+    e->type = t;
+    return true;
+}
+
+/* rand, randn, randint(seed, offset): an integer scalar seed (the Philox key) and an integer
+ * offset of any shape (the counter), the result shaped like the offset. A constant seed is i32
+ * when it fits, else u32, else i64, so that 0xdeadbeef keys the stream as u32(0xdeadbeef) does;
+ * a constant offset is i32. */
+static bool check_rand(Check *c, Expr *e)
+{
+    Expr *seed = e->args[0], *off = e->args[1];
+    for (int i = 0; i < 2; i++) {
+        Expr *x = e->args[i];
+        const char *what = i ? "offset" : "seed";
+        if (is_literal(x)) {
+            if (x->kind != E_INT) {
+                error_at(x->loc, "the %s of '%s' must be an integer, not a float constant", what, e->name);
+                return fail(e);
+            }
+            ElemType t = i == 0 && x->ival > INT32_MAX && x->ival <= UINT32_MAX ? TY_U32
+                       : i == 0 && (x->ival < INT32_MIN || x->ival > UINT32_MAX) ? TY_I64 : TY_I32;
+            if (!adapt_literal(c, x, t))
+                return fail(e);
+        }
+        if (!type_is_int(x->type)) {
+            error_at(x->loc, "the %s of '%s' must be i32, u32 or i64, not %s", what, e->name,
+                     shape_str(c, x->type, x->shape));
+            return fail(e);
+        }
+    }
+    if (seed->shape.rank) {
+        error_at(seed->loc, "the seed of '%s' must be a scalar, not %s; offsets tell elements apart",
+                 e->name, shape_str(c, seed->type, seed->shape));
+        return fail(e);
+    }
+    e->type = e->builtin == B_RANDINT ? TY_U32 : TY_F32;
+    e->shape = off->shape;
     return true;
 }
 
@@ -659,6 +737,10 @@ static bool check_call(Check *c, Expr *e)
         return check_reduction(c, e, x, axis);
     case BK_PAIR:
         return check_pair(c, e, x, e->args[1]);
+    case BK_FMA:
+        return check_fma(c, e);
+    case BK_RAND:
+        return check_rand(c, e);
     case BK_SELECT:
         return check_select(c, e);
     case BK_BITCAST: {

@@ -99,7 +99,9 @@ static void put_opcode(Buf *out, Ins *in)
             return;
         }
         const char *rnd = "";
-        if (fl && !ptype_is_float(from))
+        if (in->rnd == RND_RNI || in->rnd == RND_RMI || in->rnd == RND_RPI)
+            rnd = in->rnd == RND_RNI ? ".rni" : in->rnd == RND_RMI ? ".rmi" : ".rpi";
+        else if (fl && !ptype_is_float(from))
             rnd = ".rn";
         else if (!fl && ptype_is_float(from))
             rnd = ".rzi";

@@ -251,7 +251,8 @@ static bool typed_sizes(Verify *v, int i)
     }
     if (in->op == OP_SETP && in->cmp > CMP_HS)
         return fail(v, i, "comparison %d", in->cmp);
-    if (in->op == OP_CVT && in->rnd != RND_DEFAULT && in->rnd != RND_TF32_RNA && in->rnd != RND_TF32_RN)
+    if (in->op == OP_CVT && in->rnd != RND_DEFAULT && in->rnd != RND_TF32_RNA && in->rnd != RND_TF32_RN &&
+        !((in->rnd == RND_RNI || in->rnd == RND_RMI || in->rnd == RND_RPI) && in->ty == PT_F32 && in->ty2 == PT_F32))
         return fail(v, i, "rounding %d", in->rnd);
     return true;
 }

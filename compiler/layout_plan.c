@@ -59,7 +59,7 @@ static bool expr_hint(Lower *c, Expr *e, Layout *out)
             out->S[1] = out->O[1] = out->V[1] = 1;
             return true;
         }
-        if (k != BK_MATH && k != BK_PAIR && k != BK_SELECT && k != BK_BITCAST && !(k == BK_REDUCE && e->nargs == 2))
+        if (k != BK_MATH && k != BK_PAIR && k != BK_FMA && k != BK_SELECT && k != BK_BITCAST && k != BK_RAND && !(k == BK_REDUCE && e->nargs == 2))
             return false;
         for (int i = 0; i < e->nargs; i++)
             if (e->args[i]->shape.rank == 2 && e->args[i]->shape.dim[0] == e->shape.dim[0] &&
@@ -117,7 +117,7 @@ static bool elementwise(Expr *e)
     case E_BINARY: return e->op != OP_MATMUL;
     case E_CALL: {
         BuiltinKind k = builtin_info[e->builtin].kind;
-        return k == BK_MATH || k == BK_PAIR || k == BK_SELECT || k == BK_BITCAST || (k == BK_REDUCE && e->nargs == 2);
+        return k == BK_MATH || k == BK_PAIR || k == BK_FMA || k == BK_SELECT || k == BK_BITCAST || k == BK_RAND || (k == BK_REDUCE && e->nargs == 2);
     }
     default: return false;
     }

@@ -208,6 +208,12 @@ bool is_imm(Opnd o);                        /* an integer or float immediate */
 /* v as a value of integer type t, wrapped as the hardware computes */
 int64_t wrap_int(ElemType t, uint64_t v);
 Opnd cast_slot(Lower *c, ElemType to, ElemType from, Opnd x);   /* one slot of type from as type to */
+
+/* ---- lower_math.c */
+Opnd round_f32(Lower *c, CvtRound rnd, Opnd x);      /* cvt.rni/rmi/rpi.f32.f32 */
+Opnd math_seq_slot(Lower *c, Builtin b, Opnd x);     /* erf, log1p, expm1 of one f32 slot */
+Opnd pow_slot(Lower *c, Opnd x, Opnd y);
+Tile lower_rand(Lower *c, Expr *e, const Layout *want);   /* rand, randn, randint */
 /* ---- lower_stmt.c (and lower_stmt below): for lower_kernel */
 void lower_block(Lower *c, Stmt *b);
 /* dst op= v (op '=', '+', '-', '*'), v moved to dst's layout first */

@@ -249,6 +249,10 @@ static Opnd math_slot(Lower *c, Builtin b, ElemType t, Opnd x)
         int e = ir_un(f, OP_EX2, PT_F32, R(ir_bin(f, OP_MUL, PT_F32, x, FIMM(-LOG2E))));
         return R(ir_un(f, OP_RCP, PT_F32, R(ir_bin(f, OP_ADD, PT_F32, R(e), FIMM(1.0)))));
     }
+    case B_FLOOR: return round_f32(c, RND_RMI, x);
+    case B_CEIL: return round_f32(c, RND_RPI, x);
+    case B_ROUND: return round_f32(c, RND_RNI, x);
+    case B_ERF: case B_LOG1P: case B_EXPM1: return math_seq_slot(c, b, x);
     default: die("lower: builtin %d", b);
     }
 }
@@ -329,6 +333,8 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
         return map_unary(c, lower_expr(c, e->args[0], want), e->type, math_slot, e->builtin);
     if (builtin_info[e->builtin].kind == BK_REDUCE)
         return reduce_tile(c, lower_expr(c, e->args[0], NULL), e->builtin, e->axis);
+    if (builtin_info[e->builtin].kind == BK_RAND)
+        return lower_rand(c, e, want);
     switch (e->builtin) {
     case B_BITCAST: {   /* the same 32 bits in a register of the other class */
         Tile x = lower_expr(c, e->args[0], want);
@@ -361,7 +367,7 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
         }
         return r;
     }
-    case B_MAXIMUM: case B_MINIMUM: {
+    case B_MAXIMUM: case B_MINIMUM: case B_POW: {
         Tile a, b;
         lower_pair(c, e->args[0], e->args[1], e->shape, want, &a, &b);
         Layout L = result_layout(c, e->shape, &a, &b, want);
@@ -373,6 +379,10 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
         PType pt = held_ptype(e->type);
         for (int i = 0; i < n; i++) {
             Opnd x = a.v[i], y = b.v[i];
+            if (e->builtin == B_POW) {
+                r.v[i] = pow_slot(c, x, y);
+                continue;
+            }
             if (is_imm(x)) {
                 Opnd t = x;
                 x = y;
@@ -384,9 +394,10 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
         }
         return r;
     }
-    case B_SELECT: {
+    case B_SELECT: case B_FMA: {
         /* values first: their loads pick the layout, the others follow the first full-shape one
-           (a smaller shape in its broadcast view, which broadcasting then moves no data from) */
+           (a smaller shape in its broadcast view, which broadcasting then moves no data from);
+           for fma(a, b, c) the "condition" is a, lowered last the same way */
         Tile a = lower_expr(c, e->args[1], want);
         const Layout *full = a.L.rank && same_shape(e->args[1]->shape, e->shape) ? &a.L : NULL;
         Layout bw, cw;
@@ -404,6 +415,13 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
         r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
         PType pt = held_ptype(e->type);
         for (int i = 0; i < n; i++) {
+            if (e->builtin == B_FMA) {   /* a * b + c, rounded once */
+                Opnd x = cnd.v[i];
+                if (x.kind != O_REG)
+                    x = R(opnd_reg(c, x, PT_F32));
+                r.v[i] = R(ir_tern(f, OP_FMA, PT_F32, x, a.v[i], b.v[i]));
+                continue;
+            }
             int p = opnd_reg(c, cnd.v[i], PT_PRED);
             if (pt == PT_PRED) {
                 int x = ir_bin(f, OP_BAND, PT_PRED, R(p), R(opnd_reg(c, a.v[i], PT_PRED)));

@@ -56,6 +56,7 @@
     X(RSQRT,   "rsqrt.approx.ftz", "rsqrt.approx.ftz", SFX_TYPE, OPF_PURE, 0, 1, 1) \
     X(RCP,     "rcp.rn",  "rcp.rn",  SFX_TYPE,   OPF_PURE, 0, 1, 1) \
     X(TANH,    "tanh.approx", "tanh.approx", SFX_TYPE, OPF_PURE, 0, 1, 1) \
+    X(COS,     "cos.approx.ftz", "cos.approx.ftz", SFX_TYPE, OPF_PURE, 0, 1, 1) \
     X(LD,      NULL,      NULL,      SFX_TYPE,   OPF_LOAD, FL_OFF | FL_VEC | FL_SPACE | FL_OWN, N_VEC, 1) \
     X(ST,      NULL,      NULL,      SFX_TYPE,   OPF_STORE, FL_OFF | FL_VEC | FL_SPACE | FL_OWN, 0, N_VEC) \
     X(RED,     NULL,      NULL,      SFX_TYPE,   OPF_LOAD | OPF_STORE, FL_OFF | FL_SPACE | FL_REDOP, 0, 2) \

@@ -458,8 +458,9 @@ typedef enum { RED_ADD, RED_MAX, RED_MIN, RED_CAS } RedOp;
 /* CVT's rounding. RND_DEFAULT: the conversion's own (.rn into a float from an integer or to a
  * narrower float, .rzi into an integer from a float, none when widening); the other two round
  * f32 to tf32 bits (cvt.rna.tf32.f32, ties away; cvt.rn.tf32.f32, ties to even). Their numbers
- * are the ones lower_mma.c's cvt_tf32 takes. */
-typedef enum { RND_DEFAULT = 0, RND_TF32_RNA = 2, RND_TF32_RN = 3 } CvtRound;
+ * are the ones lower_mma.c's cvt_tf32 takes. RND_RNI, RND_RMI, RND_RPI: f32 to the integral
+ * f32 to nearest even, down, up (cvt.rni/rmi/rpi.f32.f32: round, floor, ceil). */
+typedef enum { RND_DEFAULT = 0, RND_TF32_RNA = 2, RND_TF32_RN = 3, RND_RNI = 4, RND_RMI = 5, RND_RPI = 6 } CvtRound;
 
 /* One instruction. Each field has one meaning, for the operations whose ops.h row names it
  * (FL_*: the dump prints those, ir_verify.c checks the others are left as emit_ins sets them). */

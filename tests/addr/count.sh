@@ -4,7 +4,8 @@
 #         wgmma.mma_async (two: its A and B operands, read from shared memory by descriptor)
 #   ADDR  address arithmetic: integer add/sub/mul/mad/shl/cvt of address width -- 64-bit
 #         (.s64 .u64 .b64, mul.wide) for global addresses, .u32 for shared ones (tilec computes
-#         shared addresses in .u32 and element indices in .s32) -- plus `mov` of the shared symbol
+#         shared addresses in .u32 and element indices in .s32) -- plus `mov` of the shared symbol;
+#         not mul.hi, which no address takes (rand's Philox rounds are made of it)
 #   INS   all instructions
 # Labels, directives, declarations and comments are not instructions.
 awk '
@@ -18,6 +19,7 @@ awk '
 	op = w[1]
 	if (op ~ /^(ld|st|red|atom)\.(global|shared|local)/ || op ~ /^cp\.async\.(ca|cg)/ || op ~ /^ldmatrix\./) { mem++; next }
 	if (op ~ /^wgmma\.mma_async/) { mem += 2; next }
+	if (op ~ /^mul\.hi\./) next
 	if (op ~ /^(add|sub|mul|mad|shl|cvt)\./ && (op ~ /\.(s64|u64|b64)$/ || op ~ /\.u32$/ || op ~ /^mul\.wide/) && op !~ /^cvt\..*\.(s32|u32)\.(s64|u64)$/) { addr++; next }
 	if (op ~ /^mov\./ && line ~ /tilec_smem/) { addr++; next }
 }

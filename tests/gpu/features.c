@@ -563,6 +563,184 @@ done:
     gpu_free(dx), gpu_free(dy), free(x), free(y), free(ref), free(bound);
 }
 
+/* Widening of a bound for the reference's own error (long double libm, within an ulp of double). */
+#define REF_SLACK2 (1 + 0x1p-10)
+#define PI 3.14159265358979323846
+
+/* erf, expm1, log1p: the bound docs/language.md states, 1 ulp, taken as 2^-23 |ref| (at least the
+ * smallest subnormal step, 2^-149); found by running the kernel's sequence over every f32 input
+ * on the host (erf with ex2.approx at both ends of its 2 ulp). */
+static double ulp_bound(double ref, double ulps) { return ulps * fmax(0x1p-23 * fabs(ref), 0x1p-149) * REF_SLACK2; }
+
+/* pow: ex2(y lg2 |x|): lg2's error e_L (2^-22 absolute for |x| in [0.5, 2], else 2 ulp), the
+ * product's rounding, then ex2's 2 ulp and its flush below 2^-126. */
+static double pow_bound(double x, double y, double ref)
+{
+    double a = fabs(x), l2 = log2(a);
+    double el = a >= 0.5 && a <= 2 ? 0x1p-22 : 0x1p-22 * fabs(l2);
+    double d = (fabs(y) * el + 0x1p-24 * fabs(y * l2)) * (1 + 0x1p-23);
+    return (fabs(ref) * (exp2(d) * (1 + 0x1p-22) - 1) + 0x1p-126) * REF_SLACK2;
+}
+
+/* Inputs reaching each function's cases: X for erf, expm1, floor, ceil, round and pow's base
+ * (moderate values, tiny ones of both signs, halves for round's ties); P above -1 for log1p
+ * (near 0, near -1, large); B for pow's exponent (integers, fractions, 0). */
+static void mathfns2_inputs(float *x, float *p, float *b, int n)
+{
+    for (int i = 0; i < n; i++) {
+        float sgn = rng_next() & 1 ? -1.0f : 1.0f;
+        switch (i % 4) {
+        case 0: x[i] = rng_uniform(-5, 5); break;
+        case 1: x[i] = sgn * exp2f(rng_uniform(-30, 4)); break;
+        case 2: x[i] = rng_uniform(-20, 20); break;
+        default: x[i] = (float)((int)(rng_next() % 81) - 40) * 0.5f; break;
+        }
+        if (x[i] == 0)
+            x[i] = 0.25f;
+        switch (i % 3) {
+        case 0: p[i] = rng_uniform(-0.999f, 1); break;
+        case 1: p[i] = sgn * exp2f(rng_uniform(-30, -1)); break;
+        default: p[i] = exp2f(rng_uniform(0, 40)); break;
+        }
+        switch (i % 5) {
+        case 0: case 1: b[i] = (float)((int)(rng_next() % 9) - 4); break;
+        case 2: case 3: b[i] = rng_uniform(-4, 4); break;
+        default: b[i] = i % 2 ? 0.5f : 0.0f; break;
+        }
+    }
+}
+
+static void mathfns2(int n)
+{
+    static const char *names[8] = { "erf", "expm1", "log1p", "floor", "ceil", "round", "fma", "pow" };
+    float *x = malloc((size_t)n * 4 + 4), *p = malloc((size_t)n * 4 + 4), *b = malloc((size_t)n * 4 + 4);
+    float *y = malloc((size_t)n * 8 * 4 + 4);
+    mathfns2_inputs(x, p, b, n);
+    CUdeviceptr dx = upload(x, (size_t)n), dp = upload(p, (size_t)n), db = upload(b, (size_t)n);
+    CUdeviceptr dy = poisoned((size_t)n * 8);
+    tilert_kernel *k = kernel("mathfns2");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dp), tilert_ptr(db), tilert_ptr(dy), tilert_i32(n) };
+    tilert_status st = k && dx && dp && db && dy ? tilert_launch(k, 0, a, 5) : TILERT_ERR_BAD_ARGS;
+    if (st != TILERT_OK || !gpu_sync() || !gpu_download(y, dy, (size_t)n * 8 * 4)) {
+        printf("FAIL mathfns2 N=%d: %s\n", n, st ? tilert_last_error() : "");
+        failed++;
+        goto done;
+    }
+    for (int f = 0; f < 8; f++) {
+        size_t bad = 0, first = 0;
+        double worst = 0;
+        for (int i = 0; i < n; i++) {
+            double v = x[i], ref, bound = 0;
+            float out = y[(size_t)f * n + i];
+            switch (f) {
+            case 0: ref = (double)erfl(v); bound = ulp_bound(ref, 1); break;
+            case 1: ref = (double)expm1l(v); bound = ulp_bound(ref, 1); break;
+            case 2: ref = (double)log1pl(p[i]); bound = ulp_bound(ref, 1); break;
+            case 3: ref = floorf(x[i]); break;
+            case 4: ref = ceilf(x[i]); break;
+            case 5: ref = rintf(x[i]); break;       /* ties to even */
+            case 6: ref = fmaf(x[i], p[i], b[i]); break;
+            default:
+                ref = pow(v, b[i]);
+                bound = isfinite(ref) ? pow_bound(v, b[i], ref) : 0;
+                break;
+            }
+            bool ok = isnan(ref) ? isnan(out) : isinf(ref) ? out == ref : fabs(out - ref) <= bound;
+            if (!ok && !bad++)
+                first = (size_t)i;
+            if (ok && bound > 0 && fabs(out - ref) / bound > worst)
+                worst = fabs(out - ref) / bound;
+        }
+        char desc[64];
+        snprintf(desc, sizeof desc, "%s N=%d", names[f], n);
+        if (bad) {
+            printf("FAIL %s: %zu outside their bound, first at %zu (x %a p %a b %a: %a)\n", desc, bad, first,
+                   x[first], p[first], b[first], y[(size_t)f * n + first]);
+            failed++;
+        } else {
+            printf("ok %s (worst %.3f of the bound)\n", desc, worst);
+            passed++;
+        }
+    }
+done:
+    gpu_free(dx), gpu_free(dp), gpu_free(db), gpu_free(dy), free(x), free(p), free(b), free(y);
+}
+
+/* Philox-4x32-10 as docs/language.md defines the stream: counter (lo, hi, 0, 0) of the offset,
+ * key (lo, hi) of the seed; the first two output words. */
+static void philox(uint64_t seed, uint64_t off, uint32_t out[2])
+{
+    uint32_t c[4] = { (uint32_t)off, (uint32_t)(off >> 32), 0, 0 }, k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c[0], p1 = (uint64_t)0xCD9E8D57u * c[2];
+        uint32_t n[4] = { (uint32_t)(p1 >> 32) ^ c[1] ^ k0, (uint32_t)p1, (uint32_t)(p0 >> 32) ^ c[3] ^ k1, (uint32_t)p0 };
+        memcpy(c, n, sizeof c);
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    out[0] = c[0];
+    out[1] = c[1];
+}
+
+static float unit_of(uint32_t x) { return (float)(x >> 8) * 0x1p-24f; }
+
+/* randint bit for bit, rand exactly, randn within its bound: sqrt(-2 ln u1) with log1p's 1 ulp and
+ * sqrt's rounding, cos.approx's 2^-20.5 absolute on [-pi, pi) and the angle's roundings (pi
+ * 2^-23), the product's rounding. Then the moments of rand and randn, within 5 sigma. */
+static void randoms(int n)
+{
+    char desc[64];
+    snprintf(desc, sizeof desc, "rand, randn, randint N=%d", n);
+    int32_t seed = (int32_t)0xdeadbeefu;
+    int64_t seed64 = INT64_C(0x0123456789abcdef);
+    uint32_t *iv = malloc((size_t)n * 4 + 4);
+    float *u = malloc((size_t)n * 4 + 4), *g = malloc((size_t)n * 4 + 4), *v = malloc((size_t)n * 4 + 4);
+    CUdeviceptr di = poisoned((size_t)n), du = poisoned((size_t)n), dg = poisoned((size_t)n), dv = poisoned((size_t)n);
+    tilert_kernel *k = kernel("randoms");
+    tilert_arg s64;
+    s64.kind = TILERT_ARG_I64;
+    s64.v.i64 = seed64;
+    tilert_arg a[] = { tilert_ptr(di), tilert_ptr(du), tilert_ptr(dg), tilert_ptr(dv), tilert_i32(seed), s64, tilert_i32(n) };
+    tilert_status st = k && di && du && dg && dv ? tilert_launch(k, 0, a, 7) : TILERT_ERR_BAD_ARGS;
+    bool ok = st == TILERT_OK && gpu_sync() && gpu_download(iv, di, (size_t)n * 4) && gpu_download(u, du, (size_t)n * 4) &&
+              gpu_download(g, dg, (size_t)n * 4) && gpu_download(v, dv, (size_t)n * 4);
+    size_t bad[4] = { 0 }, first[4] = { 0 };
+    double su = 0, su2 = 0, sg = 0, sg2 = 0;
+    for (int i = 0; ok && i < n; i++) {
+        uint32_t w[2], w64[2], wb[2];
+        philox((uint32_t)seed, (uint32_t)i, w);
+        philox((uint64_t)seed64, (uint64_t)i + (UINT64_C(1) << 32), w64);
+        philox((uint32_t)seed, (uint32_t)(i / 1024), wb);
+        double u1 = ((w[0] >> 8) + 1) * 0x1p-24, u2 = (w[1] >> 8) * 0x1p-24;
+        double rad = sqrt(-2 * log(u1)), cs = cos(2 * PI * u2), ref = rad * cs;
+        double bound = (rad * ((0x1p-24 + 0x1p-24) * fabs(cs) + exp2(-20.5) + PI * 0x1p-23) + 0x1p-24 * fabs(ref)) * 1.01;
+        bool good[4] = { iv[i] == w[0], u[i] == unit_of(w[0]), fabs(g[i] - ref) <= bound,
+                         v[i] == unit_of(w64[0]) + unit_of(wb[0]) };
+        for (int j = 0; j < 4; j++)
+            if (!good[j] && !bad[j]++)
+                first[j] = (size_t)i;
+        su += u[i], su2 += (double)u[i] * u[i], sg += g[i], sg2 += (double)g[i] * g[i];
+    }
+    if (!ok || bad[0] || bad[1] || bad[2] || bad[3]) {
+        printf("FAIL %s: %s wrong randint %zu (first %zu), rand %zu (%zu), randn %zu (%zu), 64-bit %zu (%zu)\n",
+               desc, ok ? "" : "launch or copy failed;", bad[0], first[0], bad[1], first[1], bad[2], first[2],
+               bad[3], first[3]);
+        failed++;
+    } else {
+        printf("ok %s\n", desc);
+        passed++;
+    }
+    if (ok && n >= 100000) {
+        double mu = su / n, vu = su2 / n - mu * mu, mg = sg / n, vg = sg2 / n - mg * mg;
+        bool st_ok = fabs(mu - 0.5) <= 5 * sqrt(1.0 / 12 / n) && fabs(vu - 1.0 / 12) <= 5 * sqrt((1.0 / 80 - 1.0 / 144) / n) &&
+                     fabs(mg) <= 5 / sqrt(n) && fabs(vg - 1) <= 5 * sqrt(2.0 / n);
+        printf("%s moments N=%d: rand mean %.6f var %.6f, randn mean %.6f var %.6f\n", st_ok ? "ok" : "FAIL", n, mu, vu,
+               mg, vg);
+        st_ok ? passed++ : failed++;
+    }
+    gpu_free(di), gpu_free(du), gpu_free(dg), gpu_free(dv), free(iv), free(u), free(g), free(v);
+}
+
 static int32_t ints_ref_y(int32_t x, float f, int mode)
 {
     if (mode > 0) {
@@ -1050,6 +1228,10 @@ int main(int argc, char **argv)
     maxes(small ? 5001 : 100001, true);
     mathfns(1);
     mathfns(small ? 1000 : 5000);
+    mathfns2(1);
+    mathfns2(small ? 1001 : 70001);
+    randoms(1);
+    randoms(small ? 5000 : 1000003);
     /* R, N: N = 0 runs no step; 512 one; 32768 fills P's 64 columns */
     static const int ls[][2] = { { 1, 0 }, { 3, 1 }, { 2, 512 }, { 5, 1000 }, { 4, 32768 } };
     for (size_t i = 0; i < (small ? 3 : COUNT(ls)); i++)

@@ -136,6 +136,8 @@ static Example examples[] = {
     {"gemv_bf16", "W x y N K", NULL, NULL, false, "gemv"},
     {"rmsnorm", "X W Y eps R N", NULL, NULL, false, NULL},
     {"rmsnorm_f16", "X W Y eps R N", NULL, NULL, false, "rmsnorm"},
+    {"dropout_fwd", "X Y p seed N", NULL, NULL, false, "dropout"},
+    {"dropout_bwd", "DY DX p seed N", NULL, NULL, false, "dropout"},
 };
 
 /* The example's kernel, loaded on first use; NULL (after one FAIL line) when it cannot be. */
@@ -232,6 +234,62 @@ static void case_vecadd(tilert_context *ctx, int n)
 done:
     free_case();
     free(x), free(y), free(ref), free(bound);
+}
+
+/* rand(seed, i) as docs/language.md defines it: the top 24 bits of the first output word of
+ * Philox-4x32-10 on counter (i, 0, 0, 0) with key (seed, 0), times 2^-24. */
+static float philox_uniform(uint32_t seed, uint32_t i)
+{
+    uint32_t c[4] = {i, 0, 0, 0}, k0 = seed, k1 = 0;
+    for (int r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c[0], p1 = (uint64_t)0xCD9E8D57u * c[2];
+        uint32_t n[4] = {(uint32_t)(p1 >> 32) ^ c[1] ^ k0, (uint32_t)p1, (uint32_t)(p0 >> 32) ^ c[3] ^ k1,
+                         (uint32_t)p0};
+        memcpy(c, n, sizeof c);
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    return (float)(c[0] >> 8) * 0x1p-24f;
+}
+
+/* examples/dropout.tile: forward and backward exactly (one IEEE division each), with the mask the
+ * host draws from the same stream; the backward pass takes the forward's output as dY, so the
+ * two passes must drop the same elements. */
+static void case_dropout(tilert_context *ctx, int n, float p)
+{
+    tilert_kernel *kf = kernel(ctx, "dropout_fwd"), *kb = kernel(ctx, "dropout_bwd");
+    if (!kf || !kb)
+        return;
+    char desc[96];
+    snprintf(desc, sizeof desc, "dropout N=%d p=%g", n, p);
+    int32_t seed = (int32_t)(rng_next() & 0x7fffffff);
+    float *x = malloc((size_t)n * 4 + 4);
+    double *ref = malloc((size_t)n * 8 + 8), *ref2 = malloc((size_t)n * 8 + 8), *bound = calloc((size_t)n + 1, 8);
+    CUdeviceptr dx, dy, dg;
+    if (!x || !ref || !ref2 || !bound) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    rng_fill(x, (size_t)n, -1, 1);
+    for (int i = 0; i < n; i++) {
+        bool drop = philox_uniform((uint32_t)seed, (uint32_t)i) < p;
+        float y = drop ? 0.0f : x[i] / (1.0f - p);
+        ref[i] = y;
+        ref2[i] = drop ? 0.0f : y / (1.0f - p);
+    }
+    if (!(dx = dev_input(x, (size_t)n)) || !(dy = dev_floats((size_t)n)) || !(dg = dev_floats((size_t)n))) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    tilert_arg a[] = {tilert_ptr(dx), tilert_ptr(dy), tilert_f32(p), tilert_i32(seed), tilert_i32(n)};
+    tilert_arg b[] = {tilert_ptr(dy), tilert_ptr(dg), tilert_f32(p), tilert_i32(seed), tilert_i32(n)};
+    if (launch(desc, kf, a, 5) && launch(desc, kb, b, 5)) {
+        check_output(desc, dy, (size_t)n, ref, bound, 0);
+        check_output(desc, dg, (size_t)n, ref2, bound, 0);
+    }
+done:
+    free_case();
+    free(x), free(ref), free(ref2), free(bound);
 }
 
 static void case_matmul(tilert_context *ctx, int m, int n, int kk, bool expect_refusal)
@@ -1119,6 +1177,8 @@ int main(int argc, char **argv)
     static const int vec_n[] = {1, 1000, 1024, 4097, 1 << 20}, vec_small[] = {1, 1024, 4097};
     for (size_t i = 0; i < (small ? COUNT(vec_small) : COUNT(vec_n)); i++)
         case_vecadd(ctx, small ? vec_small[i] : vec_n[i]);
+    for (size_t i = 0; i < (small ? COUNT(vec_small) : COUNT(vec_n)); i++)
+        case_dropout(ctx, small ? vec_small[i] : vec_n[i], i % 2 ? 0.1f : 0.5f);
     case_empty(ctx);
     case_tf32_empty_k(ctx);
 
