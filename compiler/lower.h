@@ -202,6 +202,8 @@ int slot_col(const Layout *L, int o1, int i1);
  * [W, 1] (axis 1): the same slots in the same threads where the layout allows */
 Tile tile_drop_unit_axis(Lower *c, Tile v);
 Tile tile_expand(Lower *c, Tile v, int axis);
+/* expand_dims(arange(W), 1) in L, a [W, 1] layout: each slot its own row index */
+Tile tile_row_iota(Lower *c, const Layout *L);
 /* ---- lower_smem.c: smem_alloc and scratch_* above, smem_alloc_aligned below */
 /* ---- lower_expr.c (and lower_expr above): what statements and parameters share of it */
 bool is_imm(Opnd o);                        /* an integer or float immediate */

@@ -178,6 +178,15 @@ static bool same_shape(Shape x, Shape y)
 static void lower_pair(Lower *c, Expr *x, Expr *y, Shape full, const Layout *want, Tile *tx, Tile *ty)
 {
     bool x_full = same_shape(x->shape, full), y_full = same_shape(y->shape, full);
+    if (!x_full && !y_full && want && want->rank == full.rank && full.rank == 2 &&
+        want->S[0] == full.dim[0] && want->S[1] == full.dim[1]) {
+        /* both broadcast (a row and a column making a mask): each in its view of the wanted
+           layout, so the result is made there with no layout change */
+        Layout vx = broadcast_view(want, x->shape), vy = broadcast_view(want, y->shape);
+        *tx = lower_expr(c, x, x->shape.rank ? &vx : NULL);
+        *ty = lower_expr(c, y, y->shape.rank ? &vy : NULL);
+        return;
+    }
     if (!x_full && y_full && x->shape.rank > 0) {
         *ty = lower_expr(c, y, want);
         Layout v = broadcast_view(&ty->L, x->shape);
@@ -443,6 +452,9 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
         return scalar_of(c, e->type, R(ir_bin(f, OP_DIV, pt, R(opnd_reg(c, s, pt)), b.v[0])));
     }
     case B_EXPAND_DIMS:
+        if (e->axis == 1 && e->args[0]->kind == E_CALL && e->args[0]->builtin == B_ARANGE && want &&
+            want->rank == 2 && want->S[0] == e->shape.dim[0] && want->S[1] == 1)
+            return tile_row_iota(c, want);
         return tile_expand(c, lower_expr(c, e->args[0], NULL), e->axis);
     case B_SQUEEZE:
         return tile_drop_unit_axis(c, lower_expr(c, e->args[0], NULL));

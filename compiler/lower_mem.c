@@ -20,11 +20,17 @@ static int64_t gcd64(int64_t a, int64_t b)
 }
 
 /* The k of a fact `X % k == 0` about s anywhere in a conjunction e (`a && b` states both), as the
- * least common multiple with m. */
+ * least common multiple with m; `X == c` (a head dimension fixed at 64, say) makes X a multiple
+ * of c. */
 static int64_t multiple_in(Expr *e, Sym *s, int64_t m)
 {
     if (e->kind == E_BINARY && e->op == OP_AND)
         return multiple_in(e->b, s, multiple_in(e->a, s, m));
+    if (e->kind == E_BINARY && e->op == OP_EQ && e->a->kind == E_NAME && e->a->sym == s &&
+        e->b->kind == E_INT && e->b->ival > 0) {
+        int64_t k = e->b->ival < (1 << 30) ? e->b->ival : 1;
+        return m / gcd64(m, k) * k;
+    }
     if (e->kind == E_BINARY && e->op == OP_EQ && e->b->kind == E_INT && e->b->ival == 0 &&
         e->a->kind == E_BINARY && e->a->op == '%' && e->a->a->kind == E_NAME && e->a->a->sym == s &&
         e->a->b->kind == E_INT && e->a->b->ival > 0) {

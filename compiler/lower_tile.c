@@ -164,6 +164,27 @@ int slot_index(const Layout *L, int o0, int i0, int o1, int i1)
 static int slot_row(const Layout *L, int o0, int i0) { return L->bcast[0] ? o0 * L->V[0] + i0 : o0 * L->T[0] * L->V[0] + i0; }
 int slot_col(const Layout *L, int o1, int i1) { return L->bcast[1] ? o1 * L->V[1] + i1 : o1 * L->T[1] * L->V[1] + i1; }
 
+/* The column 0, 1, ..., W-1 (`expand_dims(arange(W), 1)`) made directly in L, a [W, 1] layout:
+ * each slot holds its own row, so a column of row indices next to a tile in any layout (the
+ * tensor cores' accumulator, for a causal mask) needs no layout change. */
+Tile tile_row_iota(Lower *c, const Layout *L)
+{
+    Tile r = { TY_I32, *L, NULL };
+    int n = layout_slots(L);
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+    int t0 = thread_coord(c, L, 0);
+    int base = L->bcast[0] ? ir_mov(c->f, PT_S32, IMM(0)) : ir_bin(c->f, OP_MUL, PT_S32, R(t0), IMM(L->V[0]));
+    for (int o0 = 0; o0 < L->O[0]; o0++)
+        for (int i0 = 0; i0 < L->V[0]; i0++) {
+            int row = slot_row(L, o0, i0);
+            Opnd v = row ? R(ir_bin(c->f, OP_ADD, PT_S32, R(base), IMM(row))) : R(base);
+            for (int o1 = 0; o1 < L->O[1]; o1++)
+                for (int i1 = 0; i1 < L->V[1]; i1++)
+                    r.v[slot_index(L, o0, i0, o1, i1)] = v;
+        }
+    return r;
+}
+
 /* A broadcast source [1 or S0, 1 or S1] whose layout lines up with L along the kept dimension
  * needs no data movement: each destination slot reads the matching source slot. */
 static bool aligned_broadcast(const Layout *src, const Layout *dst)
