@@ -136,6 +136,10 @@ static Example examples[] = {
     {"gemv_bf16", "W x y N K", NULL, NULL, false, "gemv"},
     {"rmsnorm", "X W Y eps R N", NULL, NULL, false, NULL},
     {"rmsnorm_f16", "X W Y eps R N", NULL, NULL, false, "rmsnorm"},
+    {"attention", "Q K V O L scale causal BH S D BHKV", NULL, NULL, false, NULL},
+    {"attention_d128", "Q K V O L scale causal BH S D BHKV", NULL, NULL, false, "attention"},
+    {"attention_bf16", "Q K V O L scale causal BH S D BHKV", NULL, NULL, false, "attention"},
+    {"attention_bf16_d128", "Q K V O L scale causal BH S D BHKV", NULL, NULL, false, "attention"},
     {"dropout_fwd", "X Y p seed N", NULL, NULL, false, "dropout"},
     {"dropout_bwd", "DY DX p seed N", NULL, NULL, false, "dropout"},
 };
@@ -1111,6 +1115,123 @@ done:
     free(x), free(w), free(ref), free(bound);
 }
 
+/* examples/attention.tile against float64: O = softmax(scale Q K^T, masked) V per query head,
+ * K and V from head bh / G (G = BH / BHKV), L = the rows' logsumexp. The bound of each output
+ * follows the kernel's arithmetic: scores by the tensor cores on exact 16-bit inputs (f32
+ * accumulation: gamma(D) of sum |q||k|, then the scale's rounding), each error moving a
+ * probability by at most twice the worst score error of its row (its own and the maximum's);
+ * exp as ex2.approx of an argument rounded once (2^-22 + |x| u relative); P rounded to the
+ * operand type for P V (u_p) while l sums the unrounded ones; P V and l accumulated in f32
+ * (gamma(S)); the division; O rounded to its type (u_o). */
+static void ref_attention(const float *q, const float *k, const float *v, int bh, int g, int s, int d,
+                          float scale, bool causal, double up, double *o, double *ob, double *l, double *lb)
+{
+    double *sc = malloc((size_t)s * 8 + 8), *se = malloc((size_t)s * 8 + 8);
+    double gd = gamma_n(d, U_F32), gs = gamma_n(s + 2, U_F32);
+    for (int h = 0; h < bh; h++) {
+        const float *qh = q + (size_t)h * s * d, *kh = k + (size_t)(h / g) * s * d, *vh = v + (size_t)(h / g) * s * d;
+        for (int i = 0; i < s; i++) {
+            int nj = causal ? i + 1 : s;
+            double m = -INFINITY, emax = 0;
+            for (int j = 0; j < nj; j++) {
+                double acc = 0, mag = 0;
+                for (int x = 0; x < d; x++) {
+                    acc += (double)qh[(size_t)i * d + x] * kh[(size_t)j * d + x];
+                    mag += fabs((double)qh[(size_t)i * d + x] * kh[(size_t)j * d + x]);
+                }
+                sc[j] = acc * scale;
+                se[j] = (gd * mag * scale + U_F32 * fabs(sc[j])) * (1 + 2 * U_F32);
+                m = sc[j] > m ? sc[j] : m;
+                emax = se[j] > emax ? se[j] : emax;
+            }
+            double lsum = 0, rel_p = 0;
+            for (int j = 0; j < nj; j++) {
+                double x = sc[j] - m;
+                lsum += exp(x);
+                double r = expm1(2 * emax) + 0x1p-22 + fabs(x) * 1.5 * U_F32;
+                rel_p = r > rel_p ? r : rel_p;
+            }
+            for (int x = 0; x < d; x++) {
+                double acc = 0, mag = 0;
+                for (int j = 0; j < nj; j++) {
+                    double p = exp(sc[j] - m);
+                    acc += p * vh[(size_t)j * d + x];
+                    mag += p * fabs(vh[(size_t)j * d + x]);
+                }
+                size_t at = ((size_t)h * s + i) * d + x;
+                o[at] = acc / lsum;
+                /* numerator: each p within rel_p, rounded for P V (up), the sum gamma(S); l: rel_p
+                   and gamma(S); the division one rounding */
+                double num = mag / lsum * (rel_p + up + gs) * (1 + up);
+                double den = fabs(o[at]) * (rel_p + gs) / (1 - rel_p - gs);
+                ob[at] = (num + den + U_F32 * (fabs(o[at]) + num + den)) * (1 + 0x1p-10);
+            }
+            size_t li = (size_t)h * s + i;
+            l[li] = m + log(lsum);
+            /* the maximum's error, l's relative error, lg2.approx (2^-22 relative) times ln 2 */
+            lb[li] = (emax + (rel_p + gs) * 1.01 + 0x1p-21 * fabs(log(lsum)) + U_F32 * fabs(l[li]) * 3) * (1 + 0x1p-10);
+        }
+    }
+    free(sc);
+    free(se);
+}
+
+static void case_attention(tilert_context *ctx, const char *name, MmaType t, int d, int bh, int g, int s, bool causal)
+{
+    tilert_kernel *k = kernel(ctx, name);
+    if (!k)
+        return;
+    char desc[128];
+    snprintf(desc, sizeof desc, "%s BH=%d G=%d S=%d D=%d%s", name, bh, g, s, d, causal ? " causal" : "");
+    int bhkv = bh / g;
+    size_t nq = (size_t)bh * s * d, nk = (size_t)bhkv * s * d, nl = (size_t)bh * s;
+    float *hq = malloc(nq * 4 + 4), *hk = malloc(nk * 4 + 4), *hv = malloc(nk * 4 + 4), *hl = malloc((nl + GUARD) * 4);
+    double *ref = malloc(nq * 8 + 8), *bound = malloc(nq * 8 + 8), *lref = malloc(nl * 8 + 8), *lbound = malloc(nl * 8 + 8);
+    CUdeviceptr dq, dk, dv, do_, dl;
+    float scale = 1 / sqrtf((float)d);
+    if (!hq || !hk || !hv || !hl || !ref || !bound || !lref || !lbound) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    if (!(dq = mma_input(t, hq, nq)) || !(dk = mma_input(t, hk, nk)) || !(dv = mma_input(t, hv, nk)) ||
+        !(do_ = dev_halves(nq)) || !(dl = dev_floats(nl))) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    tilert_arg a[] = {tilert_ptr(dq), tilert_ptr(dk), tilert_ptr(dv), tilert_ptr(do_), tilert_ptr(dl),
+                      tilert_f32(scale), tilert_i32(causal), tilert_i32(bh), tilert_i32(s), tilert_i32(d),
+                      tilert_i32(bhkv)};
+    ref_attention(hq, hk, hv, bh, g, s, d, scale, causal, t == T_BF16 ? U_BF16 : U_F16, ref, bound, lref, lbound);
+    if (!launch(desc, k, a, 11))
+        goto done;
+    bound_store(ref, bound, nq, t == T_BF16 ? U_BF16 : U_F16, t == T_BF16 ? 0x1p-134 : 0x1p-25);
+    check_halves(desc, t, do_, nq, ref, bound, (size_t)d);
+    char ldesc[160];
+    snprintf(ldesc, sizeof ldesc, "%s (logsumexp)", desc);
+    check_output(ldesc, dl, nl, lref, lbound, (size_t)s);
+done:
+    free_case();
+    free(hq), free(hk), free(hv), free(hl), free(ref), free(bound), free(lref), free(lbound);
+}
+
+static void cases_attention(tilert_context *ctx)
+{
+    static const struct { const char *name; MmaType t; int d; } ks[] = {
+        {"attention", T_F16, 64}, {"attention_d128", T_F16, 128},
+        {"attention_bf16", T_BF16, 64}, {"attention_bf16_d128", T_BF16, 128},
+    };
+    /* BH, G, S: sequence lengths 1, 7, 100, 129, 1000 (not multiples of the 128 x 64 blocks) */
+    static const int sz[][3] = {{1, 1, 1}, {2, 1, 7}, {4, 2, 100}, {3, 3, 129}, {4, 4, 1000}, {2, 1, 256}};
+    static const int sz_small[][3] = {{1, 1, 7}, {4, 2, 129}, {2, 1, 128}};
+    bool small = test_small();
+    for (size_t x = 0; x < COUNT(ks); x++)
+        for (size_t i = 0; i < (small ? COUNT(sz_small) : COUNT(sz)); i++)
+            for (int causal = 0; causal < 2; causal++) {
+                const int *z = small ? sz_small[i] : sz[i];
+                case_attention(ctx, ks[x].name, ks[x].t, ks[x].d, z[0], z[1], z[2], causal);
+            }
+}
+
 /* vecadd with N = 0: an empty grid launches nothing, succeeds, and writes nothing. */
 static void case_empty(tilert_context *ctx)
 {
@@ -1216,6 +1337,8 @@ int main(int argc, char **argv)
     case_rows(ctx, SOFTMAX, 2, 8193, true);
     case_rows(ctx, LAYERNORM, 2, 8193, true);
     cases_lse(ctx);
+    if (tilert_device_arch(ctx) >= 80)
+        cases_attention(ctx);
 
     /* K a multiple of 8 (the kernels assume it); windows of 8 rows x 1024 columns */
     static const int gv[][2] = {{1, 8}, {7, 1000}, {100, 2048}, {129, 4104}, {1000, 64}};
