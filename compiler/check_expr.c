@@ -938,8 +938,21 @@ bool check_index(Check *c, Expr *e, bool is_target)
             bad = true;
         } else if (is_literal(st) ? !adapt_literal(c, st, TY_I32) : false) {
             bad = true;
+        } else if (st->type == TY_I32 && st->shape.rank == 1 && !ix->width_expr) {
+            /* a gather: rows chosen by an index tile, then a window along the rows */
+            if (windows > 0 || i + 1 >= e->nidx) {
+                error_at(st->loc, "an index tile (%s) picks rows: it goes before one window "
+                         "along them, as in X[rows, 0 +: 64]", shape_str(c, st->type, st->shape));
+                bad = true;
+                continue;
+            }
+            ix->gather = true;
+            ix->width = st->shape.dim[0];
+            windows++;
+            shape.dim[shape.rank++] = ix->width;
+            continue;
         } else if (st->type != TY_I32 || st->shape.rank != 0) {
-            error_at(st->loc, "an index must be an i32 scalar, not %s",
+            error_at(st->loc, "an index must be an i32 scalar or an i32[W] tile of row indices, not %s",
                      shape_str(c, st->type, st->shape));
             bad = true;
         }
@@ -986,6 +999,12 @@ bool check_index(Check *c, Expr *e, bool is_target)
             bad = true;
         }
     }
+    for (int i = 0; i < e->nidx && !bad; i++)
+        if (e->idx[i].gather && windows != 2) {
+            error_at(e->idx[i].start->loc, "an index tile picks rows: exactly one window along them "
+                     "follows it, as in X[rows, 0 +: 64]");
+            bad = true;
+        }
     if (bad || !tile_fits(c, e->loc, s->type, shape))
         return fail(e);
     e->type = s->type;

@@ -375,6 +375,8 @@ typedef struct {
     int64_t width[MAX_TENSOR_RANK];
     bool inb[MAX_TENSOR_RANK]; /* proven in bounds */
     int vm;                    /* elements per memory access */
+    int gd;                    /* the gathered dimension (tile dimension 0), -1: none ... */
+    Expr *gexpr;               /* ... and its i32[W] tile of row indices */
 } Access;
 
 /* What access_init knows of window e without emitting code: all but the start registers. */
@@ -386,7 +388,16 @@ static void access_shape(Lower *c, Expr *e, Access *a)
     a->es = type_size(a->t->type);
     a->wd[0] = a->wd[1] = -1;
     int wins[2], nw = 0;
+    a->gd = -1;
     for (int d = 0; d < e->nidx; d++) {
+        if (e->idx[d].gather) {
+            a->gd = d;
+            a->gexpr = e->idx[d].start;
+            a->width[d] = e->idx[d].width;
+            wins[nw++] = d;
+            a->inb[d] = false;
+            continue;
+        }
         a->width[d] = e->idx[d].width_expr ? e->idx[d].width : 0;
         if (a->width[d])
             wins[nw++] = d;
@@ -405,7 +416,7 @@ static void access_init(Lower *c, Expr *e, Access *a)
 {
     access_shape(c, e, a);
     for (int d = 0; d < e->nidx; d++)
-        a->start[d] = lower_expr(c, e->idx[d].start, NULL).v[0];
+        a->start[d] = d == a->gd ? IMM(0) : lower_expr(c, e->idx[d].start, NULL).v[0];
 }
 
 /* May the innermost tile dimension move in vectors of vm elements? */
@@ -515,6 +526,8 @@ static void access_addr(Lower *c, Access *a, const Layout *L, Addr *ad)
     ad->row0 = ad->col0 = -1;
     for (int d = 0; d < a->t->rank; d++) {
         Opnd idx = a->start[d];
+        if (d == a->gd)
+            continue;          /* each row's own index: for_each_chunk adds it */
         if (d == a->wd[0] || d == a->wd[1]) {
             int td = d == a->wd[0] ? 0 : 1;
             int tc = thread_coord(c, L, td);
@@ -589,10 +602,34 @@ static void for_each_chunk(Lower *c, Access *a, const Layout *L, int vm, int ext
         }
         coff[j] = ad.colstep.kind == O_IMM ? mul64(cd, ad.colstep.i) : 0;
     }
+    /* a gather: every row's index, in the rows' view of L (each thread the rows it holds) */
+    Tile gi = { TY_I32, *L, NULL };
+    Layout gview;
+    if (a->gd >= 0) {
+        Shape cs = { 2, { L->S[0], 1 } };
+        gview = broadcast_view(L, cs);
+        gi = to_layout(c, tile_expand(c, lower_expr(c, a->gexpr, NULL), 1), &gview);
+    }
     for (int o0 = 0; o0 < L->O[0]; o0++)
         for (int i0 = 0; i0 < L->V[0]; i0++) {
             int rd = row_delta(L, o0, i0);
             int rpred = -1;
+            if (a->gd >= 0) {
+                /* the row at its own index: out of range (negative too, as unsigned) is masked */
+                Opnd g = gi.v[slot_index(&gview, o0, i0, 0, 0)];
+                int greg = opnd_reg(c, g, PT_S32);
+                int rp = ir_setp(f, CMP_LO, PT_U32, R(greg), a->ti->dim[a->gd]);
+                int rg = and_pred(c, base_guard, rp);
+                int raddr = ir_tern(f, OP_MAD, PT_S64, s64_of(c, R(greg)), ad.rowstep, R(ad.base));
+                for (int j = 0; j < ncol; j++) {
+                    int o1 = (j * vm) / L->V[1], i1 = (j * vm) % L->V[1];
+                    int addr = raddr;
+                    if (ad.colstep.kind != O_IMM && caddr_delta[j])
+                        addr = ir_tern(f, OP_MAD, PT_S64, ad.colstep, IMM(caddr_delta[j]), R(raddr));
+                    fn(c, ctx, addr, coff[j], vm, and_pred(c, rg, cpred[j]), slot_of(L, o0, i0, o1, i1));
+                }
+                continue;
+            }
             if (a->wd[0] >= 0 && !a->inb[a->wd[0]]) {
                 int idx = rd ? ir_bin(f, OP_ADD, PT_S32, R(ad.row0), IMM(rd)) : ad.row0;
                 rpred = ir_setp(f, CMP_LO, PT_U32, R(idx), a->ti->dim[a->wd[0]]);
@@ -650,7 +687,7 @@ static Opnd fill_of(Lower *c, Expr *e)
  * as they are in a column (one slot per row). 0: not such a column, or no vector fits. */
 static int column_as_row(Lower *c, Expr *e, Access *a, const Layout *L, Access *t, Layout *T)
 {
-    if (a->nwin != 2 || L->S[1] != 1 || L->O[1] * L->V[1] != 1 || L->V[0] < 2 || L->bcast[0] ||
+    if (a->nwin != 2 || a->gd >= 0 || L->S[1] != 1 || L->O[1] * L->V[1] != 1 || L->V[0] < 2 || L->bcast[0] ||
         !layout_transpose(L, T))
         return 0;
     *t = *a;

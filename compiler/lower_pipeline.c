@@ -72,7 +72,7 @@ static bool uses_sym(Expr *e, Sym *s)
 
 static bool pipelinable_window(Expr *x, Sym **inner, int ninner)
 {
-    if (x->kind != E_INDEX || x->shape.rank != 2)
+    if (x->kind != E_INDEX || x->shape.rank != 2 || index_gather_dim(x) >= 0)
         return false;
     for (int i = 0; i < x->nidx; i++)
         if (!invariant_but_loop_var(x->idx[i].start, inner, ninner))

@@ -35,7 +35,7 @@ static bool window_ok(Lower *c, const PipeOperand *p)
     Expr *win = p->window;
     int pitch = p->pitch;
     if (!c->target->tma || p->held || !p->plan || !matmul_side(p->plan->row->tma, p->side) ||
-        win->kind != E_INDEX || win->type != TY_F32 || win->nidx != 2)
+        win->kind != E_INDEX || index_gather_dim(win) >= 0 || win->type != TY_F32 || win->nidx != 2)
         return false;
     Sym *t = win->sym;
     if (!t || t->kind != SYM_TENSOR || t->rank != 2 || t->type != TY_F32)

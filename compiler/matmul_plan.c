@@ -261,7 +261,8 @@ MatmulPlan *matmul_plan(Lower *c, Expr *mm)
     ElemType t = matmul_stored_type(x);
     bool trans[2] = { x->kind == E_INDEX && x->twin, y->kind == E_INDEX && y->twin };
     /* A neither a window nor a shared var: a value, in registers before the product */
-    bool a_value = x->kind != E_INDEX && !(x->kind == E_NAME && x->sym->kind == SYM_VAR && x->sym->is_shared);
+    bool a_value = (x->kind != E_INDEX || index_gather_dim(x) >= 0) &&
+                   !(x->kind == E_NAME && x->sym->kind == SYM_VAR && x->sym->is_shared);
     matmul_choose(c, p, t, tf32, mm->shape, (int)mm->a->shape.dim[1], trans, a_value);
     p->mm = mm;
     p->next = c->plans;

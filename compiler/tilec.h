@@ -168,11 +168,13 @@ typedef enum {
 extern const BuiltinInfo builtin_info[B_COUNT_];
 
 /* One subscript of E_INDEX. A window `start +: width` keeps the dimension (width constant);
- * a single index `start` drops it. */
+ * a single index `start` drops it; an i32[W] tile of indices keeps it with width W (a gather:
+ * X[rows, 0 +: D] is the rows rows[0], rows[1], ...). */
 typedef struct {
     Expr *start;
     Expr *width_expr;      /* NULL for a single index; check folds it into width */
-    int64_t width;         /* set by check for windows; 0 for single indices */
+    int64_t width;         /* set by check for windows and gathers; 0 for single indices */
+    bool gather;           /* start is an i32[W] tile of indices: W rows, each its own (width W) */
     Loc loc;
 } Index;
 
@@ -201,6 +203,17 @@ struct Expr {
     ElemType type;         /* element type of the value */
     Shape shape;           /* rank 0 = scalar */
 };
+
+/* The subscript of E_INDEX e that gathers rows by an index tile, or -1: such an access is a
+ * value to the matmuls and pipelines (its rows are not one strided block), never a window. */
+static inline int index_gather_dim(const Expr *e)
+{
+    if (e->kind == E_INDEX)
+        for (int i = 0; i < e->nidx; i++)
+            if (e->idx[i].gather)
+                return i;
+    return -1;
+}
 
 typedef enum {
     S_BLOCK,    /* body[nbody] */
