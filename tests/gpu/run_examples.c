@@ -140,6 +140,10 @@ static Example examples[] = {
     {"attention_d128", "Q K V O L scale causal BH S D BHKV", NULL, NULL, false, "attention"},
     {"attention_bf16", "Q K V O L scale causal BH S D BHKV", NULL, NULL, false, "attention"},
     {"attention_bf16_d128", "Q K V O L scale causal BH S D BHKV", NULL, NULL, false, "attention"},
+    {"embedding", "ids E Y T V D", NULL, NULL, false, "gather"},
+    {"embedding_bwd", "ids DY DE T D V", NULL, NULL, false, "gather"},
+    {"moe_gather_mm", "perm X W Y M N K E", NULL, NULL, false, "gather"},
+    {"moe_scatter", "perm X gate Y M D N", NULL, NULL, false, "gather"},
     {"dropout_fwd", "X Y p seed N", NULL, NULL, false, "dropout"},
     {"dropout_bwd", "DY DX p seed N", NULL, NULL, false, "dropout"},
 };
@@ -1232,6 +1236,155 @@ static void cases_attention(tilert_context *ctx)
             }
 }
 
+/* examples/gather.tile. Row indices: mostly in range, some out of it (negative and past the
+ * end), which read zeros and whose stores and atomics are dropped. */
+static int32_t *row_ids(size_t n, int range, bool with_bad)
+{
+    int32_t *ids = malloc(n * 4 + 4);
+    for (size_t i = 0; ids && i < n; i++) {
+        uint64_t r = rng_next();
+        ids[i] = with_bad && r % 13 == 0 ? (r & 64 ? -1 - (int32_t)(r >> 40 & 7) : range + (int32_t)(r >> 40 & 7))
+                                         : (int32_t)((r >> 8) % (uint64_t)range);
+    }
+    return ids;
+}
+
+static void case_gather(tilert_context *ctx, int t, int v, int d)
+{
+    char desc[128];
+    /* embedding: f16 rows copied exactly; rows out of range give zeros */
+    tilert_kernel *k = kernel(ctx, "embedding");
+    snprintf(desc, sizeof desc, "embedding T=%d V=%d D=%d", t, v, d);
+    int32_t *ids = row_ids((size_t)t, v, true);
+    float *e = malloc((size_t)v * d * 4 + 4), *dy = malloc((size_t)t * d * 4 + 4);
+    double *ref = malloc((size_t)(t > v ? t : v) * d * 8 + 8), *bound = calloc((size_t)(t > v ? t : v) * d + 1, 8);
+    CUdeviceptr dids, de, dout;
+    if (!ids || !e || !dy || !ref || !bound) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    if (k) {
+        if (!(dids = dev_input((const float *)ids, (size_t)t)) || !(de = mma_input(T_F16, e, (size_t)v * d)) ||
+            !(dout = dev_halves((size_t)t * d))) {
+            result(false, desc, "device memory setup failed");
+            goto done;
+        }
+        for (int i = 0; i < t; i++)
+            for (int j = 0; j < d; j++)
+                ref[(size_t)i * d + j] = ids[i] >= 0 && ids[i] < v ? e[(size_t)ids[i] * d + j] : 0;
+        tilert_arg a[] = {tilert_ptr(dids), tilert_ptr(de), tilert_ptr(dout), tilert_i32(t), tilert_i32(v), tilert_i32(d)};
+        if (launch(desc, k, a, 6))
+            check_halves(desc, T_F16, dout, (size_t)t * d, ref, bound, (size_t)d);
+        free_case();
+    }
+    /* embedding_bwd: DE starts at a random table; each in-range id adds its DY row, repeated ids
+       in any order (n additions a term at most) */
+    k = kernel(ctx, "embedding_bwd");
+    snprintf(desc, sizeof desc, "embedding_bwd T=%d V=%d D=%d", t, v, d);
+    if (k) {
+        rng_fill(e, (size_t)v * d, -1, 1);
+        rng_fill(dy, (size_t)t * d, -1, 1);
+        int *count = calloc((size_t)v + 1, sizeof(int));
+        for (size_t i = 0; i < (size_t)v * d; i++) {
+            ref[i] = e[i];
+            bound[i] = fabs(e[i]);
+        }
+        for (int i = 0; i < t; i++)
+            if (ids[i] >= 0 && ids[i] < v) {
+                count[ids[i]]++;
+                for (int j = 0; j < d; j++) {
+                    ref[(size_t)ids[i] * d + j] += dy[(size_t)i * d + j];
+                    bound[(size_t)ids[i] * d + j] += fabs(dy[(size_t)i * d + j]);
+                }
+            }
+        for (int r = 0; r < v; r++)
+            for (int j = 0; j < d; j++)
+                bound[(size_t)r * d + j] *= gamma_n(count[r], U_F32) * (1 + 0x1p-10);
+        free(count);
+        if (!(dids = dev_input((const float *)ids, (size_t)t)) || !(dout = dev_input(e, (size_t)v * d)) ||
+            !(de = dev_input(dy, (size_t)t * d))) {
+            result(false, desc, "device memory setup failed");
+            goto done;
+        }
+        tilert_arg a[] = {tilert_ptr(dids), tilert_ptr(de), tilert_ptr(dout), tilert_i32(t), tilert_i32(d), tilert_i32(v)};
+        if (launch(desc, k, a, 6))
+            check_output(desc, dout, (size_t)v * d, ref, bound, (size_t)d);
+        free_case();
+    }
+done:
+    free_case();
+    free(ids), free(e), free(dy), free(ref), free(bound);
+}
+
+/* moe_gather_mm: Y = X[perm] @ W on the tensor cores (f16 products exact, f32 sums); rows of
+ * perm out of range are zero rows. moe_scatter: Y[perm[i]] = X[i] * gate[i] with perm a
+ * permutation of Y's rows, so every row is written once (one rounding). */
+static void case_moe(tilert_context *ctx, int m, int n, int kk, int e)
+{
+    char desc[128];
+    snprintf(desc, sizeof desc, "moe_gather_mm M=%d N=%d K=%d E=%d", m, n, kk, e);
+    tilert_kernel *k = kernel(ctx, "moe_gather_mm");
+    int32_t *perm = row_ids((size_t)m, n, true);
+    float *x = malloc((size_t)n * kk * 4 + 4), *w = malloc((size_t)kk * e * 4 + 4), *ga = calloc((size_t)m * kk + 1, 4);
+    double *ref = malloc((size_t)m * e * 8 + 8), *bound = malloc((size_t)m * e * 8 + 8);
+    CUdeviceptr dp, dx, dw, dy;
+    if (!perm || !x || !w || !ga || !ref || !bound) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    if (k) {
+        if (!(dp = dev_input((const float *)perm, (size_t)m)) || !(dx = mma_input(T_F16, x, (size_t)n * kk)) ||
+            !(dw = mma_input(T_F16, w, (size_t)kk * e)) || !(dy = dev_floats((size_t)m * e))) {
+            result(false, desc, "device memory setup failed");
+            goto done;
+        }
+        for (int i = 0; i < m; i++)
+            if (perm[i] >= 0 && perm[i] < n)
+                memcpy(ga + (size_t)i * kk, x + (size_t)perm[i] * kk, (size_t)kk * 4);
+        ref_matmul_bound(ga, NULL, w, NULL, ref, bound, m, e, kk, SUM_TENSOR);
+        tilert_arg a[] = {tilert_ptr(dp), tilert_ptr(dx), tilert_ptr(dw), tilert_ptr(dy), tilert_i32(m), tilert_i32(n),
+                          tilert_i32(kk), tilert_i32(e)};
+        if (launch(desc, k, a, 8))
+            check_output(desc, dy, (size_t)m * e, ref, bound, (size_t)e);
+        free_case();
+    }
+    k = kernel(ctx, "moe_scatter");
+    snprintf(desc, sizeof desc, "moe_scatter M=N=%d D=%d", m, kk);
+    if (k) {
+        int32_t *pm = malloc((size_t)m * 4 + 4);
+        float *xs = malloc((size_t)m * kk * 4 + 4), *gate = malloc((size_t)m * 4 + 4);
+        double *r2 = malloc((size_t)m * kk * 8 + 8), *b2 = malloc((size_t)m * kk * 8 + 8);
+        for (int i = 0; i < m; i++)
+            pm[i] = i;
+        for (int i = m - 1; i > 0; i--) {
+            int j = (int)(rng_next() % (uint64_t)(i + 1)), tmp = pm[i];
+            pm[i] = pm[j];
+            pm[j] = tmp;
+        }
+        rng_fill(xs, (size_t)m * kk, -2, 2);
+        rng_fill(gate, (size_t)m, 0, 1);
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < kk; j++) {
+                double v = (double)xs[(size_t)i * kk + j] * gate[i];
+                r2[(size_t)pm[i] * kk + j] = v;
+                b2[(size_t)pm[i] * kk + j] = fabs(v) * U_F32;
+            }
+        CUdeviceptr q1, q2, q3, q4;
+        if ((q1 = dev_input((const float *)pm, (size_t)m)) && (q2 = dev_input(xs, (size_t)m * kk)) &&
+            (q3 = dev_input(gate, (size_t)m)) && (q4 = dev_floats((size_t)m * kk))) {
+            tilert_arg a[] = {tilert_ptr(q1), tilert_ptr(q2), tilert_ptr(q3), tilert_ptr(q4), tilert_i32(m),
+                              tilert_i32(kk), tilert_i32(m)};
+            if (launch(desc, k, a, 7))
+                check_output(desc, q4, (size_t)m * kk, r2, b2, (size_t)kk);
+        } else
+            result(false, desc, "device memory setup failed");
+        free(pm), free(xs), free(gate), free(r2), free(b2);
+    }
+done:
+    free_case();
+    free(perm), free(x), free(w), free(ga), free(ref), free(bound);
+}
+
 /* vecadd with N = 0: an empty grid launches nothing, succeeds, and writes nothing. */
 static void case_empty(tilert_context *ctx)
 {
@@ -1339,6 +1492,21 @@ int main(int argc, char **argv)
     cases_lse(ctx);
     if (tilert_device_arch(ctx) >= 80)
         cases_attention(ctx);
+    /* T, V, D: tokens and table rows not multiples of the 32-row blocks, D of the 256 columns */
+    static const int gt[][3] = {{1, 1, 8}, {33, 7, 264}, {100, 1000, 512}, {1000, 50, 136}};
+    static const int gt_small[][3] = {{1, 1, 8}, {33, 7, 264}, {64, 100, 256}};
+    for (size_t i = 0; i < (small ? COUNT(gt_small) : COUNT(gt)); i++) {
+        const int *g = small ? gt_small[i] : gt[i];
+        case_gather(ctx, g[0], g[1], g[2]);
+    }
+    if (tilert_device_arch(ctx) >= 80) {
+        static const int mt[][4] = {{1, 1, 8, 8}, {70, 50, 40, 72}, {130, 300, 136, 200}};
+        static const int mt_small[][4] = {{1, 1, 8, 8}, {64, 64, 64, 64}, {70, 50, 40, 72}};
+        for (size_t i = 0; i < (small ? COUNT(mt_small) : COUNT(mt)); i++) {
+            const int *g = small ? mt_small[i] : mt[i];
+            case_moe(ctx, g[0], g[1], g[2], g[3]);
+        }
+    }
 
     /* K a multiple of 8 (the kernels assume it); windows of 8 rows x 1024 columns */
     static const int gv[][2] = {{1, 8}, {7, 1000}, {100, 2048}, {129, 4104}, {1000, 64}};
