@@ -39,6 +39,8 @@
     X(SUM,     "sum",     NULL,    1, 1, BK_REDUCE) \
     X(MAX,     "max",     NULL,    1, 2, BK_REDUCE) \
     X(MIN,     "min",     NULL,    1, 2, BK_REDUCE) \
+    X(ARGMAX,  "argmax",  NULL,    1, 1, BK_REDUCE) \
+    X(ARGMIN,  "argmin",  NULL,    1, 1, BK_REDUCE) \
     X(CDIV,    "cdiv",    NULL,    2, 2, BK_PAIR) \
     X(ARANGE,  "arange",  NULL,    1, 1, BK_ARANGE) \
     X(BITCAST, "bitcast", NULL,    2, 2, BK_BITCAST) \

@@ -490,6 +490,20 @@ static bool check_reduction(Check *c, Expr *e, Expr *x, Expr *axis)
         return fail(e);
     }
     e->type = e->builtin == B_SUM && (x->type == TY_F16 || x->type == TY_BF16) ? TY_F32 : x->type;
+    bool arg = e->builtin == B_ARGMAX || e->builtin == B_ARGMIN;
+    if (arg) {
+        /* the position along the axis: the first of equal values */
+        e->type = TY_I32;
+        if (!axis || x->shape.rank == 0) {
+            error_at(e->loc, "'%s' needs a tile and axis=K: %s(x, axis=1) is each row's position "
+                     "of its %s", e->name, e->name, e->builtin == B_ARGMAX ? "largest" : "smallest");
+            return fail(e);
+        }
+        if (x->type == TY_I64) {
+            error_at(x->loc, "'%s' takes f32, f16, bf16, i32 or u32 values, not i64", e->name);
+            return fail(e);
+        }
+    }
     if (!axis) {
         e->axis = -1;
         e->shape.rank = 0;

@@ -386,12 +386,161 @@ static Tile reduce_axis_smem(Lower *c, Tile v, Builtin b, int nd, ElemType rt)
     return r;
 }
 
+/* One butterfly step's partner register. */
+static int shfl_reg(Lower *c, int r, int m, RegClass rc)
+{
+    int d = new_reg(c->f, rc);
+    Ins *in = emit_ins(c->f, OP_SHFL, PT_B32);
+    in->dst[0] = d;
+    in->ndst = 1;
+    in->src[0] = R(r);
+    in->src[1] = IMM(m);
+    in->nsrc = 2;
+    return d;
+}
+
+/* (val, idx) := (v, i) where v is better (larger for argmax, smaller for argmin) or equal with a
+ * smaller index: the first of equal values wins, whatever order the pairs meet in. */
+static void arg_take(Lower *c, Builtin b, PType t, int *val, int *idx, Opnd v, Opnd i, bool ordered)
+{
+    Func *f = c->f;
+    int vr = opnd_reg(c, v, t), ir = opnd_reg(c, i, PT_S32);
+    int better = ir_setp(f, b == B_ARGMAX ? CMP_GT : CMP_LT, t, R(vr), R(*val));
+    if (!ordered) {
+        int eq = ir_setp(f, CMP_EQ, t, R(vr), R(*val));
+        int lo = ir_setp(f, CMP_LT, PT_S32, R(ir), R(*idx));
+        better = ir_bin(f, OP_BOR, PT_PRED, R(better), R(ir_bin(f, OP_BAND, PT_PRED, R(eq), R(lo))));
+    }
+    *val = ir_tern(f, OP_SELP, t, R(vr), R(*val), R(better));
+    *idx = ir_tern(f, OP_SELP, PT_S32, R(ir), R(*idx), R(better));
+}
+
+/* argmax / argmin along axis nd: each thread walks its own slots in index order, the lanes along
+ * the axis exchange (value, index) pairs by shuffles, and warp groups meet through shared memory
+ * (two words a pair), as reduce_axis_hier does for sums. The result: i32 positions in
+ * [0, S[nd]), broadcast along the axis. */
+static Tile reduce_arg(Lower *c, Tile v, Builtin b, int nd)
+{
+    Func *f = c->f;
+    if (!layout_tid_plain(&v.L) || v.L.lo_t0_low || v.L.bcast[1 - nd]) {
+        Shape s = { 2, { v.L.S[0], v.L.S[1] } };
+        Layout plain = layout_rowmajor(s, c->threads, 1);
+        plain.rank = v.L.rank;
+        v = to_layout(c, v, &plain);
+    }
+    PType t = held_ptype(v.type);
+    RegClass rc = ptype_class(t);
+    Layout L = v.L, R0 = v.L;
+    int kd = 1 - nd;
+    R0.S[nd] = R0.O[nd] = R0.V[nd] = 1;
+    R0.bcast[nd] = L.T[nd] > 1 || L.bcast[nd];
+    Tile r = { TY_I32, R0, NULL };
+    int nk = L.O[kd] * L.V[kd];
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)nk);
+    bool spread = !L.bcast[nd] && L.T[nd] > 1;
+    int lanes = !spread ? 1 : nd == 1 ? (L.T[1] < 32 ? L.T[1] : 32)
+              : (L.T[1] >= 32 ? 1 : (L.T[0] * L.T[1] <= 32 ? L.T[0] : 32 / L.T[1]));
+    int groups = spread ? L.T[nd] / lanes : 1;
+    int tn = spread ? thread_coord(c, &L, nd) : -1;
+    int tbase = spread ? ir_bin(f, OP_MUL, PT_S32, R(tn), IMM(L.V[nd])) : -1;
+    int *val = malloc(sizeof(int) * (size_t)nk), *idx = malloc(sizeof(int) * (size_t)nk);
+    for (int o = 0; o < L.O[kd]; o++)
+        for (int i = 0; i < L.V[kd]; i++) {
+            int k = o * L.V[kd] + i;
+            val[k] = idx[k] = -1;
+            for (int a = 0; a < L.O[nd]; a++)
+                for (int bb = 0; bb < L.V[nd]; bb++) {
+                    Opnd x = nd == 1 ? v.v[slot_of(&L, o, i, a, bb)] : v.v[slot_of(&L, a, bb, o, i)];
+                    int rel = spread ? a * L.T[nd] * L.V[nd] + bb : a * L.V[nd] + bb;
+                    Opnd ix = spread ? (rel ? R(ir_bin(f, OP_ADD, PT_S32, R(tbase), IMM(rel))) : R(tbase)) : IMM(rel);
+                    if (val[k] < 0) {
+                        val[k] = opnd_reg(c, x, t);
+                        idx[k] = opnd_reg(c, ix, PT_S32);
+                    } else {
+                        arg_take(c, b, t, &val[k], &idx[k], x, ix, true);
+                    }
+                }
+            if (lanes > 1) {
+                int lo = nd == 1 ? 1 : L.T[1];
+                for (int m = lo * lanes / 2; m >= lo; m /= 2) {
+                    int ov = shfl_reg(c, val[k], m, rc), oi = shfl_reg(c, idx[k], m, RC_R);
+                    arg_take(c, b, t, &val[k], &idx[k], R(ov), R(oi), false);
+                }
+            }
+        }
+    if (groups > 1) {
+        /* words: values, then indices; pair ((k T_kd + t_kd) groups + g) */
+        int tk = thread_coord(c, &L, kd);
+        int words = nk * L.T[kd] * groups;
+        scratch_begin_write(c, words * 8);
+        int base = scratch_base_reg(c);
+        int g = ir_bin(f, OP_SHR, PT_U32, R(tn), IMM(ilog2(lanes)));
+        int row = ir_tern(f, OP_MAD, PT_U32, R(tk), IMM(groups), R(g));
+        int waddr = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(4), R(base));
+        int writer = primary_pred(c, &L);
+        if (lanes > 1) {
+            int low = ir_bin(f, OP_BAND, PT_B32, R(tn), IMM(lanes - 1));
+            int z = ir_setp(f, CMP_EQ, PT_U32, R(low), IMM(0));
+            writer = writer < 0 ? z : ir_bin(f, OP_BAND, PT_PRED, R(writer), R(z));
+        }
+        for (int k = 0; k < nk; k++)
+            for (int h = 0; h < 2; h++) {
+                Ins *in = emit_ins(f, OP_ST, h ? PT_B32 : (t == PT_F32 ? PT_F32 : PT_B32));
+                in->space = SP_SHARED;
+                in->src[0] = R(waddr);
+                in->src[1] = R(h ? idx[k] : val[k]);
+                in->nsrc = 2;
+                in->off = ((int64_t)h * words + (int64_t)k * L.T[kd] * groups) * 4;
+                in->guard = writer;
+                ir_naive_addr(f);
+            }
+        scratch_end_write(c);
+        int raddr = ir_tern(f, OP_MAD, PT_U32, R(tk), IMM(groups * 4), R(base));
+        for (int k = 0; k < nk; k++) {
+            int bv = -1, bi = -1;
+            for (int w = 0; w < groups; w++) {
+                int d[2];
+                for (int h = 0; h < 2; h++) {
+                    d[h] = new_reg(f, h ? RC_R : rc);
+                    Ins *in = emit_ins(f, OP_LD, h ? PT_B32 : (t == PT_F32 ? PT_F32 : PT_B32));
+                    in->space = SP_SHARED;
+                    in->dst[0] = d[h];
+                    in->ndst = 1;
+                    in->src[0] = R(raddr);
+                    in->nsrc = 1;
+                    in->off = ((int64_t)h * words + (int64_t)k * L.T[kd] * groups + w) * 4;
+                    ir_naive_addr(f);
+                }
+                /* a group's elements interleave with the next one's when a thread holds several
+                   runs along the axis: compare indices too */
+                if (bv < 0) {
+                    bv = d[0];
+                    bi = d[1];
+                } else {
+                    arg_take(c, b, t, &bv, &bi, R(d[0]), R(d[1]), false);
+                }
+            }
+            val[k] = bv;
+            idx[k] = bi;
+        }
+    }
+    for (int k = 0; k < nk; k++) {
+        int s = nd == 1 ? slot_of(&R0, k / L.V[kd], k % L.V[kd], 0, 0) : slot_of(&R0, 0, 0, k / L.V[kd], k % L.V[kd]);
+        r.v[s] = R(idx[k]);
+    }
+    free(val);
+    free(idx);
+    return r;
+}
+
 Tile reduce_tile(Lower *c, Tile v, Builtin b, int axis)
 {
     ElemType rt = (b == B_SUM && (v.type == TY_F16 || v.type == TY_BF16)) ? TY_F32 : v.type;
     if (axis < 0)
         return reduce_all(c, v, b, rt);
     int nd = v.L.rank == 1 ? 1 : axis;
+    if (b == B_ARGMAX || b == B_ARGMIN)
+        return reduce_arg(c, v, b, nd);
     if (warp_local(&v.L, nd))
         return reduce_axis_shuffle(c, v, b, nd, rt);
     if (hier_ok(&v.L, nd))
