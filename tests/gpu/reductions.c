@@ -2,7 +2,8 @@
  * reductions along an axis that spans several warps (shuffles, then a word per warp), sums along
  * an axis that a loop adds into a var (per-thread partials reduced after the loop; two statements
  * into one var; integers exact; a var the loop also reads, summed every step), and f16/bf16 rows
- * moved 16 bytes a thread, with and without the alignment assume; expand_dims and squeeze. Fresh random inputs, poisoned
+ * moved 16 bytes a thread, with and without the alignment assume; expand_dims and squeeze;
+ * argmax and argmin. Fresh random inputs, poisoned
  * outputs, sizes that are not tile multiples; every element within its bound (ref_util.h).
  * TILEC_TEST_SMALL: fewer sizes. Usage: reductions EXAMPLES_DIR */
 #include <math.h>
@@ -271,6 +272,50 @@ static void rank_changes(int rows, int cols)
     free(x), free(h), free(ref), free(bound);
 }
 
+/* argmax_rows, argmin_small (f32 rows, values on a grid of eighths so that ties happen),
+ * argmax_cols (i32 columns of values 0..9): the first position of the extreme value, exactly. */
+static void arg_case(const char *name, int rows, int n, bool cols, bool is_min, bool ints)
+{
+    char desc[128];
+    snprintf(desc, sizeof desc, "%s R=%d N=%d", name, rows, n);
+    size_t sx = (size_t)rows * n, sy = cols ? (size_t)n : (size_t)rows;
+    float *x = malloc(sx * 4 + 4);
+    int32_t *xi = malloc(sx * 4 + 4), *h = malloc(sy * 4 + 4), *want = malloc(sy * 4 + 4);
+    for (size_t i = 0; i < sx; i++) {
+        xi[i] = (int32_t)(rng_next() % 10);
+        x[i] = floorf(rng_uniform(-4, 4) * 8) / 8;
+    }
+    for (size_t l = 0; l < sy; l++) {
+        int len = cols ? rows : n, best = 0;
+        for (int j = 0; j < len; j++) {
+            size_t at = cols ? (size_t)j * n + l : l * n + j, bat = cols ? (size_t)best * n + l : l * n + best;
+            double v = ints ? xi[at] : x[at], bv = ints ? xi[bat] : x[bat];
+            if (is_min ? v < bv : v > bv)
+                best = j;
+        }
+        want[l] = best;
+    }
+    CUdeviceptr dx = gpu_new_from(ints ? (const void *)xi : (const void *)x, sx), dy = gpu_new_filled(sy, GPU_POISON);
+    tilert_kernel *k = kernel(name);
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_i32(rows), tilert_i32(n) };
+    if (k && dx && dy && run(desc, k, a, 4, dy, h, sy)) {
+        size_t bad = sy;
+        for (size_t l = 0; l < sy && bad == sy; l++)
+            if (h[l] != want[l])
+                bad = l;
+        if (bad == sy) {
+            printf("ok %s\n", desc);
+            passed++;
+        } else {
+            char why[96];
+            snprintf(why, sizeof why, "Y[%zu] = %d, want %d", bad, h[bad], want[bad]);
+            fail(desc, why);
+        }
+    }
+    gpu_free(dx), gpu_free(dy);
+    free(x), free(xi), free(h), free(want);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "build/examples";
@@ -319,6 +364,14 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < (small ? COUNT(rk_small) : COUNT(rk)); i++) {
         const int *r = small ? rk_small[i] : rk[i];
         rank_changes(r[0], r[1]);
+    }
+    static const int am[][2] = { { 1, 1 }, { 5, 1024 }, { 7, 1000 }, { 130, 333 } };
+    static const int am_small[][2] = { { 1, 1 }, { 4, 1024 }, { 7, 1000 } };
+    for (size_t i = 0; i < (small ? COUNT(am_small) : COUNT(am)); i++) {
+        const int *r = small ? am_small[i] : am[i];
+        arg_case("argmax_rows", r[0], r[1], false, false, false);
+        arg_case("argmin_small", r[0], r[1] > 32 ? 32 : r[1], false, true, false);
+        arg_case("argmax_cols", r[0] > 64 ? 64 : r[0], r[1], true, false, true);
     }
     tilert_unload(mod);
     gpu_close(ctx);
