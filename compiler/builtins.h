@@ -6,7 +6,8 @@
  *                    checker from another row, as max(a, b) becomes MAXIMUM)
  *   kind             BK_MATH: elementwise float function of one tile; BK_PAIR: elementwise or
  *                    scalar function of two; BK_FMA: elementwise float a * b + c, rounded once;
- *                    BK_SELECT: c ? a : b; BK_REDUCE: over the tile or along axis=; BK_ARANGE:
+ *                    BK_SELECT: c ? a : b; BK_REDUCE: over the tile or along axis= (cumsum:
+ *                    the running sums along axis=, the shape kept); BK_ARANGE:
  *                    the constant tile 0 .. W-1; BK_BITCAST: the same bits as another type of
  *                    their size (its second argument a type); BK_RAND: a counter-based random
  *                    number for each element of an offset, from a scalar seed; BK_RESHAPE: the
@@ -41,6 +42,7 @@
     X(MIN,     "min",     NULL,    1, 2, BK_REDUCE) \
     X(ARGMAX,  "argmax",  NULL,    1, 1, BK_REDUCE) \
     X(ARGMIN,  "argmin",  NULL,    1, 1, BK_REDUCE) \
+    X(CUMSUM,  "cumsum",  NULL,    1, 1, BK_REDUCE) \
     X(CDIV,    "cdiv",    NULL,    2, 2, BK_PAIR) \
     X(ARANGE,  "arange",  NULL,    1, 1, BK_ARANGE) \
     X(BITCAST, "bitcast", NULL,    2, 2, BK_BITCAST) \

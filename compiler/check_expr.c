@@ -491,6 +491,18 @@ static bool check_reduction(Check *c, Expr *e, Expr *x, Expr *axis)
     }
     e->type = e->builtin == B_SUM && (x->type == TY_F16 || x->type == TY_BF16) ? TY_F32 : x->type;
     bool arg = e->builtin == B_ARGMAX || e->builtin == B_ARGMIN;
+    if (e->builtin == B_CUMSUM) {
+        if (!axis || x->shape.rank == 0) {
+            error_at(e->loc, "'cumsum' needs a tile and axis=K: cumsum(x, axis=1) is the running "
+                     "sums along each row");
+            return fail(e);
+        }
+        if (x->type == TY_I64) {
+            error_at(x->loc, "'cumsum' takes f32, f16, bf16, i32 or u32 values, not i64");
+            return fail(e);
+        }
+        e->type = x->type == TY_F16 || x->type == TY_BF16 ? TY_F32 : x->type;
+    }
     if (arg) {
         /* the position along the axis: the first of equal values */
         e->type = TY_I32;
@@ -523,7 +535,8 @@ static bool check_reduction(Check *c, Expr *e, Expr *x, Expr *axis)
     }
     e->axis = (int)axis->ival;
     e->shape = x->shape;
-    e->shape.dim[e->axis] = 1;
+    if (e->builtin != B_CUMSUM)
+        e->shape.dim[e->axis] = 1;
     return true;
 }
 

@@ -51,7 +51,7 @@ static bool expr_hint(Lower *c, Expr *e, Layout *out)
     }
     case E_CALL: {
         BuiltinKind k = builtin_info[e->builtin].kind;
-        if (k == BK_REDUCE && e->axis == 1 && e->nargs == 1 && e->args[0]->shape.rank == 2 &&
+        if (k == BK_REDUCE && e->builtin != B_CUMSUM && e->axis == 1 && e->nargs == 1 && e->args[0]->shape.rank == 2 &&
             e->args[0]->shape.dim[0] == e->shape.dim[0] && expr_hint(c, e->args[0], out)) {
             if (!out->bcast[1] && !(layout_tid_plain(out) && out->T[1] <= 32))
                 return false;        /* reduced through shared memory, into a layout of its own */

@@ -533,6 +533,124 @@ static Tile reduce_arg(Lower *c, Tile v, Builtin b, int nd)
     return r;
 }
 
+/* cumsum along axis nd, inclusive: each thread's runs along the axis (V[nd] slots each) are
+ * summed in order; a run's total then gets the totals of the threads before it along the axis --
+ * inside a warp by butterflies that keep a block's total and the lane's prefix (lanes whose bit m
+ * is set add their partner block's total), across warp groups through shared memory -- and the
+ * totals of the earlier runs. The additions are in an order of their own; the bound is that of
+ * a sum in any order. */
+static Tile scan_tile(Lower *c, Tile v, int nd)
+{
+    Func *f = c->f;
+    if (!layout_tid_plain(&v.L) || v.L.lo_t0_low || v.L.bcast[0] || v.L.bcast[1]) {
+        Shape s = { 2, { v.L.S[0], v.L.S[1] } };
+        Layout plain = layout_rowmajor(s, c->threads, 1);
+        plain.rank = v.L.rank;
+        v = to_layout(c, v, &plain);
+    }
+    PType t = held_ptype(v.type);
+    RegClass rc = ptype_class(t);
+    Layout L = v.L;
+    int kd = 1 - nd;
+    Tile r = { v.type == TY_F16 || v.type == TY_BF16 ? TY_F32 : v.type, L, NULL };
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)layout_slots(&L));
+    int lanes = nd == 1 ? (L.T[1] < 32 ? L.T[1] : 32) : (L.T[1] >= 32 ? 1 : (L.T[0] * L.T[1] <= 32 ? L.T[0] : 32 / L.T[1]));
+    int groups = L.T[nd] / lanes;
+    int lo = nd == 1 ? 1 : L.T[1];
+    int nk = L.O[kd] * L.V[kd], no = L.O[nd];
+    int tn = thread_coord(c, &L, nd);
+    int lane = lanes > 1 ? ir_bin(f, OP_BAND, PT_B32, R(tn), IMM(lanes - 1)) : -1;
+    /* per (k, run): the in-thread prefix registers and the thread's exclusive offset */
+    int *pre = malloc(sizeof(int) * (size_t)(nk * no)), *tot = malloc(sizeof(int) * (size_t)(nk * no));
+    for (int k = 0; k < nk; k++)
+        for (int a = 0; a < no; a++) {
+            int o = k / L.V[kd], i = k % L.V[kd];
+            int acc = -1;
+            for (int bb = 0; bb < L.V[nd]; bb++) {
+                int s = nd == 1 ? slot_of(&L, o, i, a, bb) : slot_of(&L, a, bb, o, i);
+                int x = opnd_reg(c, v.v[s], t);
+                acc = acc < 0 ? ir_mov(f, t, R(x)) : ir_bin(f, OP_ADD, t, R(acc), R(x));
+                r.v[s] = R(acc);
+            }
+            /* the run's total scanned over the lanes: ex = the lanes' before this one (kept
+               apart from the lane's own total: subtracting it back would round) */
+            int ex = ir_mov(f, t, t == PT_F32 ? FIMM(0) : IMM(0)), blk = acc;
+            for (int m = 1; m < lanes; m *= 2) {
+                int other = shfl_reg(c, blk, m * lo, rc);
+                int bit = ir_bin(f, OP_BAND, PT_B32, R(lane), IMM(m));
+                int set = ir_setp(f, CMP_NE, PT_U32, R(bit), IMM(0));
+                ex = ir_tern(f, OP_SELP, t, R(ir_bin(f, OP_ADD, t, R(ex), R(other))), R(ex), R(set));
+                blk = ir_bin(f, OP_ADD, t, R(blk), R(other));
+            }
+            pre[k * no + a] = ex;          /* exclusive within the warp group */
+            tot[k * no + a] = blk;         /* the warp group's total */
+        }
+    /* across warp groups and runs: every group's total per (k, run), then each thread adds the
+       groups before its own in this run and everything of the earlier runs */
+    int tk = thread_coord(c, &L, kd);
+    int words = nk * no * L.T[kd] * groups;
+    int g = -1, base = -1;
+    if (groups > 1) {
+        scratch_begin_write(c, words * 4);
+        base = scratch_base_reg(c);
+        g = ir_bin(f, OP_SHR, PT_U32, R(tn), IMM(ilog2(lanes)));
+        int row = ir_tern(f, OP_MAD, PT_U32, R(tk), IMM(groups), R(g));
+        int waddr = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(4), R(base));
+        int writer = primary_pred(c, &L);
+        if (lanes > 1) {
+            int z = ir_setp(f, CMP_EQ, PT_U32, R(lane), IMM(0));
+            writer = writer < 0 ? z : ir_bin(f, OP_BAND, PT_PRED, R(writer), R(z));
+        }
+        for (int q = 0; q < nk * no; q++) {
+            Ins *in = emit_ins(f, OP_ST, t == PT_F32 ? PT_F32 : PT_B32);
+            in->space = SP_SHARED;
+            in->src[0] = R(waddr);
+            in->src[1] = R(tot[q]);
+            in->nsrc = 2;
+            in->off = (int64_t)q * L.T[kd] * groups * 4;
+            in->guard = writer;
+            ir_naive_addr(f);
+        }
+        scratch_end_write(c);
+    }
+    int raddr = groups > 1 ? ir_tern(f, OP_MAD, PT_U32, R(tk), IMM(groups * 4), R(base)) : -1;
+    for (int k = 0; k < nk; k++) {
+        int carry = -1;
+        for (int a = 0; a < no; a++) {
+            int q = k * no + a;
+            int before = pre[q], all = tot[q];
+            if (groups > 1) {
+                all = -1;
+                for (int w = 0; w < groups; w++) {
+                    int d = new_reg(f, rc);
+                    Ins *in = emit_ins(f, OP_LD, t == PT_F32 ? PT_F32 : PT_B32);
+                    in->space = SP_SHARED;
+                    in->dst[0] = d;
+                    in->ndst = 1;
+                    in->src[0] = R(raddr);
+                    in->nsrc = 1;
+                    in->off = ((int64_t)q * L.T[kd] * groups + w) * 4;
+                    ir_naive_addr(f);
+                    /* groups before this thread's own count toward its offset */
+                    int earlier = ir_setp(f, CMP_GT, PT_U32, R(g), IMM(w));
+                    before = ir_tern(f, OP_SELP, t, R(ir_bin(f, OP_ADD, t, R(before), R(d))), R(before), R(earlier));
+                    all = all < 0 ? d : ir_bin(f, OP_ADD, t, R(all), R(d));
+                }
+            }
+            int off = carry < 0 ? before : ir_bin(f, OP_ADD, t, R(before), R(carry));
+            carry = carry < 0 ? all : ir_bin(f, OP_ADD, t, R(carry), R(all));
+            int o = k / L.V[kd], i = k % L.V[kd];
+            for (int bb = 0; bb < L.V[nd]; bb++) {
+                int s = nd == 1 ? slot_of(&L, o, i, a, bb) : slot_of(&L, a, bb, o, i);
+                r.v[s] = R(ir_bin(f, OP_ADD, t, r.v[s], R(off)));
+            }
+        }
+    }
+    free(pre);
+    free(tot);
+    return r;
+}
+
 Tile reduce_tile(Lower *c, Tile v, Builtin b, int axis)
 {
     ElemType rt = (b == B_SUM && (v.type == TY_F16 || v.type == TY_BF16)) ? TY_F32 : v.type;
@@ -541,6 +659,8 @@ Tile reduce_tile(Lower *c, Tile v, Builtin b, int axis)
     int nd = v.L.rank == 1 ? 1 : axis;
     if (b == B_ARGMAX || b == B_ARGMIN)
         return reduce_arg(c, v, b, nd);
+    if (b == B_CUMSUM)
+        return scan_tile(c, v, nd);
     if (warp_local(&v.L, nd))
         return reduce_axis_shuffle(c, v, b, nd, rt);
     if (hier_ok(&v.L, nd))
