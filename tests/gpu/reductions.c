@@ -3,7 +3,7 @@
  * an axis that a loop adds into a var (per-thread partials reduced after the loop; two statements
  * into one var; integers exact; a var the loop also reads, summed every step), and f16/bf16 rows
  * moved 16 bytes a thread, with and without the alignment assume; expand_dims and squeeze;
- * argmax and argmin. Fresh random inputs, poisoned
+ * argmax and argmin; cumsum. Fresh random inputs, poisoned
  * outputs, sizes that are not tile multiples; every element within its bound (ref_util.h).
  * TILEC_TEST_SMALL: fewer sizes. Usage: reductions EXAMPLES_DIR */
 #include <math.h>
@@ -316,6 +316,55 @@ static void arg_case(const char *name, int rows, int n, bool cols, bool is_min, 
     free(x), free(xi), free(h), free(want);
 }
 
+/* cumsum_rows, cumsum_cols (f32: each running sum within the bound of a sum in any order of its
+ * terms), cumsum_small (i32, exact). */
+static void scan_case(const char *name, int rows, int n, bool cols, bool ints)
+{
+    char desc[128];
+    snprintf(desc, sizeof desc, "%s R=%d N=%d", name, rows, n);
+    size_t sx = (size_t)rows * n;
+    float *x = malloc(sx * 4 + 4), *h = malloc(sx * 4 + 4);
+    int32_t *xi = malloc(sx * 4 + 4);
+    double *ref = malloc(sx * 8 + 8), *bound = malloc(sx * 8 + 8);
+    rng_fill(x, sx, -1, 1);
+    for (size_t i = 0; i < sx; i++)
+        xi[i] = (int32_t)(rng_next() % 2001) - 1000;
+    int lines = cols ? n : rows, len = cols ? rows : n;
+    for (int l = 0; l < lines; l++) {
+        double acc = 0, mag = 0;
+        for (int j = 0; j < len; j++) {
+            size_t at = cols ? (size_t)j * n + l : (size_t)l * n + j;
+            acc += ints ? (double)xi[at] : (double)x[at];
+            mag += fabs(ints ? (double)xi[at] : (double)x[at]);
+            ref[at] = acc;
+            bound[at] = ints ? 0 : gamma_n(j, U_F32) * mag * (1 + 0x1p-10);
+        }
+    }
+    CUdeviceptr dx = gpu_new_from(ints ? (const void *)xi : (const void *)x, sx), dy = gpu_new_filled(sx, GPU_POISON);
+    tilert_kernel *k = kernel(name);
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_i32(rows), tilert_i32(n) };
+    if (k && dx && dy && run(desc, k, a, 4, dy, h, sx)) {
+        if (ints) {
+            const int32_t *hi = (const int32_t *)h;
+            size_t bad = sx;
+            for (size_t i = 0; i < sx && bad == sx; i++)
+                if (hi[i] != (int32_t)ref[i])
+                    bad = i;
+            if (bad == sx) {
+                printf("ok %s\n", desc);
+                passed++;
+            } else {
+                char why[96];
+                snprintf(why, sizeof why, "Y[%zu][%zu] = %d, want %d", bad / (size_t)n, bad % (size_t)n, hi[bad], (int32_t)ref[bad]);
+                fail(desc, why);
+            }
+        } else
+            verdict(desc, h, ref, bound, sx, (size_t)n);
+    }
+    gpu_free(dx), gpu_free(dy);
+    free(x), free(xi), free(h), free(ref), free(bound);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "build/examples";
@@ -372,6 +421,12 @@ int main(int argc, char **argv)
         arg_case("argmax_rows", r[0], r[1], false, false, false);
         arg_case("argmin_small", r[0], r[1] > 32 ? 32 : r[1], false, true, false);
         arg_case("argmax_cols", r[0] > 64 ? 64 : r[0], r[1], true, false, true);
+    }
+    for (size_t i = 0; i < (small ? COUNT(am_small) : COUNT(am)); i++) {
+        const int *r = small ? am_small[i] : am[i];
+        scan_case("cumsum_rows", r[0], r[1], false, false);
+        scan_case("cumsum_small", r[0], r[1] > 32 ? 32 : r[1], false, true);
+        scan_case("cumsum_cols", r[0] > 64 ? 64 : r[0], r[1], true, false);
     }
     tilert_unload(mod);
     gpu_close(ctx);
