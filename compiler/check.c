@@ -710,12 +710,12 @@ static void check_atomic(Check *c, Stmt *st)
     check_expr(c, st->rhs);
     if (t->type == TY_NONE)
         return;
-    bool ok = st->op == '+' ? t->type == TY_F32 || t->type == TY_I32
+    bool ok = st->op == '+' ? t->type == TY_F32 || t->type == TY_I32 || t->type == TY_F16 || t->type == TY_BF16
                             : t->type == TY_F32 || t->type == TY_I32 || t->type == TY_U32;
     if (!ok) {
         error_at(t->loc, "%s works on %s tensors, not %s",
                  st->op == '+' ? "atomic_add" : "atomic_max",
-                 st->op == '+' ? "f32 or i32" : "f32, i32 or u32", type_name(t->type));
+                 st->op == '+' ? "f32, i32, f16 or bf16" : "f32, i32 or u32", type_name(t->type));
         return;
     }
     check_store_value(c, st->rhs, t->type, t->shape, "the window");

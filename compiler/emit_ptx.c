@@ -157,8 +157,10 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         put_vec(out, f, in, 1, false);
         break;
     case OP_RED:
-        buf_printf(out, "red%s.%s%s ", mem_space(in->space),
-                   in->redop == RED_ADD ? "add" : in->redop == RED_MAX ? "max" : "min", ptype_suffix(t));
+        /* 16-bit float adds exist only without flushing subnormals (.noftz) */
+        buf_printf(out, "red%s.%s%s%s ", mem_space(in->space),
+                   in->redop == RED_ADD ? "add" : in->redop == RED_MAX ? "max" : "min",
+                   t == PT_F16 || t == PT_BF16 ? ".noftz" : "", ptype_suffix(t));
         put_addr(out, f, in);
         buf_puts(out, ", ");
         put_opnd(out, f, in->src[1], t);

@@ -308,6 +308,27 @@ static void mem_store(Lower *c, int space, int red, ElemType t, int addr, int64_
     int v[4];
     for (int i = 0; i < vm; i++)
         v[i] = narrow(c, t, vals[i]);
+    if (red == RED_ADD && (t == TY_F16 || t == TY_BF16)) {
+        /* red.add.noftz.f16 (sm_70 on) / .bf16 (sm_90 on), each element rounded to the type
+           first: the add itself rounds again */
+        if (t == TY_BF16 && c->target->sm < 90 && !c->failed) {
+            error_at(c->loc, "atomic_add on a bf16 tensor needs sm_90 or later (red.add.bf16); "
+                     "this kernel is compiled for %s", c->target->name);
+            c->failed = true;
+        }
+        for (int i = 0; i < vm; i++) {
+            Ins *in = emit_ins(f, OP_RED, t == TY_BF16 ? PT_BF16 : PT_F16);
+            in->space = SP_GLOBAL;
+            in->redop = RED_ADD;
+            in->src[0] = R(addr);
+            in->src[1] = R(v[i]);
+            in->nsrc = 2;
+            in->off = add64(off, (int64_t)i * 2);
+            in->guard = guard;
+            ir_naive_addr(f);
+        }
+        return;
+    }
     if (red < 0) {
         Ins *in = emit_ins(f, OP_ST, mt);
         in->space = (uint8_t)space;
