@@ -3,7 +3,7 @@
  * an axis that a loop adds into a var (per-thread partials reduced after the loop; two statements
  * into one var; integers exact; a var the loop also reads, summed every step), and f16/bf16 rows
  * moved 16 bytes a thread, with and without the alignment assume; expand_dims and squeeze;
- * argmax and argmin; cumsum. Fresh random inputs, poisoned
+ * argmax and argmin; cumsum; atomic_add on f16. Fresh random inputs, poisoned
  * outputs, sizes that are not tile multiples; every element within its bound (ref_util.h).
  * TILEC_TEST_SMALL: fewer sizes. Usage: reductions EXAMPLES_DIR */
 #include <math.h>
@@ -365,6 +365,50 @@ static void scan_case(const char *name, int rows, int n, bool cols, bool ints)
     free(x), free(xi), free(h), free(ref), free(bound);
 }
 
+/* add_f16: Y[j] = y0[j] + the f16-rounded X[b * 1024 + j] of every block b, each add rounded
+ * to f16 in some order: within blocks * 2^-11 of the largest partial sum (bounded by the sum of
+ * magnitudes), plus half the smallest subnormal step a rounding. */
+static void add_half_case(const char *name, bool bf, int n, int m);
+static void add_f16_case(int n, int m) { add_half_case("add_f16", false, n, m); }
+
+static void add_half_case(const char *name, bool bf, int n, int m)
+{
+    char desc[128];
+    snprintf(desc, sizeof desc, "%s (atomic_add on %s) N=%d M=%d", name, bf ? "bf16" : "f16", n, m);
+    int blocks = (n + 1023) / 1024, cols = m < 1024 ? m : 1024;
+    size_t words = ((size_t)m + 1) / 2 + 4;
+    float *x = malloc((size_t)n * 4 + 4), *h = malloc(words * 4 * 2 + 8);
+    uint16_t *y0 = calloc(words, 4), *got = malloc(words * 4);
+    double *ref = malloc((size_t)m * 8 + 8), *bound = malloc((size_t)m * 8 + 8);
+    rng_fill(x, (size_t)n, -1, 1);
+    for (int j = 0; j < m; j++) {
+        y0[j] = bf ? to_bf16(rng_uniform(-1, 1)) : to_f16(rng_uniform(-1, 1));
+        double acc = bf ? from_bf16(y0[j]) : from_f16(y0[j]), mag = fabs(acc);
+        int adds = 0;
+        for (int b = 0; b < blocks && j < cols; b++) {
+            size_t i = (size_t)b * 1024 + j;
+            if (i < (size_t)n) {
+                double v = bf ? from_bf16(to_bf16(x[i])) : from_f16(to_f16(x[i]));
+                acc += v;
+                mag += fabs(v);
+                adds++;
+            }
+        }
+        ref[j] = acc;
+        bound[j] = adds * ((bf ? 0x1p-8 : 0x1p-11) * mag + (bf ? 0x1p-134 : 0x1p-25));
+    }
+    CUdeviceptr dx = gpu_new_from(x, (size_t)n), dy = gpu_new_from(y0, words);
+    tilert_kernel *k = kernel(name);
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_i32(n), tilert_i32(m) };
+    if (k && dx && dy && run(desc, k, a, 4, dy, got, words)) {
+        for (int j = 0; j < m; j++)
+            h[j] = bf ? from_bf16(got[j]) : from_f16(got[j]);
+        verdict(desc, h, ref, bound, (size_t)m, 0);
+    }
+    gpu_free(dx), gpu_free(dy);
+    free(x), free(h), free(y0), free(got), free(ref), free(bound);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "build/examples";
@@ -428,7 +472,28 @@ int main(int argc, char **argv)
         scan_case("cumsum_small", r[0], r[1] > 32 ? 32 : r[1], false, true);
         scan_case("cumsum_cols", r[0] > 64 ? 64 : r[0], r[1], true, false);
     }
+    static const int af[][2] = { { 1, 1 }, { 3000, 1000 }, { 4096, 1024 }, { 5000, 1500 } };
+    static const int af_small[][2] = { { 1, 1 }, { 3000, 1000 }, { 4096, 1024 } };
+    for (size_t i = 0; i < (small ? COUNT(af_small) : COUNT(af)); i++) {
+        const int *r = small ? af_small[i] : af[i];
+        add_f16_case(r[0], r[1]);
+    }
     tilert_unload(mod);
+    /* sm_90-only kernels, from their own module */
+    if (tilert_device_arch(ctx) >= 90) {
+        snprintf(path, sizeof path, "%s/reductions/reductions_sm90.ptx", dir);
+        if (tilert_load_ptx_file(ctx, path, &mod) != TILERT_OK) {
+            printf("FAIL load %s: %s\n", path, tilert_last_error());
+            failed++;
+        } else {
+            for (size_t i = 0; i < (small ? COUNT(af_small) : COUNT(af)); i++) {
+                const int *r = small ? af_small[i] : af[i];
+                add_half_case("add_bf16", true, r[0], r[1]);
+            }
+            tilert_unload(mod);
+        }
+    } else
+        printf("skipped: add_bf16 needs sm_90 or later\n");
     gpu_close(ctx);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
