@@ -77,6 +77,7 @@ typedef struct {
     Opnd dim[MAX_TENSOR_RANK], stride[MAX_TENSOR_RANK];   /* tensor: extents (s32 imm or reg) */
     int stride64[MAX_TENSOR_RANK];                        /* tensor: strides widened to s64 regs */
     bool vec_ok;           /* tensor: all its window accesses may use vector memory ops */
+    bool warned_align;     /* tensor: the note on its 2-byte row accesses was given */
     MatmulPlan *plan;      /* var accumulated by `@`: the first such product's plan, whose layout it takes */
     bool has_hint;         /* let/var with a planned layout (layout_plan.c) ... */
     Layout hint;           /* ... which a var takes from its declaration and a let is lowered in */

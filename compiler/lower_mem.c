@@ -720,6 +720,24 @@ static int column_as_row(Lower *c, Expr *e, Access *a, const Layout *L, Access *
     return vm > 1 ? vm : 0;
 }
 
+/* A 2-D window of 16-bit rows read in pieces narrower than 16 bytes only because the row length
+ * is not known to keep rows 16-byte aligned (the start and the window allow 8 elements): a GEMV
+ * so reads 2 bytes at a time. Warned once per tensor, naming the assume that lifts it. */
+static void note_row_alignment(Lower *c, Expr *e, Access *a)
+{
+    Sym *t = a->t;
+    int d1 = a->wd[1];
+    if (a->es != 2 || a->nwin != 2 || a->gd >= 0 || a->ti->warned_align || d1 != t->rank - 1 ||
+        !t->has_default_strides || !t->dim[d1].size || a->width[d1] < 8 ||
+        known_multiple(c, e->idx[d1].start) % 8)
+        return;
+    a->ti->warned_align = true;
+    warning_at(e->loc, "'%s' is read %s at a time: its rows (of %s elements) are not known to "
+               "start 16-byte aligned; assume(%s %% 8 == 0) lets them move in 16-byte pieces",
+               t->name, vector_width(c, e, a) == 1 ? "2 bytes" : "in pieces under 16 bytes",
+               t->dim[d1].size->name, t->dim[d1].size->name);
+}
+
 Tile load_window(Lower *c, Expr *e, const Layout *want)
 {
     Access a;
@@ -737,6 +755,8 @@ Tile load_window(Lower *c, Expr *e, const Layout *want)
         return r;
     }
     int vm = a.nwin ? vector_width(c, e, &a) : 1;
+    if (vm < 8)
+        note_row_alignment(c, e, &a);
     while (vm > 1 && (L.V[1] % vm || L.bcast[1]))
         vm /= 2;
     if (vm > 1)

@@ -261,6 +261,7 @@ static bool async_copyable(Lower *c, PipeOperand *p, int S)
         fact = arena_printf(c->a, "assume(%s %% %d == 0)", t->dim[t->rank - 1].size->name, n);
     else if (d >= 0 && !t->has_default_strides && t->stride[d].size)
         fact = arena_printf(c->a, "assume(%s %% %d == 0)", t->stride[d].size->name, n);
+    info(c, t)->warned_align = true;    /* this warning says it for the loads too */
     if (fact)
         warning_at(p->operand->loc, "pipeline(%d): '%s' cannot move by cp.async, its rows not known to "
                    "start 4-byte aligned; it is loaded in each iteration instead (%s lets it move in "
