@@ -222,6 +222,37 @@ static bool hier_ok(const Layout *L, int nd)
            !L->lo_t0_low;
 }
 
+/* The lanes of a warp that lie along axis nd of a plain layout (t = t0 T1 + t1): nd's thread
+ * bits below bit 5. The rest of the axis's threads are that many warp groups. */
+static int axis_lanes(const Layout *L, int nd)
+{
+    if (nd == 1)
+        return L->T[1] < 32 ? L->T[1] : 32;
+    return L->T[1] >= 32 ? 1 : L->T[0] * L->T[1] <= 32 ? L->T[0] : 32 / L->T[1];
+}
+
+/* Where a warp group's partial goes in the scratch at base: word (t_kd groups + g) of each block
+ * of T_kd groups words (the caller adds the block's offset), g the thread's group along the
+ * axis (*g_out). *writer: the one lane a group that writes (and the primary copy of it). */
+static int group_word(Lower *c, const Layout *L, int tk, int tn, int lanes, int groups, int base,
+                      int *g_out, int *writer)
+{
+    Func *f = c->f;
+    int g = ir_bin(f, OP_SHR, PT_U32, R(tn), IMM(ilog2(lanes)));
+    int row = ir_tern(f, OP_MAD, PT_U32, R(tk), IMM(groups), R(g));
+    int waddr = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(4), R(base));
+    int w = primary_pred(c, L);
+    if (lanes > 1) {
+        int low = ir_bin(f, OP_BAND, PT_B32, R(tn), IMM(lanes - 1));
+        int z = ir_setp(f, CMP_EQ, PT_U32, R(low), IMM(0));
+        w = w < 0 ? z : ir_bin(f, OP_BAND, PT_PRED, R(w), R(z));
+    }
+    if (g_out)
+        *g_out = g;
+    *writer = w;
+    return waddr;
+}
+
 static Tile reduce_axis_hier(Lower *c, Tile v, Builtin b, int nd, ElemType rt)
 {
     Func *f = c->f;
@@ -235,8 +266,7 @@ static Tile reduce_axis_hier(Lower *c, Tile v, Builtin b, int nd, ElemType rt)
     Tile r = { rt, R0, NULL };
     int nk = L.O[kd] * L.V[kd];
     r.v = arena_alloc(c->a, sizeof *r.v * (size_t)nk);
-    /* lanes of a warp along nd: nd's thread bits below bit 5 (t = t0 T1 + t1) */
-    int lanes = nd == 1 ? (L.T[1] < 32 ? L.T[1] : 32) : (L.T[1] >= 32 ? 1 : (L.T[0] * L.T[1] <= 32 ? L.T[0] : 32 / L.T[1]));
+    int lanes = axis_lanes(&L, nd);
     int groups = L.T[nd] / lanes;
     int ro = L.O[nd], rv = L.V[nd];
     Opnd *part = malloc(sizeof(Opnd) * (size_t)(ro * rv));
@@ -257,16 +287,8 @@ static Tile reduce_axis_hier(Lower *c, Tile v, Builtin b, int nd, ElemType rt)
     /* word ((k T_kd + t_kd) groups + g): the kept element's partials side by side */
     int tk = thread_coord(c, &L, kd), tn = thread_coord(c, &L, nd);
     scratch_begin_write(c, nk * L.T[kd] * groups * 4);
-    int base = scratch_base_reg(c);
-    int g = ir_bin(f, OP_SHR, PT_U32, R(tn), IMM(ilog2(lanes)));
-    int row = ir_tern(f, OP_MAD, PT_U32, R(tk), IMM(groups), R(g));
-    int waddr = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(4), R(base));
-    int writer = primary_pred(c, &L);
-    if (lanes > 1) {
-        int low = ir_bin(f, OP_BAND, PT_B32, R(tn), IMM(lanes - 1));
-        int z = ir_setp(f, CMP_EQ, PT_U32, R(low), IMM(0));
-        writer = writer < 0 ? z : ir_bin(f, OP_BAND, PT_PRED, R(writer), R(z));
-    }
+    int base = scratch_base_reg(c), writer;
+    int waddr = group_word(c, &L, tk, tn, lanes, groups, base, NULL, &writer);
     for (int k = 0; k < nk; k++) {
         int val = opnd_reg(c, acc[k], t);
         Ins *in = emit_ins(f, OP_ST, t == PT_F32 ? PT_F32 : PT_B32);
@@ -438,8 +460,7 @@ static Tile reduce_arg(Lower *c, Tile v, Builtin b, int nd)
     int nk = L.O[kd] * L.V[kd];
     r.v = arena_alloc(c->a, sizeof *r.v * (size_t)nk);
     bool spread = !L.bcast[nd] && L.T[nd] > 1;
-    int lanes = !spread ? 1 : nd == 1 ? (L.T[1] < 32 ? L.T[1] : 32)
-              : (L.T[1] >= 32 ? 1 : (L.T[0] * L.T[1] <= 32 ? L.T[0] : 32 / L.T[1]));
+    int lanes = spread ? axis_lanes(&L, nd) : 1;
     int groups = spread ? L.T[nd] / lanes : 1;
     int tn = spread ? thread_coord(c, &L, nd) : -1;
     int tbase = spread ? ir_bin(f, OP_MUL, PT_S32, R(tn), IMM(L.V[nd])) : -1;
@@ -473,16 +494,8 @@ static Tile reduce_arg(Lower *c, Tile v, Builtin b, int nd)
         int tk = thread_coord(c, &L, kd);
         int words = nk * L.T[kd] * groups;
         scratch_begin_write(c, words * 8);
-        int base = scratch_base_reg(c);
-        int g = ir_bin(f, OP_SHR, PT_U32, R(tn), IMM(ilog2(lanes)));
-        int row = ir_tern(f, OP_MAD, PT_U32, R(tk), IMM(groups), R(g));
-        int waddr = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(4), R(base));
-        int writer = primary_pred(c, &L);
-        if (lanes > 1) {
-            int low = ir_bin(f, OP_BAND, PT_B32, R(tn), IMM(lanes - 1));
-            int z = ir_setp(f, CMP_EQ, PT_U32, R(low), IMM(0));
-            writer = writer < 0 ? z : ir_bin(f, OP_BAND, PT_PRED, R(writer), R(z));
-        }
+        int base = scratch_base_reg(c), writer;
+        int waddr = group_word(c, &L, tk, tn, lanes, groups, base, NULL, &writer);
         for (int k = 0; k < nk; k++)
             for (int h = 0; h < 2; h++) {
                 Ins *in = emit_ins(f, OP_ST, h ? PT_B32 : (t == PT_F32 ? PT_F32 : PT_B32));
@@ -554,7 +567,7 @@ static Tile scan_tile(Lower *c, Tile v, int nd)
     int kd = 1 - nd;
     Tile r = { v.type == TY_F16 || v.type == TY_BF16 ? TY_F32 : v.type, L, NULL };
     r.v = arena_alloc(c->a, sizeof *r.v * (size_t)layout_slots(&L));
-    int lanes = nd == 1 ? (L.T[1] < 32 ? L.T[1] : 32) : (L.T[1] >= 32 ? 1 : (L.T[0] * L.T[1] <= 32 ? L.T[0] : 32 / L.T[1]));
+    int lanes = axis_lanes(&L, nd);
     int groups = L.T[nd] / lanes;
     int lo = nd == 1 ? 1 : L.T[1];
     int nk = L.O[kd] * L.V[kd], no = L.O[nd];
@@ -593,14 +606,7 @@ static Tile scan_tile(Lower *c, Tile v, int nd)
     if (groups > 1) {
         scratch_begin_write(c, words * 4);
         base = scratch_base_reg(c);
-        g = ir_bin(f, OP_SHR, PT_U32, R(tn), IMM(ilog2(lanes)));
-        int row = ir_tern(f, OP_MAD, PT_U32, R(tk), IMM(groups), R(g));
-        int waddr = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(4), R(base));
-        int writer = primary_pred(c, &L);
-        if (lanes > 1) {
-            int z = ir_setp(f, CMP_EQ, PT_U32, R(lane), IMM(0));
-            writer = writer < 0 ? z : ir_bin(f, OP_BAND, PT_PRED, R(writer), R(z));
-        }
+        int writer, waddr = group_word(c, &L, tk, tn, lanes, groups, base, &g, &writer);
         for (int q = 0; q < nk * no; q++) {
             Ins *in = emit_ins(f, OP_ST, t == PT_F32 ? PT_F32 : PT_B32);
             in->space = SP_SHARED;
