@@ -397,6 +397,7 @@ int main(int argc, char **argv)
             }
             have_ptxas = true;
             ptxas_parse_report(log.s ? log.s : "", outs[i].metas, outs[i].nk);
+            ptxas_warn_lost(&outs[i], cli.archs[i]);
             cubins[ncubins++] = (Cubin){ cli.archs[i], cub.s, cub.len, outs[i].ptx.s };
             buf_free(&log);
         }

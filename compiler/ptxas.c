@@ -263,7 +263,13 @@ void ptxas_parse_report(const char *log, KernelMeta *ks, int nk)
     for (const char *line = log; line && *line;) {
         const char *nl = strchr(line, '\n');
         size_t len = nl ? (size_t)(nl - line) : strlen(line);
-        if (find_in(line, len, "Compiling entry function")) {
+        if (find_in(line, len, "(C7512)")) {
+            /* "wgmma.mma_async instructions are serialized due to insufficient register
+               resources for the function 'F'" */
+            KernelMeta *k = kernel_after(line, len, "for the function", ks, nk);
+            if (k)
+                k->ptxas_wgmma_serialized = true;
+        } else if (find_in(line, len, "Compiling entry function")) {
             /* A kernel we do not know (or a device function) resets: not ours to record. */
             cur = kernel_after(line, len, "Compiling entry function", ks, nk);
         } else if (find_in(line, len, "Function properties for")) {
@@ -282,4 +288,16 @@ void ptxas_parse_report(const char *log, KernelMeta *ks, int nk)
         }
         line = nl ? nl + 1 : NULL;
     }
+}
+
+void ptxas_warn_lost(ArchOutput *out, const char *arch)
+{
+    KernelMeta *ks = out->metas;
+    for (int i = 0; i < out->nk; i++)
+        if (ks[i].ptxas_wgmma_serialized && !ks[i].warned_serialized) {
+            ks[i].warned_serialized = true;
+            warning_at(out->funcs[i]->k->loc, "kernel '%s' (%s): ptxas serializes its wgmma for want of registers "
+                       "(C7512), which costs the tensor cores' overlap: use a smaller tile or more threads",
+                       ks[i].name, arch);
+        }
 }

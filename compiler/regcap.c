@@ -3,12 +3,48 @@
  * ptxas spills under it, and the module emitted again with it.
  *
  * The cap rests on an estimate: where ptxas is at hand, check that no kernel spills under it,
- * and loosen the cap of any that does: to the occupancy boundary, then by one allocation unit (8)
+ * or whose wgmma ptxas serializes for want of registers (C7512), and loosen the cap of any that
+ * does: to the occupancy boundary, then by one allocation unit (8)
  * a round, the last round to the budget. Small steps keep kernels that differ by a register or
- * two at counts that differ as little. ptxas runs once when nothing spills. */
+ * two at counts that differ as little. ptxas runs once when nothing spills. A cap under what one
+ * instruction needs is raised to what ptxas names (raise_named_cap). */
+#include <stdlib.h>
+#include <string.h>
 #include "tilec.h"
 
 enum { CAP_ROUNDS = 5 };
+
+/* ptxas refuses an instruction that needs more registers at once than the cap leaves (a wgmma's
+ * accumulators, descriptors and addresses: "Insufficient registers (80) to compile instruction
+ * ... in function F. Try to compile with register target of 90 or higher"). The estimate cannot
+ * see that need; the cap of F becomes the target ptxas names, rounded up to the allocation unit.
+ * False when the log names no such kernel (then the failure is real). */
+static bool raise_named_cap(ArchOutput *out, const char *log, const Options *opt)
+{
+    static const char fn[] = "in function ", tgt[] = "register target of ";
+    bool raised = false;
+    for (const char *p = log ? strstr(log, "Insufficient registers") : NULL; p;
+         p = strstr(p + 1, "Insufficient registers")) {
+        const char *name = strstr(p, fn), *num = strstr(p, tgt), *eol = strchr(p, '\n');
+        if (!name || !num || (eol && (name > eol || num > eol)))
+            continue;
+        name += sizeof fn - 1;
+        int want = atoi(num + sizeof tgt - 1);
+        want = (want + 7) & ~7;
+        for (int i = 0; i < out->nk; i++) {
+            Func *f = out->funcs[i];
+            size_t n = strlen(f->k->name);
+            int budget = opt->max_regs ? opt->max_regs : reg_budget(f->threads);
+            if (f->maxnreg > 0 && !strncmp(name, f->k->name, n) && (name[n] == '.' || name[n] == ' ') &&
+                want > f->maxnreg && want <= budget) {
+                f->maxnreg = want;
+                f->cap_tight = false;
+                raised = true;
+            }
+        }
+    }
+    return raised;
+}
 
 bool regcap_fit(ArchOutput *out, const Options *opt,
                 void (*emit)(ArchOutput *out, const char *arch))
@@ -21,6 +57,13 @@ bool regcap_fit(ArchOutput *out, const Options *opt,
         Buf cub = { 0 }, log = { 0 };
         bool missing = false, changed = false;
         bool assembled = ptxas_run(out->ptx.s, arch, &cub, &log, &missing);
+        if (!assembled && !missing && raise_named_cap(out, log.s, opt)) {
+            buf_free(&cub);
+            buf_free(&log);
+            buf_free(&out->ptx);
+            emit(out, arch);
+            continue;
+        }
         if (!assembled && !missing) {
             /* PTX ptxas rejects is never written out, whatever the output asked for */
             sys_error("ptxas failed for %s:\n%s", arch, log.s ? log.s : "");
@@ -35,7 +78,7 @@ bool regcap_fit(ArchOutput *out, const Options *opt,
                 KernelMeta *m = &out->metas[i];
                 int budget = opt->max_regs ? opt->max_regs : reg_budget(f->threads);
                 if (f->maxnreg > 0 && f->maxnreg < budget &&
-                    m->ptxas_spill_stores + m->ptxas_spill_loads > 0) {
+                    (m->ptxas_spill_stores + m->ptxas_spill_loads > 0 || m->ptxas_wgmma_serialized)) {
                     /* up to the occupancy boundary first: ptxas may fit there, and one register
                        more costs a block per multiprocessor */
                     int cap = round + 1 == CAP_ROUNDS ? budget
@@ -47,11 +90,15 @@ bool regcap_fit(ArchOutput *out, const Options *opt,
                 }
                 m->ptxas_regs = m->ptxas_spill_stores = m->ptxas_spill_loads = m->ptxas_stack = -1;
             }
+            for (int i = 0; changed && i < out->nk; i++)
+                out->metas[i].ptxas_wgmma_serialized = false;   /* the next round says again */
         }
         buf_free(&cub);
         buf_free(&log);
-        if (!changed)
+        if (!changed) {
+            ptxas_warn_lost(out, arch);
             break;
+        }
         buf_free(&out->ptx);
         emit(out, arch);
     }

@@ -399,6 +399,10 @@ typedef struct {
     TensorMapMeta *tmaps; int ntmaps;   /* the TMA tensor maps, passed after the arguments */
     /* Filled from ptxas -v when it ran (-1 otherwise): */
     int ptxas_regs, ptxas_spill_stores, ptxas_spill_loads, ptxas_stack;
+    /* ptxas serialized the kernel's wgmma for want of registers (C7512): the tensor cores' fast
+       path lost, which regcap treats as it treats a spill */
+    bool ptxas_wgmma_serialized;
+    bool warned_serialized;   /* ptxas_warn_lost said so (once per kernel) */
 } KernelMeta;
 
 /* The metadata block written at the top of every PTX file as comments:
@@ -682,6 +686,9 @@ typedef struct {
     Func **funcs;          /* heap: arch_output_free */
     int nk;
 } ArchOutput;
+
+/* Warns, once per kernel, where ptxas's report says it lost a fast path (wgmma serialized). */
+void ptxas_warn_lost(ArchOutput *out, const char *arch);
 
 /* Reads src (len bytes, NUL-terminated; file names it in messages) into a checked Program:
  * lex, parse, check with the -D overrides. NULL after errors (reported through diag). */
