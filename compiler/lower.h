@@ -109,7 +109,12 @@ typedef struct {
 typedef struct PipeLoop {
     Stmt *loop;
     PipeOperand *ops; int nops;   /* operands in stage buffers */
-    int S;                        /* stages */
+    int S;                        /* pipeline(S): copies run S - 1 iterations ahead */
+    /* stage buffers: S, or S + 1 when the matmul keeps one wgmma group in flight into the next
+     * iteration (wg_keep): the stage that group reads is then neither read nor written by the
+     * next iteration's copies */
+    int nbuf;
+    int wg_keep;                  /* wgmma groups the body's product leaves in flight (0 or 1) */
     int iter, hi;                 /* registers: the loop variable, its bound */
     Opnd lo;                      /* the loop's first value */
     int stage;                    /* register: the stage this iteration reads */

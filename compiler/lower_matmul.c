@@ -58,6 +58,10 @@ void lower_matmul(Lower *c, Tile *acc, Expr *mm, bool accumulate)
     Func *f = c->f;
     Layout *L = &acc->L;
     MatmulPlan *plan = matmul_plan(c, mm);
+    /* a wgmma group left in flight writes acc until a later wait: only where nothing but the
+       next product touches acc (accumulating in its own layout) */
+    if (c->pipe && (!accumulate || !layout_eq(&plan->acc, L)))
+        c->pipe->wg_keep = 0;
     if (!layout_eq(&plan->acc, L)) {
         /* acc was laid out for another matmul (a var accumulated by @ of other operand types):
            compute this product in its own layout and move it over */

@@ -1,50 +1,69 @@
 /* lower_tma.c: operands a pipelined loop moves with the Tensor Memory Accelerator (sm_90a).
  *
- * The A of the swapped tf32 wgmma (lower_mma_swap.c) sits in shared memory in the 128-byte slab
- * swizzle, and the tensor cores truncate the f32 they read there. Copied by cp.async, each stage
- * is therefore read back, rounded and stored again by the threads that copied it: three trips
- * through shared memory per element. A TMA copy through a tensor map of type TFLOAT32 rounds each
- * element to nearest, ties to even, on its way in, and its 128-byte swizzle is the slab layout
- * itself (row r of a slab at r * 128, 16-byte chunk c at c ^ (r % 8), from a 1024-byte aligned
- * base). So one thread's few instructions per stage replace every thread's copies and the
- * rounding pass; the other threads only wait.
+ * Which. The B operand of the 16-bit wgmma products (row-major B N-major, B^T K-major: both in
+ * the plain SWZ_SLAB layout), and the A of the swapped tf32 wgmma (lower_mma_swap.c); a matmul
+ * path's row says which sides (MatmulPathRow.tma).
+ * - tf32: the swapped product's A sits in shared memory in the 128-byte slab swizzle, and the
+ *   tensor cores truncate the f32 they read there. Copied by cp.async, each stage is read back,
+ *   rounded and stored again by the threads that copied it: three trips through shared memory
+ *   per element. A TMA copy through a map of type TFLOAT32 rounds each element to nearest, ties
+ *   to even, on its way in.
+ * - f16/bf16 B: one thread's few instructions per stage replace every thread's copies and their
+ *   address arithmetic. Measured (H100, 2026-11-27, same run, 128 x 256 x 64 tiles): matmul_f16
+ *   0.74 -> 0.83 of cuBLAS at 4096^3 and 0.77 -> 0.90 at 8192^3.
+ * - Not the 16-bit A: its warpgroup row order (wg_row) puts consecutive blocks of 8 rows apart,
+ *   so each 8-row block would be a box of its own (16 a stage for 128 rows), and that ran at 0.53
+ *   of cuBLAS against cp.async's 0.83 (same run): small boxes starve the copy engine.
+ * The map's 128-byte swizzle is the slab layout itself (row r of a slab at r * 128, 16-byte chunk
+ * c at c ^ (r % 8), from a 1024-byte aligned base).
  *
  * The map. The launcher builds it (runtime/launch.c) from the //@tmap line tma_choose adds to
  * the kernel's metadata, and passes it by value after the arguments; the kernel takes its address
- * with cvta.param. Its box is the window's rows by one slab's 32 columns, so a window of BK
- * columns is BK / 32 copies, slab j at j * rows * 128 bytes. A box's elements outside the tensor
- * read as zero, as the masked cp.async pieces do, so edge tiles need nothing more.
+ * with cvta.param. Its box is the window's rows by one slab's columns (32 f32, 64 16-bit), so a
+ * window of BK columns is BK / 32 (or / 64) copies, slab j at j * rows * 128 bytes. A box's
+ * elements outside the tensor read as zero, as the masked cp.async pieces do, so edge tiles need
+ * nothing more.
  *
  * Completion. One mbarrier per stage, initialised once per loop with one expected arrival: the
  * issuing thread arrives announcing the stage's bytes (arrive.expect_tx) and issues the copies,
  * whose completion counts the bytes down; the phase then completes. Every thread waits for the
  * phase before the barrier that publishes the stage (publish_stage), so the block barrier still
  * orders the stage's reuse: the copies into a stage are issued after the barrier that follows the
- * last wgmma reading it. Stage s is filled for the (j / S)-th time in iteration j, so the parity
- * a thread waits for flips each time the stage counter wraps (PipeLoop.phase). */
+ * last wgmma reading it. Stage s is filled for the (j / B)-th time in iteration j (B stage
+ * buffers), so the parity a thread waits for flips each time the stage counter wraps
+ * (PipeLoop.phase). */
 #include <string.h>
 #include "lower.h"
 
-enum { SLAB_BYTES = 128, SLAB_COLS = SLAB_BYTES / 4, TMA_BOX_MAX = 256 };
+enum { SLAB_BYTES = 128, TMA_BOX_MAX = 256 };
 
-/* A window of an f32 tensor argument the tf32 wgmma reads from a slab: rank 2, both dimensions
- * windowed, unit inner stride, at most 256 rows (the largest box), rows 16-byte aligned (the map's
- * base and pitch must be: the same facts that let cp.async move 16-byte pieces). */
+/* Columns of one slab: one box is the window's rows by that many columns */
+static int slab_cols(const PipeOperand *p) { return SLAB_BYTES / type_size(p->type); }
+
+/* The maps' element type: f32 tiles are read as tf32 (rounded on the copy) */
+static const char *map_type(ElemType t) { return t == TY_F16 ? "f16" : t == TY_BF16 ? "bf16" : "tf32"; }
+
+/* A window of a tensor argument wgmma reads from a slab (tf32, f16, bf16): rank 2, both dimensions
+ * windowed, unit inner stride, at most 256 rows a box, rows 16-byte aligned (the map's base and
+ * pitch must be: the same facts that let cp.async move 16-byte pieces). */
 static bool window_ok(Lower *c, const PipeOperand *p)
 {
     Expr *win = p->window;
     int pitch = p->pitch;
     if (!c->target->tma || p->held || !p->plan || !matmul_side(p->plan->row->tma, p->side) ||
-        win->kind != E_INDEX || index_gather_dim(win) >= 0 || win->type != TY_F32 || win->nidx != 2)
+        win->kind != E_INDEX || index_gather_dim(win) >= 0 || win->nidx != 2 ||
+        p->swz != SWZ_SLAB)
         return false;
     Sym *t = win->sym;
-    if (!t || t->kind != SYM_TENSOR || t->rank != 2 || t->type != TY_F32)
+    bool tf32 = win->type == TY_F32 && p->plan->tf32;
+    if (!t || t->kind != SYM_TENSOR || t->rank != 2 || t->type != win->type ||
+        !(tf32 || win->type == TY_F16 || win->type == TY_BF16))
         return false;
     for (int d = 0; d < 2; d++)
         if (!win->idx[d].width_expr || win->idx[d].width <= 0)
             return false;
     int64_t rows = win->shape.dim[0], cols = win->shape.dim[1];
-    if (rows > TMA_BOX_MAX || cols % SLAB_COLS || pitch != cols)
+    if (rows > TMA_BOX_MAX || cols % slab_cols(p) || pitch != cols)
         return false;
     if (!t->has_default_strides && (t->stride[1].size || t->stride[1].expr || t->stride[1].cval != 1))
         return false;
@@ -61,12 +80,13 @@ static bool same_map(const TensorMapMeta *a, const TensorMapMeta *b)
 
 /* The map of win in the kernel's metadata (one per distinct map): its index, -1 when the kernel
  * has as many as the launcher takes. */
-static int register_map(Lower *c, Expr *win)
+static int register_map(Lower *c, const PipeOperand *p)
 {
     KernelMeta *m = c->meta;
+    Expr *win = p->window;
     Sym *t = win->sym;
     TensorMapMeta tm = {
-        t->param_index, "tf32", SLAB_BYTES, (int)win->shape.dim[0], SLAB_COLS,
+        t->param_index, map_type(p->type), SLAB_BYTES, (int)win->shape.dim[0], slab_cols(p),
         extent_rpn(c, t->dim[0]), extent_rpn(c, t->dim[1]),
         extent_rpn(c, t->has_default_strides ? t->dim[1] : t->stride[0]),
     };
@@ -90,7 +110,7 @@ bool tma_choose(Lower *c, PipeLoop *pl)
     bool any = false;
     for (int i = 0; i < pl->nops; i++)
         if (window_ok(c, &pl->ops[i])) {
-            pl->ops[i].tmap = register_map(c, pl->ops[i].window);
+            pl->ops[i].tmap = register_map(c, &pl->ops[i]);
             any |= pl->ops[i].tmap >= 0;
         }
     return any;
@@ -121,7 +141,7 @@ static int map_address(Lower *c, int tmap)
 static void init_barriers(Lower *c, const PipeLoop *pl, PipeOperand *p)
 {
     Func *f = c->f;
-    int S = pl->S, off = smem_alloc_aligned(c, 8 * S, 8);
+    int S = pl->nbuf, off = smem_alloc_aligned(c, 8 * S, 8);
     RegArray arr = { arena_printf(c->a, "%s_full", p->operand->sym->name), S, RC_R, f->cur_line, false, false };
     vec_push(&f->arrays, arr);
     p->bars = f->arrays.n - 1;
@@ -163,17 +183,17 @@ void tma_issue(Lower *c, const PipeLoop *pl, PipeOperand *p, int base, int bar, 
 {
     Func *f = c->f;
     Expr *win = p->window;
-    int rows = (int)win->shape.dim[0], cols = (int)win->shape.dim[1];
+    int rows = (int)win->shape.dim[0], cols = (int)win->shape.dim[1], sc = slab_cols(p);
     int row = opnd_reg(c, lower_expr(c, win->idx[0].start, NULL).v[0], PT_S32);
     int col = opnd_reg(c, lower_expr(c, win->idx[1].start, NULL).v[0], PT_S32);
     int go = ir_bin(f, OP_BAND, PT_PRED, R(valid), R(pl->leader));
     Ins *in = emit_ins(f, OP_MBEXPECT, PT_B64);
     in->src[0] = R(bar);
     in->nsrc = 1;
-    in->bytes = rows * cols * 4;
+    in->bytes = rows * cols * type_size(p->type);
     in->guard = go;
-    for (int j = 0; j < cols / SLAB_COLS; j++) {
-        int cj = j ? ir_bin(f, OP_ADD, PT_S32, R(col), IMM(j * SLAB_COLS)) : col;
+    for (int j = 0; j < cols / sc; j++) {
+        int cj = j ? ir_bin(f, OP_ADD, PT_S32, R(col), IMM(j * sc)) : col;
         in = emit_ins(f, OP_TMALOAD, PT_B32);
         in->src[0] = R(base);
         in->off = (int64_t)j * rows * SLAB_BYTES;

@@ -28,7 +28,8 @@
  * registers stay live until the wait (wg_hold).
  *
  * Order. Each matmul fences the accumulators (wgmma.fence), issues its wgmma, commits them as one
- * group and waits for it before the next iteration's barrier lets the stage be overwritten. The
+ * group and waits for it before the next iteration's barrier lets the stage be overwritten; in a
+ * loop with a spare stage (PipeLoop.wg_keep) it waits only for the previous iteration's group. The
  * barrier that publishes a stage has fence.proxy.async before it: cp.async writes through the
  * generic proxy, the tensor cores read through the async one. */
 #include <string.h>
@@ -203,7 +204,11 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
     emit_ins(f, OP_WGCOMMIT, PT_B32);
     /* the next stage's copies go into the stage every thread finished reading before the barrier */
     pipe_issue_pending(c);
-    emit_ins(f, OP_WGWAIT, PT_B32)->inflight = 0;
+    /* a loop with a stage to spare lets this group run on into the next iteration
+       (lower_pipeline.c, keeps_group); the wait then finishes the previous iteration's. A's
+       fragment registers would be rewritten by the next iteration's loads: those wait here. */
+    int keep = c->pipe && !regs_a ? c->pipe->wg_keep : 0;
+    emit_ins(f, OP_WGWAIT, PT_B32)->inflight = keep;
     /* the tensor cores read A's fragment registers until the wait: none may be reused before */
     if (regs_a)
         wg_hold(f, frag, nfrag);

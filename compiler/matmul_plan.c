@@ -187,13 +187,14 @@ static const MatmulPathRow rows[] = {
        iterations (lower_mma_swap.c) */
     { MM_WGMMA_TF32, "wgmma tf32 (swapped)", fits_wgmma_tf32, layout_swapped, swizzle_swapped, mma_pitch,
       SIDE_A, MM_MMA_SWAPPED, SIDE_A, SIDE_A, SIDE_A, true, true, NULL, emit_swapped },
-    /* f16/bf16 on sm_90a: both operands in slabs (lower_wgmma.c) */
+    /* f16/bf16 on sm_90a: both operands in slabs (lower_wgmma.c), B by TMA where it can (A's
+       warpgroup row order would take a box per 8 rows: lower_tma.c) */
     { MM_WGMMA, "wgmma", fits_wgmma, layout_wgmma, swizzle_wgmma, mma_pitch,
-      SIDE_A | SIDE_B, MM_MMA_SYNC, 0, SIDE_A | SIDE_B, 0, true, false, trans_wgmma, emit_wgmma },
+      SIDE_A | SIDE_B, MM_MMA_SYNC, SIDE_B, SIDE_A | SIDE_B, 0, true, false, trans_wgmma, emit_wgmma },
     /* f16/bf16 on sm_90a with A transposed: A's fragments in registers, B from its slab
        (lower_wgmma.c) */
     { MM_WGMMA_RA, "wgmma (A from registers)", fits_wgmma_ra, layout_wgmma, swizzle_wgmma_ra, mma_pitch,
-      SIDE_B, MM_MMA_SYNC, 0, SIDE_B, 0, true, false, trans_mma_sync, emit_wgmma },
+      SIDE_B, MM_MMA_SYNC, SIDE_B, SIDE_B, 0, true, false, trans_mma_sync, emit_wgmma },
     /* f16/bf16/tf32, sm_80 on (lower_mma.c) */
     { MM_MMA_SYNC, "mma.sync", fits_mma_sync, layout_mma_sync, swizzle_mma_sync, mma_pitch,
       0, MM_MMA_SYNC, 0, 0, 0, true, false, trans_mma_sync, emit_mma_sync },

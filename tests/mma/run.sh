@@ -15,6 +15,11 @@
 #   wgmma      wgmma.mma_async m64n256k16 of the right types, and no mma.sync or ldmatrix
 #   count      the k loop (the loop holding the wgmma) issues BK / 16 wgmma, commits them and waits
 #   proxy      the loop's barrier has fence.proxy.async before it (cp.async writes, wgmma reads)
+#   tma        B comes by TMA (one //@tmap, one expect_tx and BN / 64 box copies a k step), A by
+#              cp.async (lower_tma.c says why)
+#   in-flight  the loop waits with one wgmma group in flight (wait_group 1) over S + 1 stage
+#              buffers, the exit waits for all before the epilogue (lower_pipeline.c,
+#              keeps_group); a 128 x 128 tile keeps S buffers and waits for all in the loop
 # and matmul_tf32 takes the swapped wgmma (lower_mma_swap.c):
 #   wgmma      wgmma.mma_async m64n256k8 tf32 with A from registers, and no mma.sync or ldmatrix
 #   count      the k loop issues BK / 8 wgmma and commits them; its barrier has the wait for the
@@ -90,6 +95,31 @@ check_wgmma_example() {   # name types wgmma_per_kloop
 		bad "$t count" "$n wgmma in the k loop (want $want), with commit and wait and no fma"; fi
 	if awk '/fence\.proxy\.async\.shared::cta/ { f = NR } /bar\.sync/ { b = NR; ok = f == NR - 1 } END { exit !(b && ok) }' "$tmp/loop"
 	then ok; else bad "$t proxy" "the k loop's barrier has no fence.proxy.async just before it"; fi
+	# B (64 x 256) by TMA in four 64 x 64 boxes, one expect_tx; A by cp.async
+	if grep -q "^//@tmap a1 $types 128 64 64 | " "$ptx" &&
+	   [ "$(grep -c 'mbarrier\.arrive\.expect_tx' "$tmp/loop")" -eq 1 ] &&
+	   [ "$(grep -c 'cp\.async\.bulk\.tensor\.2d\..*mbarrier::complete_tx::bytes' "$tmp/loop")" -eq 4 ] &&
+	   grep -q 'cp\.async\.cg\.shared\.global' "$tmp/loop"; then ok; else
+		bad "$t tma" "B not by TMA (a //@tmap line for a1, one expect_tx and 4 copies a k step), or A not by cp.async"; fi
+	# one group left in flight across iterations (four stage buffers for pipeline(3)); the exit
+	# waits for all before the epilogue reads the accumulators
+	if grep -q 'wgmma\.wait_group\.sync\.aligned 1' "$tmp/loop" && ! grep -q 'wgmma\.wait_group\.sync\.aligned 0' "$tmp/loop" &&
+	   grep -q '^//@kernel .* smem 196[0-9][0-9][0-9] ' "$ptx" &&
+	   awk '/wgmma\.commit_group/ { c = 1 } c && /^\$L[0-9]+:/ { l = 1 } l && /wgmma\.wait_group\.sync\.aligned 0/ { w = 1 }
+	        l && /cvt\.rn\.(f16|bf16)\.f32|max\.f32/ { exit !w } END { exit !w }' "$ptx"; then ok; else
+		bad "$t in-flight" "the k loop does not wait with one group in flight over four stages, or the exit does not wait before the epilogue"; fi
+}
+
+# A 128 x 128 tile keeps three stages: a fourth would cost its second block per multiprocessor
+check_not_deep() {
+	t="matmul_f16 sm_90a BN=128"
+	if "$tilec" --arch=sm_90a -D BN=128 -o "$tmp/bn128.ptx" examples/matmul_f16.tile 2>"$tmp/err"; then
+		kloop "$tmp/bn128.ptx" 'wgmma\\.mma_async' >"$tmp/loop"
+		if grep -q 'wgmma\.wait_group\.sync\.aligned 0' "$tmp/loop" && grep -q '^//@kernel .* smem 983[0-9][0-9] ' "$tmp/bn128.ptx"
+		then ok; else bad "$t" "a fourth stage (or a group in flight) where it halves the blocks per multiprocessor"; fi
+	else
+		bad "$t compile" "$(head -n 3 "$tmp/err")"
+	fi
 }
 
 check_wgmma_tf32() {
@@ -170,6 +200,7 @@ check_wgmma_example matmul_f16 f16 4
 check_wgmma_example matmul_bf16 bf16 4
 check_wgmma_example gemm_bias_relu f16 4
 check_wgmma_tf32
+check_not_deep
 
 # the tf32 wgmma at other stage counts: A still by TMA
 for st in 1 2 4; do
