@@ -19,6 +19,8 @@
 #include "bench.h"
 
 #define GEMM(name, s, in_, out_) { .kernel = name, .kind = K_GEMM, .m = s, .n = s, .k = s, .in = in_, .out = out_ }
+/* M x N x K, for the shapes of a language model's layers (a batch of M tokens) */
+#define GEMM3(name, m_, n_, k_, in_, out_) { .kernel = name, .kind = K_GEMM, .m = m_, .n = n_, .k = k_, .in = in_, .out = out_ }
 /* a product with transposed operands, from file (its PTX under the examples' directory) */
 #define GEMMT(name, file_, s, in_, out_, ta_, tb_, bias_) \
     { .kernel = name, .kind = K_GEMM, .m = s, .n = s, .k = s, .in = in_, .out = out_, .file = file_, \
@@ -30,8 +32,16 @@ const Workload workloads[] = {
     GEMM("matmul_f32", 8192, DT_F32, DT_F32),
     GEMM("matmul_tf32", 4096, DT_TF32, DT_F32),
     GEMM("matmul_tf32", 8192, DT_TF32, DT_F32),
+    GEMM("matmul_f16", 2048, DT_F16, DT_F16),
     GEMM("matmul_f16", 4096, DT_F16, DT_F16),
     GEMM("matmul_f16", 8192, DT_F16, DT_F16),
+    /* a layer of N = K = 8192 (and an MLP's N = 28672) at 16 to 4096 tokens */
+    GEMM3("matmul_f16", 16, 8192, 8192, DT_F16, DT_F16),
+    GEMM3("matmul_f16", 128, 8192, 8192, DT_F16, DT_F16),
+    GEMM3("matmul_f16", 512, 8192, 8192, DT_F16, DT_F16),
+    GEMM3("matmul_f16", 4096, 8192, 8192, DT_F16, DT_F16),
+    GEMM3("matmul_f16", 4096, 28672, 8192, DT_F16, DT_F16),
+    GEMM("matmul_bf16", 2048, DT_BF16, DT_BF16),
     GEMM("matmul_bf16", 4096, DT_BF16, DT_BF16),
     GEMM("matmul_bf16", 8192, DT_BF16, DT_BF16),
     /* Y = X W^T + bias, W stored [N, K] (examples/linear.tile) */
