@@ -16,6 +16,7 @@
 static const char *const type_names[TY_COUNT] = {
     [TY_NONE] = "<error>", [TY_BOOL] = "bool", [TY_I32] = "i32", [TY_U32] = "u32",
     [TY_I64] = "i64", [TY_F16] = "f16", [TY_BF16] = "bf16", [TY_F32] = "f32", [TY_TF32] = "tf32",
+    [TY_I8] = "i8", [TY_U8] = "u8", [TY_F8E4M3] = "f8e4m3", [TY_F8E5M2] = "f8e5m2",
 };
 
 const char *type_name(ElemType t)
@@ -26,7 +27,7 @@ const char *type_name(ElemType t)
 int type_size(ElemType t)
 {
     switch (t) {
-    case TY_BOOL: return 1;
+    case TY_BOOL: case TY_I8: case TY_U8: case TY_F8E4M3: case TY_F8E5M2: return 1;
     case TY_F16: case TY_BF16: return 2;
     case TY_I32: case TY_U32: case TY_F32: case TY_TF32: return 4;
     case TY_I64: return 8;
@@ -34,8 +35,10 @@ int type_size(ElemType t)
     }
 }
 
-bool type_is_float(ElemType t) { return t == TY_F16 || t == TY_BF16 || t == TY_F32 || t == TY_TF32; }
-bool type_is_int(ElemType t) { return t == TY_I32 || t == TY_U32 || t == TY_I64; }
+bool type_is_float(ElemType t) { return t == TY_F16 || t == TY_BF16 || t == TY_F32 || t == TY_TF32 || type_is_f8(t); }
+bool type_is_int(ElemType t) { return t == TY_I32 || t == TY_U32 || t == TY_I64 || t == TY_I8 || t == TY_U8; }
+bool type_is_8bit(ElemType t) { return t == TY_I8 || t == TY_U8 || type_is_f8(t); }
+bool type_is_f8(ElemType t) { return t == TY_F8E4M3 || t == TY_F8E5M2; }
 
 /* ---------------------------------------------------------------- names */
 
@@ -289,6 +292,9 @@ static void check_params(Check *c, Kernel *k)
         s->type = pa->type;
         s->param_index = i;
         pa->sym = s;
+        if (!pa->is_tensor && type_is_8bit(pa->type))
+            error_at(pa->loc, "a scalar parameter cannot be %s: 8-bit types are for tensors; pass "
+                     "an %s", type_name(pa->type), type_is_f8(pa->type) ? "f32" : "i32");
         if (pa->is_tensor) {
             s->rank = pa->rank;
             for (int d = 0; d < pa->rank; d++)

@@ -107,7 +107,22 @@ static bool broadcast_into(Check *c, Expr *e, Expr *a, Expr *b)
  * up; f16 and bf16, which are rounded from f32, from the midpoint past their largest value. */
 static double float_overflow_at(ElemType t)
 {
-    return t == TY_F16 ? 65520.0 : t == TY_BF16 ? 0x1.ffp+127 : 0x1.ffffffp+127;
+    /* f8e4m3 has no infinity: past 448 (at the midpoint to the next step, 480) a conversion
+       saturates rather than rounds, which a constant is not let to do silently */
+    return t == TY_F16 ? 65520.0 : t == TY_BF16 ? 0x1.ffp+127 : t == TY_F8E4M3 ? 464.0
+         : t == TY_F8E5M2 ? 61440.0 : 0x1.ffffffp+127;
+}
+
+/* Does the integer v fit in the integer type t? */
+static bool int_fits(int64_t v, ElemType t)
+{
+    switch (t) {
+    case TY_I32: return v >= INT32_MIN && v <= INT32_MAX;
+    case TY_U32: return v >= 0 && v <= (int64_t)UINT32_MAX;
+    case TY_I8: return v >= -128 && v <= 127;
+    case TY_U8: return v >= 0 && v <= 255;
+    default: return true;
+    }
 }
 
 bool float_const_fits(double v, ElemType t)
@@ -150,9 +165,7 @@ bool adapt_literal(Check *c, Expr *e, ElemType t)
             e->type = t == TY_TF32 ? TY_F32 : t;
             return true;
         }
-        bool fits = t == TY_I64 || (t == TY_I32 && e->ival >= INT32_MIN && e->ival <= INT32_MAX) ||
-                    (t == TY_U32 && e->ival >= 0 && e->ival <= (int64_t)UINT32_MAX);
-        if (!fits) {
+        if (!int_fits(e->ival, t)) {
             error_at(e->loc, "integer constant %lld does not fit in %s", (long long)e->ival,
                      type_name(t));
             return false;
@@ -345,11 +358,26 @@ static bool is_const(const Expr *e) { return is_literal(e) || e->kind == E_BOOL;
 
 /* ---------------------------------------------------------------- operators */
 
+/* 8-bit values are stored, loaded, converted and selected; computing on them takes a widening
+ * cast first, so that where each value is rounded or wraps is written in the program. */
+static bool computed_8bit(Check *c, const Expr *x, const char *what)
+{
+    (void)c;
+    if (!type_is_8bit(x->type))
+        return false;
+    const char *wide = type_is_f8(x->type) ? "f32" : "i32";
+    error_at(x->loc, "%s on %s values: 8-bit types are for storage; widen them first, e.g. %s(x)",
+             what, type_name(x->type), wide);
+    return true;
+}
+
 static bool check_unary(Check *c, Expr *e)
 {
     Expr *a = e->a;
     check_expr(c, a);
     if (a->type == TY_NONE)
+        return fail(e);
+    if (computed_8bit(c, a, e->op == '-' ? "'-'" : e->op == '~' ? "'~'" : "'!'"))
         return fail(e);
     if (e->op == '-') {
         if (a->type == TY_BOOL) {
@@ -409,6 +437,9 @@ static bool check_binary(Check *c, Expr *e)
     }
     int op = e->op;
     bool logical = op == OP_AND || op == OP_OR;
+    for (int i = 0; i < 2; i++)
+        if (computed_8bit(c, i ? b : a, arena_printf(c->a, "'%s'", op_text(op))))
+            return fail(e);
     for (int i = 0; i < 2; i++) {
         Expr *x = i ? b : a;
         if (logical && x->type != TY_BOOL) {
@@ -755,6 +786,11 @@ static bool check_call(Check *c, Expr *e)
     }
     if (bad)
         return fail(e);
+    /* a selection or a rank change moves 8-bit values as they are; the rest computes */
+    BuiltinKind kind = builtin_info[e->builtin].kind;
+    for (int i = 0; i < n && kind != BK_SELECT && kind != BK_RESHAPE; i++)
+        if (computed_8bit(c, e->args[i], arena_printf(c->a, "'%s'", e->name)))
+            return fail(e);
 
     Expr *x = e->args[0];
     switch (builtin_info[e->builtin].kind) {
@@ -862,9 +898,7 @@ static bool fold_cast(Check *c, Expr *e)
             }
             v = (int64_t)x;
         }
-        bool fits = t == TY_I64 || (t == TY_I32 && v >= INT32_MIN && v <= INT32_MAX) ||
-                    (t == TY_U32 && v >= 0 && v <= (int64_t)UINT32_MAX);
-        if (!fits) {
+        if (!int_fits(v, t)) {
             if (a->kind == E_INT)
                 error_at(a->loc, "%lld is out of the range of %s", (long long)v, type_name(t));
             else

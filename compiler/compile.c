@@ -20,7 +20,12 @@ Program *compile_front(Arena *a, const char *file, const char *src, size_t len, 
 /* PTX text of the whole module: header, every kernel's metadata block, every kernel. */
 static void emit_module(ArchOutput *out, const char *arch)
 {
-    emit_ptx_header(&out->ptx, arch);
+    /* fp8 conversions on sm_89 came with PTX ISA 8.1; everything else is 8.0 */
+    bool fp8 = false;
+    for (int i = 0; i < out->nk; i++)
+        for (int j = 0; j < out->funcs[i]->code.n && !fp8; j++)
+            fp8 = out->funcs[i]->code.v[j].op == OP_F8WIDEN || out->funcs[i]->code.v[j].op == OP_F8NARROW;
+    emit_ptx_header(&out->ptx, arch, fp8 ? "8.1" : "8.0");
     /* the metadata block leads, so the runtime finds it without parsing PTX */
     Buf body = { 0 };
     for (int i = 0; i < out->nk; i++) {

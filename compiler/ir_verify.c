@@ -401,6 +401,11 @@ static bool check_ins(Verify *v, int i, const int *label_at)
         return dst_bits(v, i, 0, 1, false) && srcs_bits(v, i, 2, (const int[]){ 32, 32 });
     case OP_TMALOAD:
         return srcs_bits(v, i, 5, (const int[]){ 32, 64, 32, 32, 32 });
+    case OP_F8WIDEN: case OP_F8NARROW:
+        if (!in->text || (strcmp(in->text, "e4m3") && strcmp(in->text, "e5m2")))
+            return fail(v, i, "fp8 conversion of format %s", in->text ? in->text : "(none)");
+        return in->op == OP_F8WIDEN ? dst_bits(v, i, 0, 32, false) && src_bits(v, i, 0, 16, false)
+                                    : dst_bits(v, i, 0, 16, false) && srcs_bits(v, i, 2, (const int[]){ 32, 32 });
     default:
         return true;
     }

@@ -169,6 +169,10 @@ int yylex(YYSTYPE *lval, YYLTYPE *lloc, Lexer *lx)
             "u32"        { lval->t = TY_U32; TOKEN(TYPE); }
             "i64"        { lval->t = TY_I64; TOKEN(TYPE); }
             "bool"       { lval->t = TY_BOOL; TOKEN(TYPE); }
+            "i8"         { lval->t = TY_I8; TOKEN(TYPE); }
+            "u8"         { lval->t = TY_U8; TOKEN(TYPE); }
+            "f8e4m3"     { lval->t = TY_F8E4M3; TOKEN(TYPE); }
+            "f8e5m2"     { lval->t = TY_F8E5M2; TOKEN(TYPE); }
 
             ident {
                 size_t n = (size_t)((const char *)YYCURSOR - tok);

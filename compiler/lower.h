@@ -241,6 +241,11 @@ const char *rpn_text(Lower *c, Expr *e, const char *what);   /* a grid() or assu
 Tile load_window(Lower *c, Expr *e, const Layout *want);
 /* A value of type t as loaded from memory (f16/bf16 bits, bool byte) -> its held register form. */
 Opnd widen_held(Lower *c, ElemType t, int r);
+/* fp8 (lower_expr.c): the f32 register of the fp8 value t in the low byte of 16-bit register h,
+ * exactly; the 16-bit register whose low byte is f32 register x rounded to t (to nearest even,
+ * saturating to the largest finite value, NaN kept). sm_89 on: an error before. */
+int f8_widen(Lower *c, ElemType t, int h);
+int f8_narrow(Lower *c, ElemType t, int x);
 void store_window(Lower *c, Expr *target, Tile v);
 void atomic_window(Lower *c, Expr *target, Tile v, int op);
 Tile load_shared_var(Lower *c, Sym *s, const Layout *want);

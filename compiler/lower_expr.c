@@ -27,6 +27,12 @@ static double imm_val(Opnd o) { return o.kind == O_IMM ? (double)o.i : o.f; }
  * immediate must print within i32). Folding integers through double would keep 53 bits. */
 int64_t wrap_int(ElemType t, uint64_t v)
 {
+    if (t == TY_U8)
+        return (int64_t)(v & 0xffu);
+    if (t == TY_I8) {
+        v &= 0xffu;
+        return v >= 0x80u ? (int64_t)v - 0x100 : (int64_t)v;
+    }
     if (t == TY_U32)
         return (int64_t)(v & 0xffffffffu);
     if (t == TY_I32) {
@@ -42,8 +48,8 @@ static int64_t float_to_int(ElemType t, double v)
 {
     if (isnan(v))
         return 0;
-    double lo = t == TY_U32 ? 0 : t == TY_I32 ? INT32_MIN : -0x1p63;
-    double hi = t == TY_U32 ? UINT32_MAX : t == TY_I32 ? INT32_MAX : 0x1p63;
+    double lo = t == TY_U32 || t == TY_U8 ? 0 : t == TY_I32 ? INT32_MIN : t == TY_I8 ? -128 : -0x1p63;
+    double hi = t == TY_U32 ? UINT32_MAX : t == TY_I32 ? INT32_MAX : t == TY_I8 ? 127 : t == TY_U8 ? 255 : 0x1p63;
     v = trunc(v);
     if (v <= lo)
         return (int64_t)lo;
@@ -276,11 +282,61 @@ static Tile map_unary(Lower *c, Tile x, ElemType rt, Opnd (*fn)(Lower *, Builtin
     return r;
 }
 
-/* Rounds a held f32 value to f16/bf16 precision and widens it back. */
+/* The fp8 conversions are sm_89 instructions (cvt with .e4m3x2 / .e5m2x2); said once a kernel. */
+static void f8_target(Lower *c, ElemType t)
+{
+    if (c->target->sm >= 89 || c->failed)
+        return;
+    error_at(c->loc, "%s values need sm_89 or later (the conversions to and from f32 are sm_89 "
+             "instructions); this kernel is compiled for %s: use --arch=sm_89, sm_90 or sm_90a",
+             type_name(t), c->target->name);
+    c->failed = true;
+}
+
+static const char *f8_format(ElemType t) { return t == TY_F8E5M2 ? "e5m2" : "e4m3"; }
+
+int f8_widen(Lower *c, ElemType t, int h)
+{
+    Func *f = c->f;
+    f8_target(c, t);
+    int pair = new_reg(f, RC_R), lo = new_reg(f, RC_H), hi = new_reg(f, RC_H);
+    Ins *in = emit_ins(f, OP_F8WIDEN, PT_B32);
+    in->text = f8_format(t);
+    in->dst[0] = pair;
+    in->ndst = 1;
+    in->src[0] = R(h);
+    in->nsrc = 1;
+    in = emit_ins(f, OP_UNPACK2, PT_B32);
+    in->dst[0] = lo;
+    in->dst[1] = hi;
+    in->ndst = 2;
+    in->src[0] = R(pair);
+    in->nsrc = 1;
+    return ir_cvt(f, PT_F32, PT_F16, R(lo));     /* every fp8 value is an f16 value */
+}
+
+int f8_narrow(Lower *c, ElemType t, int x)
+{
+    Func *f = c->f;
+    f8_target(c, t);
+    int h = new_reg(f, RC_H);
+    Ins *in = emit_ins(f, OP_F8NARROW, PT_B16);
+    in->text = f8_format(t);
+    in->dst[0] = h;
+    in->ndst = 1;
+    in->src[0] = FIMM(0);     /* the upper byte, unused */
+    in->src[1] = R(x);
+    in->nsrc = 2;
+    return h;
+}
+
+/* Rounds a held f32 value to f16/bf16/fp8 precision and widens it back. */
 static Opnd narrow_slot(Lower *c, ElemType to, Opnd x)
 {
     Func *f = c->f;
     int xr = opnd_reg(c, x, PT_F32);
+    if (type_is_f8(to))
+        return R(f8_widen(c, to, f8_narrow(c, to, xr)));
     if (to == TY_F16) {
         int h = ir_cvt(f, PT_F16, PT_F32, R(xr));
         return R(ir_cvt(f, PT_F32, PT_F16, R(h)));
@@ -289,12 +345,34 @@ static Opnd narrow_slot(Lower *c, ElemType to, Opnd x)
     return widen_held(c, TY_BF16, ir_cvt(f, PT_BF16, PT_F32, R(xr)));
 }
 
+/* An i32 or u32 held value (or one of an integer type narrower or wider) as i8 or u8 -- wrapped
+ * to the low byte, as C converts -- widened back as the type is held. */
+static Opnd wrap_byte(Lower *c, ElemType to, Opnd x)
+{
+    Func *f = c->f;
+    int r = opnd_reg(c, x, PT_S32);
+    if (to == TY_U8)
+        return R(ir_bin(f, OP_BAND, PT_B32, R(r), IMM(0xff)));
+    return R(ir_bin(f, OP_SHR, PT_S32, R(ir_bin(f, OP_SHL, PT_B32, R(r), IMM(24))), IMM(24)));
+}
+
 Opnd cast_slot(Lower *c, ElemType to, ElemType from, Opnd x)
 {
     Func *f = c->f;
     PType pt = held_ptype(to), pf = held_ptype(from);
     if (to == TY_TF32)
         return R(ir_mov(f, PT_F32, R(round_tf32_value(c, opnd_reg(c, x, PT_F32)))));
+    /* to i8 or u8 from a register: a float truncates toward zero, saturating at the type's range
+       (NaN to 0), as cvt.rzi to an 8-bit integer does; an integer wraps */
+    if ((to == TY_I8 || to == TY_U8) && !is_imm(x) && pf != PT_PRED) {
+        if (type_is_float(from)) {
+            Opnd w = cast_slot(c, TY_I32, from, x);
+            int lo = ir_bin(f, OP_MAX, PT_S32, w, IMM(to == TY_I8 ? -128 : 0));
+            return R(ir_bin(f, OP_MIN, PT_S32, R(lo), IMM(to == TY_I8 ? 127 : 255)));
+        }
+        Opnd w = pf == PT_S64 ? R(ir_cvt(f, PT_S32, PT_S64, R(opnd_reg(c, x, PT_S64)))) : x;
+        return wrap_byte(c, to, w);
+    }
     if (is_imm(x) && pt != PT_PRED && pf != PT_PRED) {
         if (type_is_float(to)) {
             /* an integer rounds to f32 once, as cvt.rn.f32.s64 does */
@@ -310,15 +388,18 @@ Opnd cast_slot(Lower *c, ElemType to, ElemType from, Opnd x)
                          pt == PT_F32 ? FIMM(0) : IMM(0), R(opnd_reg(c, x, PT_PRED))));
     if (pt == PT_PRED)
         return R(ir_setp(f, CMP_NE, pf, R(opnd_reg(c, x, pf)), pf == PT_F32 ? FIMM(0) : IMM(0)));
+    /* a float narrower than f32 is rounded to its precision here, not only where it is stored
+       (f8e5m2(f8e4m3(x)) saturates at 448 first) */
+    bool narrower = to == TY_F16 || to == TY_BF16 || type_is_f8(to);
     if (pt == PT_F32 && pf == PT_F32) {
-        if (to == TY_F16 || to == TY_BF16)
+        if (narrower)
             return narrow_slot(c, to, x);
         return x;
     }
     if (pt == pf)
         return x;
     Opnd r = R(ir_cvt(f, pt, pf, R(opnd_reg(c, x, pf))));
-    if (to == TY_F16 || to == TY_BF16)
+    if (narrower)
         return narrow_slot(c, to, r);
     return r;
 }

@@ -142,7 +142,8 @@ static PType mem_ptype(ElemType t)
     case TY_I32: return PT_S32;
     case TY_U32: return PT_U32;
     case TY_I64: return PT_S64;
-    case TY_BOOL: return PT_U8;
+    case TY_BOOL: case TY_U8: case TY_F8E4M3: case TY_F8E5M2: return PT_U8;
+    case TY_I8: return PT_S8;
     default: return PT_B32;
     }
 }
@@ -157,7 +158,8 @@ Opnd widen_held(Lower *c, ElemType t, int r)
         return R(ir_mov(f, PT_F32, R(ir_bin(f, OP_SHL, PT_B32, R(w), IMM(16)))));
     }
     case TY_BOOL: return R(ir_setp(f, CMP_NE, PT_U32, R(r), IMM(0)));
-    default: return R(r);
+    case TY_F8E4M3: case TY_F8E5M2: return R(f8_widen(c, t, ir_cvt(f, PT_U16, PT_U32, R(r))));
+    default: return R(r);    /* i8, u8: loaded sign- or zero-extended into 32 bits */
     }
 }
 
@@ -168,7 +170,9 @@ static int narrow(Lower *c, ElemType t, Opnd v)
     case TY_F16: return ir_cvt(f, PT_F16, PT_F32, R(opnd_reg(c, v, PT_F32)));
     case TY_BF16: return ir_cvt(f, PT_BF16, PT_F32, R(opnd_reg(c, v, PT_F32)));
     case TY_BOOL: return ir_tern(f, OP_SELP, PT_U32, IMM(1), IMM(0), R(opnd_reg(c, v, PT_PRED)));
-    default: return opnd_reg(c, v, held_ptype(t));
+    case TY_F8E4M3: case TY_F8E5M2:
+        return ir_cvt(f, PT_U32, PT_U16, R(f8_narrow(c, t, opnd_reg(c, v, PT_F32))));
+    default: return opnd_reg(c, v, held_ptype(t));    /* i8, u8: the low byte is stored */
     }
 }
 
@@ -239,7 +243,7 @@ static void mem_load(Lower *c, int space, ElemType t, int addr, int64_t off, int
         else if (guard >= 0)
             /* defined before the guarded load, so it is not live (and held) from the kernel's
                entry for the load's sake: a guarded definition reads its register */
-            dst[i] = ir_mov(f, mt == PT_U8 ? PT_U32 : mt, IMM(0));   /* no mov.u8: a byte sits in 32 bits */
+            dst[i] = ir_mov(f, mt == PT_U8 || mt == PT_S8 ? PT_U32 : mt, IMM(0));   /* no mov.u8: a byte sits in 32 bits */
         else
             dst[i] = new_reg(f, ptype_class(mt));
     }
@@ -482,8 +486,9 @@ static int vector_width_bytes(Lower *c, Expr *e, Access *a, int max_bytes)
 
 static int vector_width(Lower *c, Expr *e, Access *a)
 {
-    /* 16 bytes where the element allows: 16-bit elements go as four packed words */
-    int max_elems = a->es == 8 ? 2 : a->es == 1 ? 1 : a->es == 2 ? 8 : 4;
+    /* 16 bytes where the element allows: 16-bit elements go as four packed words; 8-bit ones
+       four a vector (bool stays in single bytes) */
+    int max_elems = a->es == 8 ? 2 : a->es == 1 ? (type_is_8bit(a->t->type) ? 4 : 1) : a->es == 2 ? 8 : 4;
     return vector_width_bytes(c, e, a, max_elems * a->es);
 }
 

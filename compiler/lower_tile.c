@@ -9,10 +9,10 @@ PType held_ptype(ElemType t)
 {
     switch (t) {
     case TY_BOOL: return PT_PRED;
-    case TY_I32: return PT_S32;
-    case TY_U32: return PT_U32;
+    case TY_I32: case TY_I8: return PT_S32;     /* i8, u8 held widened to 32 bits */
+    case TY_U32: case TY_U8: return PT_U32;
     case TY_I64: return PT_S64;
-    default: return PT_F32;     /* f16, bf16, tf32 are held widened to f32 */
+    default: return PT_F32;     /* f16, bf16, tf32, f8e4m3, f8e5m2 are held widened to f32 */
     }
 }
 

@@ -18,6 +18,10 @@ static const char *meta_type(ElemType t)
     case TY_BF16: return "bf16";
     case TY_F32:
     case TY_TF32: return "f32";
+    case TY_I8: return "i8";
+    case TY_U8: return "u8";
+    case TY_F8E4M3: return "f8e4m3";
+    case TY_F8E5M2: return "f8e5m2";
     default: die("meta_write: argument of type %d", (int)t);
     }
 }
@@ -25,7 +29,7 @@ static const char *meta_type(ElemType t)
 static int meta_size(ElemType t)
 {
     switch (t) {
-    case TY_BOOL: return 1;
+    case TY_BOOL: case TY_I8: case TY_U8: case TY_F8E4M3: case TY_F8E5M2: return 1;
     case TY_F16: case TY_BF16: return 2;
     case TY_I64: return 8;
     default: return 4;

@@ -116,6 +116,8 @@ void sys_error(const char *fmt, ...);
 typedef enum {
     TY_NONE,               /* statements, errors */
     TY_BOOL, TY_I32, TY_U32, TY_I64, TY_F16, TY_BF16, TY_F32,
+    /* storage types: loaded, stored, converted and selected, computed with only once widened */
+    TY_I8, TY_U8, TY_F8E4M3, TY_F8E5M2,
     TY_TF32,               /* only as a matmul operand precision: the result of tf32(x) */
     TY_COUNT
 } ElemType;
@@ -123,6 +125,8 @@ const char *type_name(ElemType t);          /* "f32" ... */
 int type_size(ElemType t);                  /* bytes: bool 1, f16 2, f32 4, i64 8, tf32 4 */
 bool type_is_float(ElemType t);             /* f16 bf16 f32 tf32 */
 bool type_is_int(ElemType t);               /* i32 u32 i64 */
+bool type_is_8bit(ElemType t);              /* i8 u8 f8e4m3 f8e5m2: storage types */
+bool type_is_f8(ElemType t);                /* f8e4m3 f8e5m2 */
 
 enum { MAX_TILE_RANK = 2, MAX_TENSOR_RANK = 4, MAX_GRID = TILERT_MAX_GRID };
 
@@ -448,7 +452,7 @@ void emit_c(Buf *c_out, Buf *h_out, const char *base, const char *header_name,
 /* PTX value types of instructions. Register classes follow from them. */
 typedef enum {
     PT_PRED, PT_B16, PT_F16, PT_BF16, PT_B32, PT_S32, PT_U32, PT_F32, PT_B64, PT_S64, PT_U64,
-    PT_U16, PT_U8, PT_COUNT
+    PT_U16, PT_U8, PT_S8, PT_COUNT
 } PType;
 typedef enum { RC_P, RC_H, RC_R, RC_F, RC_D, RC_COUNT } RegClass;
 RegClass ptype_class(PType t);
@@ -754,7 +758,7 @@ void arrays_to_local(Func *f);
 
 /* ---------------------------------------------------------------- emit_ptx.c */
 
-void emit_ptx_header(Buf *out, const char *arch);
+void emit_ptx_header(Buf *out, const char *arch, const char *version);   /* PTX ISA version */
 void emit_ptx_kernel(Buf *out, Func *f, KernelMeta *meta);
 
 /* ---------------------------------------------------------------- remat.c, schedule.c */

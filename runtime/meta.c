@@ -29,6 +29,7 @@ enum { LINE_MAX_LEN = TILERT_MAX_META_LINE + 1 };
 static const char *const type_names[RT_TYPE_COUNT] = {
     [RT_BOOL] = "bool", [RT_I32] = "i32", [RT_U32] = "u32", [RT_I64] = "i64",
     [RT_F16] = "f16", [RT_BF16] = "bf16", [RT_F32] = "f32",
+    [RT_I8] = "i8", [RT_U8] = "u8", [RT_F8E4M3] = "f8e4m3", [RT_F8E5M2] = "f8e5m2",
 };
 
 const char *rt_type_name(rt_type t)
@@ -234,6 +235,8 @@ static tilert_status arg_line(Parser *P, char *rest)
         return bad(P, "unknown type");
     if (a.cls == RT_ARG_SIZE && a.type != RT_I32)
         return bad(P, "size arguments are i32");
+    if (a.cls == RT_ARG_SCALAR && a.type >= RT_I8)
+        return bad(P, "8-bit types are for tensor arguments only");
     int64_t al;
     if (!parse_int(w[3], 1, 256, &al) || (al & (al - 1)))
         return bad(P, "alignment must be a power of two, 1..256");

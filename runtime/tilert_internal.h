@@ -33,7 +33,9 @@ tilert_status rt_cuda_error_as(tilert_status s, const char *what, CUresult r);
 typedef enum { RT_ARG_PTR, RT_ARG_SIZE, RT_ARG_SCALAR } rt_arg_class;
 
 /* Element/scalar types as spelled in the metadata ("f32", "i32", ...). */
-typedef enum { RT_BOOL, RT_I32, RT_U32, RT_I64, RT_F16, RT_BF16, RT_F32, RT_TYPE_COUNT } rt_type;
+/* i8 .. f8e5m2 are element types of tensor arguments only (tilec takes no 8-bit scalar) */
+typedef enum { RT_BOOL, RT_I32, RT_U32, RT_I64, RT_F16, RT_BF16, RT_F32,
+               RT_I8, RT_U8, RT_F8E4M3, RT_F8E5M2, RT_TYPE_COUNT } rt_type;
 
 /* The limits tilec also keeps (tilert_limits.h); names are stored with their NUL. */
 enum {
