@@ -2,36 +2,50 @@
 """attn_sdpa.py ATTENTION.ptx [--quick]: examples/attention.tile (flash attention forward, the
 online softmax as docs/language.md reads; f16 and bf16, head dim 64 and 128, causal and not)
 against torch's scaled_dot_product_attention on the same inputs, in one process: median of 30
-calls each, CUDA events; FLOPs 4 B H S^2 D, half that when causal. Loads the PTX through the
-driver (ctypes), so it needs python3 with torch and nothing from the build but the PTX. Each
-configuration is checked once against SDPA (max |difference| printed) before it is timed."""
-import ctypes, re, sys
+calls each, CUDA events; FLOPs 4 B H S^2 D, half that when causal. Loads the PTX and launches it
+through libtilert (ctypes; build/libtilert.so, or $TILERT_LIB), which builds the tensor maps the
+sm_90a kernels read K and V through; it needs python3 with torch. Each configuration is checked
+once against SDPA (max |difference| printed) before it is timed."""
+import ctypes, os, re, sys
 import torch
 import torch.nn.functional as F
-ptx = open(sys.argv[1], "rb").read()
+path = sys.argv[1]
+ptx = open(path, "rb").read()
 quick = "--quick" in sys.argv
-cu = ctypes.CDLL("libcuda.so.1")
+rt = ctypes.CDLL(os.environ.get("TILERT_LIB", os.path.join(os.path.dirname(__file__), "..", "build", "libtilert.so")))
+rt.tilert_last_error.restype = ctypes.c_char_p
 torch.zeros(1, device="cuda")
-mod = ctypes.c_void_p()
-assert cu.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(ptx + b"\0")) == 0
-fns, smem = {}, {}
+
+class Arg(ctypes.Structure):   # tilert_arg (runtime/tilert.h)
+    class V(ctypes.Union):
+        _fields_ = [("ptr", ctypes.c_uint64), ("i32", ctypes.c_int32), ("u32", ctypes.c_uint32),
+                    ("i64", ctypes.c_int64), ("f32", ctypes.c_float), ("bits16", ctypes.c_uint16)]
+    _fields_ = [("kind", ctypes.c_int), ("v", V)]
+PTR, I32, F32 = 0, 1, 4
+
+def check(status, what):
+    assert status == 0, "%s: %s" % (what, rt.tilert_last_error().decode())
+
+ctx, mod = ctypes.c_void_p(), ctypes.c_void_p()
+check(rt.tilert_init(0, ctypes.byref(ctx)), "tilert_init")   # the primary context, torch's
+check(rt.tilert_load_ptx_file(ctx, path.encode(), ctypes.byref(mod)), "load " + path)
+fns = {}
 for name in (b"attention", b"attention_d128", b"attention_bf16", b"attention_bf16_d128"):
     if not re.search(rb"//@kernel " + name + rb" ", ptx):
         continue   # a file with some of them (a variant being tried): the others are skipped
     fn = ctypes.c_void_p()
-    assert cu.cuModuleGetFunction(ctypes.byref(fn), mod, name) == 0
-    smem[name] = int(re.search(rb"//@kernel " + name + rb" threads \d+ smem (\d+)", ptx).group(1))
-    assert cu.cuFuncSetAttribute(fn, 8, smem[name]) == 0   # MAX_DYNAMIC_SHARED_SIZE_BYTES
+    check(rt.tilert_get_kernel(mod, name, ctypes.byref(fn)), name.decode())
     fns[name] = fn
 
 def run_tilec(name, q, k, v, o, lse, scale, causal, BH, S, D, BHKV):
-    args = [ctypes.c_uint64(t.data_ptr()) for t in (q, k, v, o, lse)] + [
-        ctypes.c_float(scale), ctypes.c_int32(causal), ctypes.c_int32(BH), ctypes.c_int32(S),
-        ctypes.c_int32(D), ctypes.c_int32(BHKV)]
-    arr = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.byref(a), ctypes.c_void_p) for a in args])
-    st = torch.cuda.current_stream().cuda_stream
-    r = cu.cuLaunchKernel(fns[name], (S + 127) // 128, BH, 1, 256, 1, 1, smem[name], ctypes.c_void_p(st), arr, None)
-    assert r == 0, r
+    args = (Arg * 11)()
+    for i, t in enumerate((q, k, v, o, lse)):
+        args[i].kind, args[i].v.ptr = PTR, t.data_ptr()
+    args[5].kind, args[5].v.f32 = F32, scale
+    for i, x in enumerate((causal, BH, S, D, BHKV)):
+        args[6 + i].kind, args[6 + i].v.i32 = I32, x
+    st = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    check(rt.tilert_launch(fns[name], st, args, 11), "launch " + name.decode())
 
 def bench(f, reps=30):
     for _ in range(3): f()

@@ -272,7 +272,8 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         put_opnd(out, f, in->src[1], PT_U32);
         break;
     case OP_TMALOAD:
-        buf_puts(out, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [");
+        buf_printf(out, "cp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes [",
+                   in->nsrc - 3);
         put_opnd(out, f, in->src[0], PT_U32);
         if (in->off)
             buf_printf(out, "+%lld", (long long)in->off);
@@ -282,6 +283,10 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         put_opnd(out, f, in->src[2], PT_S32);
         buf_puts(out, ", ");
         put_opnd(out, f, in->src[3], PT_S32);
+        for (int j = 5; j < in->nsrc; j++) {
+            buf_puts(out, ", ");
+            put_opnd(out, f, in->src[j], PT_S32);
+        }
         buf_puts(out, "}], [");
         put_opnd(out, f, in->src[4], PT_U32);
         buf_puts(out, "]");

@@ -139,6 +139,7 @@ static bool counts(Verify *v, int i)
         case OP_CPASYNC: ns = in->nsrc == 2 ? 2 : 3; break;
         case OP_WGMMA: ns = in->a_regs ? 5 : 2; break;
         case OP_WGHOLD: ns = in->nsrc >= 1 && in->nsrc <= 10 ? in->nsrc : 1; break;
+        case OP_TMALOAD: ns = in->nsrc >= 5 && in->nsrc <= 5 + TMAP_MAX_OUTER ? in->nsrc : 5; break;
         default: return fail(v, i, "ops.h gives no source count");
         }
     }
@@ -400,7 +401,7 @@ static bool check_ins(Verify *v, int i, const int *label_at)
     case OP_MBWAIT:
         return dst_bits(v, i, 0, 1, false) && srcs_bits(v, i, 2, (const int[]){ 32, 32 });
     case OP_TMALOAD:
-        return srcs_bits(v, i, 5, (const int[]){ 32, 64, 32, 32, 32 });
+        return srcs_bits(v, i, in->nsrc, (const int[]){ 32, 64, 32, 32, 32, 32, 32, 32 });
     case OP_F8WIDEN: case OP_F8NARROW:
         if (!in->text || (strcmp(in->text, "e4m3") && strcmp(in->text, "e5m2")))
             return fail(v, i, "fp8 conversion of format %s", in->text ? in->text : "(none)");

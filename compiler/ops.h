@@ -90,7 +90,7 @@
     X(MBFENCEINIT, NULL,  NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
     X(MBEXPECT, NULL,     NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, FL_BYTES, 0, 1) \
     X(MBWAIT,  NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_SYNC, 0, 1, 2) \
-    X(TMALOAD, NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_STORE, FL_OFF, 0, 5)
+    X(TMALOAD, NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_STORE, FL_OFF, 0, N_VAR)
 
 enum { SFX_NONE, SFX_TYPE, SFX_BITS };
 enum { N_VEC = -1, N_VAR = -2 };

@@ -382,12 +382,16 @@ typedef struct {
  * the row-major rows x cols tensor (rows pitch elements apart) at argument `arg`, copied in boxes
  * of box_rows x box_cols elements, swizzle the TMA swizzle in bytes (0, 32, 64, 128). dtype
  * "tf32" makes the copy round f32 to tf32 (to nearest, ties to even) on its way into shared
- * memory. */
+ * memory. A tensor of rank 3 to 5 (batch, head) has its outer dimensions too, innermost first,
+ * each an extent and a stride in elements; a box is one element deep along them. */
+enum { TMAP_MAX_OUTER = 3 };
 typedef struct {
     int arg;
     const char *dtype;
     int swizzle, box_rows, box_cols;
     const char *rows_rpn, *cols_rpn, *pitch_rpn;
+    int nouter;
+    const char *outer_rpn[TMAP_MAX_OUTER], *outer_stride_rpn[TMAP_MAX_OUTER];
 } TensorMapMeta;
 enum { MAX_TMAPS = TILERT_MAX_TMAPS };
 
@@ -415,7 +419,8 @@ typedef struct {
  *   //@arg NAME ptr|size|scalar TYPE ALIGN
  *   //@grid RPN                (one line per grid dimension)
  *   //@assume RPN | TEXT
- *   //@tmap aP DTYPE SWIZZLE BOXROWS BOXCOLS | ROWS_RPN | COLS_RPN | PITCH_RPN   (TensorMapMeta)
+ *   //@tmap aP DTYPE SWIZZLE BOXROWS BOXCOLS | ROWS_RPN | COLS_RPN | PITCH_RPN
+ *           [| EXTENT_RPN | STRIDE_RPN]...   (TensorMapMeta: its outer dimensions, innermost first)
  *   //@end
  * (one //@kernel ... //@end group per kernel). runtime/meta.c parses exactly this, within its
  * limits: an RPN expression of at most META_MAX_RPN tokens (lowering refuses longer grid() and
@@ -532,9 +537,10 @@ typedef struct {
      * mbarriers (sm_90) and TMA: MBINIT src[0] = the barrier's shared address, count = the
      * arrival count; MBFENCEINIT (fence.mbarrier_init) no operands; MBEXPECT (arrive.expect_tx)
      * src[0] = barrier, bytes; MBWAIT (try_wait.parity) dst[0] = predicate (phase complete),
-     * src[0] = barrier, src[1] = the phase parity; TMALOAD (cp.async.bulk.tensor.2d) src[0] =
+     * src[0] = barrier, src[1] = the phase parity; TMALOAD (cp.async.bulk.tensor.Nd) src[0] =
      * shared destination + off, src[1] = the tensor map's generic address (b64), src[2], src[3]
-     * = the coordinates (column, row), src[4] = barrier. CVTA with space = SP_PARAM: cvta.param
+     * = the coordinates (column, row), src[4] = barrier, src[5..] = the outer dimensions'
+     * coordinates (a map of rank 3 to 5). CVTA with space = SP_PARAM: cvta.param
      * (the address of a by-value parameter). */
     int line;              /* source line that produced it (report) */
     const char *text;      /* COMMENT */

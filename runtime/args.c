@@ -213,30 +213,37 @@ static tilert_status tmap_refused(const rt_kernel_meta *k, int i, const int64_t 
                                   const char *problem)
 {
     const rt_tmap_meta *t = &k->tmaps[i];
-    const rpn_expr *extents[3] = {&t->rows, &t->cols, &t->pitch};
+    const rpn_expr *extents[3 + 2 * RT_TMAP_MAX_OUTER] = {&t->rows, &t->cols, &t->pitch};
+    for (int j = 0; j < t->nouter; j++)
+        extents[3 + 2 * j] = &t->outer[j], extents[4 + 2 * j] = &t->outer_stride[j];
     char vs[512];
-    describe_exprs(k, extents, 3, vals, vs, sizeof vs);
+    describe_exprs(k, extents, 3 + 2 * t->nouter, vals, vs, sizeof vs);
     return rt_error(TILERT_ERR_BAD_ARGS, "kernel %s: tensor map %d (%s): %s%s%s%s", k->name, i,
                     k->args[t->arg].name, problem, *vs ? " (" : "", vs, *vs ? ")" : "");
 }
 
-/* rows, cols and pitch of map i, each in 0..2^31-1: TMA's coordinates are signed 32-bit. */
+/* rows, cols and pitch of map i, then each outer dimension's extent and stride: extents and the
+ * pitch in 0..2^31-1 (TMA's coordinates are signed 32-bit), outer strides in 0..2^40. */
 static tilert_status tmap_extents(const rt_kernel_meta *k, int i, const int64_t *vals,
-                                  int64_t ext[3])
+                                  int64_t ext[3 + 2 * RT_TMAP_MAX_OUTER])
 {
-    static const char *const ext_name[3] = {"rows", "cols", "pitch"};
+    static const char *const ext_name[3 + 2 * RT_TMAP_MAX_OUTER] = {
+        "rows", "cols", "pitch", "extent 3", "stride 3", "extent 4", "stride 4", "extent 5", "stride 5"};
     const rt_tmap_meta *t = &k->tmaps[i];
-    const rpn_expr *e[3] = {&t->rows, &t->cols, &t->pitch};
-    for (int j = 0; j < 3; j++) {
+    const rpn_expr *e[3 + 2 * RT_TMAP_MAX_OUTER] = {&t->rows, &t->cols, &t->pitch};
+    for (int j = 0; j < t->nouter; j++)
+        e[3 + 2 * j] = &t->outer[j], e[4 + 2 * j] = &t->outer_stride[j];
+    for (int j = 0; j < 3 + 2 * t->nouter; j++) {
         char what[RT_MAX_NAME + 64], problem[128];
         snprintf(what, sizeof what, "tensor map %d (%s) %s", i, k->args[t->arg].name,
                  ext_name[j]);
         tilert_status s = eval_in_context(k, e[j], vals, what, &ext[j]);
         if (s)
             return s;
-        if (ext[j] < 0 || ext[j] > INT32_MAX) {
-            snprintf(problem, sizeof problem, "%s is %lld (allowed 0..%d)", ext_name[j],
-                     (long long)ext[j], INT32_MAX);
+        int64_t most = j >= 4 && j % 2 == 0 ? (int64_t)1 << 40 : INT32_MAX;
+        if (ext[j] < 0 || ext[j] > most) {
+            snprintf(problem, sizeof problem, "%s is %lld (allowed 0..%lld)", ext_name[j],
+                     (long long)ext[j], (long long)most);
             return tmap_refused(k, i, vals, problem);
         }
     }
@@ -253,10 +260,13 @@ static tilert_status plan_tmap(const rt_kernel_meta *k, int i, const tilert_arg 
         [RT_TMAP_BF16] = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
     };
     const rt_tmap_meta *t = &k->tmaps[i];
-    int64_t ext[3];
+    int64_t ext[3 + 2 * RT_TMAP_MAX_OUTER];
     tilert_status s = tmap_extents(k, i, vals, ext);
     if (s)
         return s;
+    bool outer_empty = false;
+    for (int j = 0; j < t->nouter; j++)
+        outer_empty |= ext[3 + 2 * j] == 0;
     int64_t rows = ext[0], cols = ext[1], pitch = ext[2];
     int64_t elem = rt_tmap_elem_size(t->type);
     CUdeviceptr base = args[t->arg].v.ptr;
@@ -267,14 +277,18 @@ static tilert_status plan_tmap(const rt_kernel_meta *k, int i, const tilert_arg 
                  : t->swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
                                     : CU_TENSOR_MAP_SWIZZLE_128B;
     d->box[0] = (cuuint32_t)t->box_cols, d->box[1] = (cuuint32_t)t->box_rows;
+    d->rank = 2;
     /* TMA refuses a zero extent, yet a kernel may copy through the map anyway (a loop with
      * fixed bounds over K = 0) and must read zeros. So an empty map becomes a 1 x 1 tensor over
      * the context's zero buffer (launch.c supplies it); the tensor's own layout is never read,
      * so it is not checked either. */
-    if (rows == 0 || cols == 0) {
+    if (rows == 0 || cols == 0 || outer_empty) {
         d->empty = true;
         d->dim[0] = d->dim[1] = 1;
         d->stride[0] = 16;
+        for (int j = 0; j < t->nouter; j++)     /* the rank the kernel's copies name */
+            d->dim[2 + j] = 1, d->stride[1 + j] = 16, d->box[2 + j] = 1;
+        d->rank = 2 + t->nouter;
         return TILERT_OK;
     }
     char problem[160];
@@ -297,6 +311,18 @@ static tilert_status plan_tmap(const rt_kernel_meta *k, int i, const tilert_arg 
     d->base = base;
     d->dim[0] = (cuuint64_t)cols, d->dim[1] = (cuuint64_t)rows;
     d->stride[0] = (cuuint64_t)(pitch * elem);
+    for (int j = 0; j < t->nouter; j++) {
+        int64_t stride = ext[4 + 2 * j] * elem;
+        if (stride % 16 || stride >= (int64_t)1 << 40) {
+            snprintf(problem, sizeof problem, "dimension %d is %lld bytes a step, not a multiple of 16 "
+                     "under 2^40 as TMA requires", j + 3, (long long)stride);
+            return tmap_refused(k, i, vals, problem);
+        }
+        d->dim[2 + j] = (cuuint64_t)ext[3 + 2 * j];
+        d->stride[1 + j] = (cuuint64_t)stride;
+        d->box[2 + j] = 1;
+    }
+    d->rank = 2 + t->nouter;
     return TILERT_OK;
 }
 

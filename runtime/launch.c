@@ -32,7 +32,7 @@ static tilert_status allow_smem(tilert_kernel *k)
  * see. The context must be current. */
 static tilert_status encode_tmaps(tilert_kernel *k, rt_launch_plan *plan)
 {
-    static const cuuint32_t unit_steps[2] = {1, 1};
+    static const cuuint32_t unit_steps[5] = {1, 1, 1, 1, 1};
     for (int i = 0; i < plan->ntmaps; i++) {
         const rt_tmap_desc *d = &plan->tmap[i];
         CUdeviceptr base = d->base;
@@ -43,7 +43,7 @@ static tilert_status encode_tmaps(tilert_kernel *k, rt_launch_plan *plan)
         }
         /* OOB fill NONE: elements outside the tensor read as zero; the kernels rely on it. */
         CUresult r = cuTensorMapEncodeTiled(
-            &plan->tmap_store[i], d->type, 2, (void *)(uintptr_t)base, d->dim, d->stride, d->box,
+            &plan->tmap_store[i], d->type, (cuuint32_t)d->rank, (void *)(uintptr_t)base, d->dim, d->stride, d->box,
             unit_steps, CU_TENSOR_MAP_INTERLEAVE_NONE, d->swizzle,
             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
         if (r != CUDA_SUCCESS) {

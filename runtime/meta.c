@@ -7,6 +7,7 @@
  *   //@grid RPN
  *   //@assume RPN | TEXT
  *   //@tmap aP f32|tf32|f16|bf16 SWIZZLE BOXROWS BOXCOLS | ROWS_RPN | COLS_RPN | PITCH_RPN
+ *           [| EXTENT_RPN | STRIDE_RPN]...   (up to 3 outer dimensions, innermost first)
  *   //@end
  *
  * The //@arg lines come first; //@grid, //@assume and //@tmap lines follow in any order. A
@@ -367,9 +368,11 @@ static tilert_status tmap_box(Parser *P, char *const w[3], rt_tmap_meta *t)
 static tilert_status tmap_line(Parser *P, char *rest)
 {
     rt_kernel_meta *k = P->cur;
-    char *part[4], *w[5];
-    if (split_bars(rest, part, 4) != 4 || split(part[0], w, 5) != 5)
-        return bad(P, "expected //@tmap aP TYPE SWIZZLE BOXROWS BOXCOLS | ROWS | COLS | PITCH");
+    char *part[4 + 2 * RT_TMAP_MAX_OUTER], *w[5];
+    int nparts = split_bars(rest, part, 4 + 2 * RT_TMAP_MAX_OUTER);
+    if (nparts < 4 || nparts > 4 + 2 * RT_TMAP_MAX_OUTER || nparts % 2 || split(part[0], w, 5) != 5)
+        return bad(P, "expected //@tmap aP TYPE SWIZZLE BOXROWS BOXCOLS | ROWS | COLS | PITCH "
+                      "[| EXTENT | STRIDE] (at most 3 outer dimensions)");
     if (k->ntmaps == RT_MAX_TMAPS)
         return bad(P, "more than 8 tensor maps");
     rt_tmap_meta t;
@@ -380,6 +383,11 @@ static tilert_status tmap_line(Parser *P, char *rest)
         (s = rpn_field(P, part[1], &t.rows)) || (s = rpn_field(P, part[2], &t.cols)) ||
         (s = rpn_field(P, part[3], &t.pitch)))
         return s;
+    t.nouter = (nparts - 4) / 2;
+    for (int j = 0; j < t.nouter; j++)
+        if ((s = rpn_field(P, part[4 + 2 * j], &t.outer[j])) ||
+            (s = rpn_field(P, part[5 + 2 * j], &t.outer_stride[j])))
+            return s;
     rt_tmap_meta *v = grow(k->tmaps, k->ntmaps, sizeof *v);
     if (!v)
         return rt_error(TILERT_ERR_NO_MEMORY, "out of memory reading metadata");

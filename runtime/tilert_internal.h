@@ -67,14 +67,19 @@ typedef enum {
 } rt_tmap_type;
 
 /* One //@tmap line: a 2-D row-major view (rows x cols elements, rows pitch elements apart) of
- * the memory a pointer argument points to, copied box_rows x box_cols at a time. The kernel
- * receives it as a hidden CUtensorMap parameter after its ordinary arguments. */
+ * the memory a pointer argument points to, copied box_rows x box_cols at a time, and for a
+ * tensor of rank 3 to 5 its outer dimensions (extent, stride in elements; innermost first), one
+ * element deep in a box. The kernel receives it as a hidden CUtensorMap parameter after its
+ * ordinary arguments. */
+enum { RT_TMAP_MAX_OUTER = 3 };
 typedef struct {
     int arg;               /* index of the pointer argument */
     rt_tmap_type type;
     int swizzle;           /* bytes: 0, 32, 64 or 128 */
     int box_rows, box_cols;
     rpn_expr rows, cols, pitch;
+    int nouter;
+    rpn_expr outer[RT_TMAP_MAX_OUTER], outer_stride[RT_TMAP_MAX_OUTER];
 } rt_tmap_meta;
 
 typedef struct {
@@ -119,9 +124,10 @@ typedef struct {
     CUdeviceptr base;
     CUtensorMapDataType type;
     CUtensorMapSwizzle swizzle;
-    cuuint64_t dim[2];     /* elements: {cols, rows} */
-    cuuint64_t stride[1];  /* bytes from one row to the next */
-    cuuint32_t box[2];     /* elements: {box_cols, box_rows} */
+    int rank;              /* 2 + the outer dimensions */
+    cuuint64_t dim[5];     /* elements: {cols, rows, outer...} */
+    cuuint64_t stride[4];  /* bytes from one row to the next, then along each outer dimension */
+    cuuint32_t box[5];     /* elements: {box_cols, box_rows, 1...} */
     bool empty;            /* rows or cols is 0 */
 } rt_tmap_desc;
 

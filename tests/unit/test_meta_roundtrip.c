@@ -18,8 +18,10 @@ static const char *matmul_assume_text[] = {"K % 4 == 0", "N % 4 == 0 || M > 0 | 
                                            "M > 0\n//@end\r//@kernel evil threads 1 smem 0 regs 1\v"};
 
 static TensorMapMeta matmul_tmaps[] = {
-    {0, "tf32", 128, 256, 32, "a3", "a4", "a4"},
-    {1, "f32", 0, 32, 8, "a4", "a5", "a5 4 +"},
+    {0, "tf32", 128, 256, 32, "a3", "a4", "a4", 0, {0}, {0}},
+    {1, "f32", 0, 32, 8, "a4", "a5", "a5 4 +", 0, {0}, {0}},
+    /* a rank-4 tensor's map: two outer dimensions with their strides */
+    {2, "tf32", 128, 64, 32, "a4", "a5", "a5", 2, {"a3", "7"}, {"a4 a5 *", "a3 a4 * a5 *"}},
 };
 
 static KernelArg scalar_args[] = {
@@ -45,7 +47,7 @@ static void roundtrip(void)
     k[0].nassumes = 4;
     k[0].pred_regs = 122;
     k[0].tmaps = matmul_tmaps;
-    k[0].ntmaps = 2;
+    k[0].ntmaps = 3;
     k[1].name = "scalars";
     k[1].args = scalar_args;
     k[1].nargs = 7;
@@ -107,7 +109,7 @@ static void roundtrip(void)
                "grid %lld %lld assumes %lld %lld %lld", (long long)gx, (long long)gy,
                (long long)as0, (long long)as1, (long long)as2);
     /* Tensor maps: every field, and the extents' values. */
-    bool maps_ok = m.k[0].ntmaps == 2 && m.k[1].ntmaps == 0;
+    bool maps_ok = m.k[0].ntmaps == 3 && m.k[1].ntmaps == 0;
     for (int i = 0; maps_ok && i < 2; i++) {
         const rt_tmap_meta *t = &m.k[0].tmaps[i];
         int64_t rows = -1, cols = -1, pitch = -1;
@@ -118,7 +120,16 @@ static void roundtrip(void)
                   !strcmp(rt_tmap_type_name(t->type), matmul_tmaps[i].dtype) &&
                   t->swizzle == matmul_tmaps[i].swizzle && t->box_rows == matmul_tmaps[i].box_rows &&
                   t->box_cols == matmul_tmaps[i].box_cols && rows == (i ? 1000 : 129) &&
-                  cols == (i ? 100 : 1000) && pitch == (i ? 104 : 1000);
+                  cols == (i ? 100 : 1000) && pitch == (i ? 104 : 1000) && t->nouter == 0;
+    }
+    if (maps_ok) {
+        const rt_tmap_meta *t = &m.k[0].tmaps[2];
+        int64_t e0 = -1, s0 = -1, e1 = -1, s1 = -1;
+        rt_rpn_eval(&t->outer[0], vals, 6, &e0);
+        rt_rpn_eval(&t->outer_stride[0], vals, 6, &s0);
+        rt_rpn_eval(&t->outer[1], vals, 6, &e1);
+        rt_rpn_eval(&t->outer_stride[1], vals, 6, &s1);
+        maps_ok = t->arg == 2 && t->nouter == 2 && e0 == 129 && s0 == 100000 && e1 == 7 && s1 == 12900000;
     }
     unit_check(maps_ok, "roundtrip tensor maps", "%s", b.s);
     unit_check(!strcmp(m.k[0].assume_text[0], "K % 4 == 0") &&
