@@ -183,9 +183,10 @@ static int64_t wrap64(uint64_t v) { return v <= INT64_MAX ? (int64_t)v : -(int64
 static int64_t add64(int64_t a, int64_t b) { return wrap64((uint64_t)a + (uint64_t)b); }
 static int64_t mul64(int64_t a, int64_t b) { return wrap64((uint64_t)a * (uint64_t)b); }
 
-/* Eight f16 or bf16 elements (16 bytes) as four 32-bit words: a register vector holds at most
- * four elements, and 8-byte loads of a 16-bit row move half a sector's worth per instruction. */
-static void mem_load16x8(Lower *c, int space, ElemType t, int addr, int64_t off, int guard, Opnd fill, Opnd *out)
+/* Sixteen bytes as four 32-bit words, split into 16-bit or 8-bit elements: a register vector
+ * holds at most four elements, and 8-byte loads of a 16-bit row move half a sector's worth per
+ * instruction (4-byte loads of an 8-bit row, a quarter). */
+static void mem_load_words(Lower *c, int space, ElemType t, int addr, int64_t off, int guard, Opnd fill, Opnd *out)
 {
     Func *f = c->f;
     bool zero_fill = (fill.kind == O_IMM && fill.i == 0) || (fill.kind == O_FIMM && fill.f == 0 && !signbit(fill.f));
@@ -204,6 +205,23 @@ static void mem_load16x8(Lower *c, int space, ElemType t, int addr, int64_t off,
     in->off = off;
     in->guard = guard;
     ir_naive_addr(f);
+    if (type_size(t) == 1) {
+        /* bytes, sign- or zero-extended as an 8-bit load's would be, then widened */
+        PType ht = held_ptype(t), bt = t == TY_I8 ? PT_S32 : PT_U32;
+        for (int i = 0; i < 16; i++) {
+            int b = new_reg(f, RC_R);
+            in = emit_ins(f, OP_BFE, bt);
+            in->dst[0] = b;
+            in->ndst = 1;
+            in->src[0] = R(w[i / 4]);
+            in->src[1] = IMM(8 * (i % 4));
+            in->src[2] = IMM(8);
+            in->nsrc = 3;
+            Opnd v = widen_held(c, t, b);
+            out[i] = guard >= 0 && !zero_fill ? R(ir_tern(f, OP_SELP, ht, v, fill, R(guard))) : v;
+        }
+        return;
+    }
     for (int i = 0; i < 4; i++) {
         /* halves, each widened as a 16-bit load's would be: the chain sinks to its use
            (schedule.c), as a shift or mask of the shared word would not */
@@ -227,8 +245,8 @@ static void mem_load16x8(Lower *c, int space, ElemType t, int addr, int64_t off,
 static void mem_load(Lower *c, int space, ElemType t, int addr, int64_t off, int vm, int guard, Opnd fill, Opnd *out)
 {
     Func *f = c->f;
-    if (vm == 8) {
-        mem_load16x8(c, space, t, addr, off, guard, fill, out);
+    if (vm * type_size(t) == 16 && type_size(t) <= 2) {
+        mem_load_words(c, space, t, addr, off, guard, fill, out);
         return;
     }
     PType mt = mem_ptype(t);
@@ -284,7 +302,37 @@ static void mem_store(Lower *c, int space, int red, ElemType t, int addr, int64_
 {
     Func *f = c->f;
     PType mt = mem_ptype(t);
-    if (vm == 8) {
+    if (vm == 16 && type_size(t) == 1) {
+        /* sixteen bytes: four words, each element's low byte inserted at its place */
+        int w[4];
+        for (int i = 0; i < 4; i++) {
+            w[i] = narrow(c, t, vals[4 * i]);
+            for (int k = 1; k < 4; k++) {
+                int byte = narrow(c, t, vals[4 * i + k]), d = new_reg(f, RC_R);
+                Ins *p = emit_ins(f, OP_BFI, PT_B32);
+                p->dst[0] = d;
+                p->ndst = 1;
+                p->src[0] = R(byte);
+                p->src[1] = R(w[i]);
+                p->src[2] = IMM(8 * k);
+                p->src[3] = IMM(8);
+                p->nsrc = 4;
+                w[i] = d;
+            }
+        }
+        Ins *in = emit_ins(f, OP_ST, PT_B32);
+        in->space = (uint8_t)space;
+        in->vec = 4;
+        in->src[0] = R(addr);
+        for (int i = 0; i < 4; i++)
+            in->src[1 + i] = R(w[i]);
+        in->nsrc = 5;
+        in->off = off;
+        in->guard = guard;
+        ir_naive_addr(f);
+        return;
+    }
+    if (vm == 8 && type_size(t) == 2) {
         /* eight 16-bit elements: four packed pairs (the lower element in the lower half) */
         int w[4];
         for (int i = 0; i < 4; i++) {
@@ -488,8 +536,10 @@ static int vector_width(Lower *c, Expr *e, Access *a)
 {
     /* 16 bytes where the element allows: 16-bit elements go as four packed words; 8-bit ones
        four a vector (bool stays in single bytes) */
-    int max_elems = a->es == 8 ? 2 : a->es == 1 ? (type_is_8bit(a->t->type) ? 4 : 1) : a->es == 2 ? 8 : 4;
-    return vector_width_bytes(c, e, a, max_elems * a->es);
+    int max_elems = a->es == 8 ? 2 : a->es == 1 ? (type_is_8bit(a->t->type) ? 16 : 1) : a->es == 2 ? 8 : 4;
+    int vm = vector_width_bytes(c, e, a, max_elems * a->es);
+    /* bytes move as one register each (up to four) or as four words (sixteen): not eight */
+    return a->es == 1 && vm == 8 ? 4 : vm;
 }
 
 static Layout access_layout(Lower *c, Expr *e, Access *a, const Layout *want, Shape shape)

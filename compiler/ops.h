@@ -50,6 +50,8 @@
     X(CVT,     NULL,      NULL,      SFX_TYPE,   OPF_PURE | OPF_CHEAP_INT, FL_RND | FL_TY2, 1, 1) \
     X(PACK2,   NULL,      NULL,      SFX_NONE,   OPF_PURE, 0, 1, 2) \
     X(UNPACK2, NULL,      NULL,      SFX_NONE,   OPF_PURE, 0, 2, 1) \
+    X(BFE,     "bfe",     NULL,      SFX_TYPE,   OPF_PURE, 0, 1, 3) \
+    X(BFI,     "bfi",     NULL,      SFX_BITS,   OPF_PURE, 0, 1, 4) \
     X(F8WIDEN, NULL,      NULL,      SFX_NONE,   OPF_PURE, FL_TEXT, 1, 1) \
     X(F8NARROW, NULL,     NULL,      SFX_NONE,   OPF_PURE, FL_TEXT, 1, 2) \
     X(EX2,     "ex2.approx.ftz", "ex2.approx.ftz", SFX_TYPE, OPF_PURE, 0, 1, 1) \

@@ -4,7 +4,8 @@
  * zero and saturating, NaN to 0; through i32, wrapped), bit for bit; e4m3 to e5m2 through f32; an
  * i8 tile selected with where(). Fresh random inputs with every byte value, the specials (NaN,
  * infinities, signed zeros, halfway cases, the fp8 subnormals and limits) and wide random values;
- * outputs poisoned; sizes that are and are not multiples of 4 and of the tile. The fp8 kernels
+ * outputs poisoned; sizes that are and are not multiples of 4 (and 16: rows moved as four words
+ * a thread) and of the tile. The fp8 kernels
  * need sm_89: on an older GPU the test skips. TILEC_TEST_SMALL: fewer sizes.
  * Usage: types8 EXAMPLES_DIR */
 #include <math.h>
@@ -277,6 +278,38 @@ static void select_case(int m, int kk)
     free(src), free(h);
 }
 
+/* copy8_wide: A2 = A (i8, bytes as they are), E2 = E (e4m3 through f32: every value kept, a NaN
+ * as a NaN) */
+static void copy_case(int n)
+{
+    char desc[128];
+    snprintf(desc, sizeof desc, "copy8_wide N=%d", n);
+    uint8_t *a = malloc((size_t)n + 1), *e = malloc((size_t)n + 1), *ha = malloc((size_t)n + 1), *he = malloc((size_t)n + 1);
+    for (int i = 0; i < n; i++)
+        a[i] = (uint8_t)rng_next(), e[i] = i < 256 ? (uint8_t)i : (uint8_t)rng_next();
+    CUdeviceptr da = bytes_from(a, (size_t)n), de = bytes_from(e, (size_t)n);
+    CUdeviceptr da2 = bytes_poisoned((size_t)n), de2 = bytes_poisoned((size_t)n);
+    tilert_kernel *k = kernel("copy8_wide");
+    tilert_arg args[] = { tilert_ptr(da), tilert_ptr(de), tilert_ptr(da2), tilert_ptr(de2), tilert_i32(n) };
+    if (k && da && de && da2 && de2 && launch(desc, k, args, 5) && gpu_download(ha, da2, (size_t)n) &&
+        gpu_download(he, de2, (size_t)n)) {
+        int bad = 0;
+        char why[160] = "";
+        for (int i = 0; i < n; i++) {
+            bool ok = ha[i] == a[i] && same(e4m3_value(he[i]), e4m3_value(e[i]));
+            if (!ok && bad++ == 0)
+                snprintf(why, sizeof why, "element %d: i8 0x%02x (want 0x%02x), e4m3 0x%02x (want 0x%02x)", i, ha[i],
+                         a[i], he[i], e[i]);
+        }
+        if (bad)
+            fail(desc, why);
+        else
+            passed++;
+    }
+    gpu_free(da), gpu_free(de), gpu_free(da2), gpu_free(de2);
+    free(a), free(e), free(ha), free(he);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "build/examples";
@@ -306,6 +339,12 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < (small ? 3 : COUNT(any)); i++) {
         widen_case("widen8_any", any[i]);
         narrow_case("narrow8_any", any[i]);
+    }
+    static const int wide[] = { 16, 2048, 4112, 65552 };
+    for (size_t i = 0; i < (small ? 2 : COUNT(wide)); i++) {
+        widen_case("widen8_wide", wide[i]);
+        narrow_case("narrow8_wide", wide[i]);
+        copy_case(wide[i]);
     }
     static const int sel[][2] = { { 1, 1 }, { 17, 64 }, { 100, 33 } };
     for (size_t i = 0; i < COUNT(sel); i++)
