@@ -27,6 +27,7 @@ LIBDIR       = $(PREFIX)/lib
 INCLUDEDIR   = $(PREFIX)/include
 MANDIR       = $(PREFIX)/share/man
 PKGCONFIGDIR = $(LIBDIR)/pkgconfig
+CMAKEDIR     = $(LIBDIR)/cmake/tilec
 
 # Dependency files are a side effect of every compile.
 DEPFLAGS  = -MMD -MP
@@ -259,6 +260,7 @@ $(B)/tilert.pc: $(TILERT_PC_IN) config.mk
 
 INSTALLED := $(BINDIR)/tilec $(LIBDIR)/libtilert.a $(LIBDIR)/libtilert.so \
              $(INCLUDEDIR)/tilert.h $(MANDIR)/man1/tilec.1 \
+             $(CMAKEDIR)/tilecConfig.cmake $(CMAKEDIR)/tilecConfigVersion.cmake \
              $(if $(TILERT_PC),$(PKGCONFIGDIR)/tilert.pc)
 
 install: all $(TILERT_PC)
@@ -269,6 +271,9 @@ install: all $(TILERT_PC)
 	install -m 755 $(TILERT_SO) $(DESTDIR)$(LIBDIR)/libtilert.so
 	install -m 644 runtime/tilert.h $(DESTDIR)$(INCLUDEDIR)/tilert.h
 	install -m 644 docs/tilec.1 $(DESTDIR)$(MANDIR)/man1/tilec.1
+	install -d $(DESTDIR)$(CMAKEDIR)
+	install -m 644 cmake/tilecConfig.cmake $(DESTDIR)$(CMAKEDIR)/tilecConfig.cmake
+	sed 's|@VERSION@|$(VERSION)|' cmake/tilecConfigVersion.cmake.in >$(DESTDIR)$(CMAKEDIR)/tilecConfigVersion.cmake
 	$(if $(TILERT_PC),install -d $(DESTDIR)$(PKGCONFIGDIR))
 	$(if $(TILERT_PC),install -m 644 $(TILERT_PC) $(DESTDIR)$(PKGCONFIGDIR)/tilert.pc)
 
