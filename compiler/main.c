@@ -28,7 +28,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: tilec [options] FILE.tile\n"
             "  -o FILE            output file (- for stdout); default: FILE with the extension of --emit\n"
-            "  --arch=ARCH[,..]   sm_80 (default), sm_86, sm_89, sm_90, sm_90a; a list with --emit=c\n"
+            "  --arch=ARCH[,..]   sm_80 (default), sm_86, sm_89, sm_90, sm_90a, or native (this machine's\n"
+            "                     GPU); a list with --emit=c (default there: sm_80,sm_90a)\n"
             "  -D NAME=VALUE      override a const\n"
             "  --emit=KIND        ptx (default), cubin (runs ptxas), c (NAME.c + NAME.h), meta\n"
             "  --report[=json]    per kernel: threads, shared memory, predicted registers, ptxas figures\n"
@@ -95,8 +96,18 @@ static int parse_args(Cli *cli, int argc, char **argv)
             char *list = a + 7;
             cli->narchs = 0;
             for (char *s = strtok(list, ","); s; s = strtok(NULL, ",")) {
+                if (!strcmp(s, "native")) {
+                    /* the GPU of this machine, else the portable default (native_arch.c) */
+                    char why[128];
+                    const char *n = native_arch(why, sizeof why);
+                    if (!n) {
+                        n = target_default()->name;
+                        fprintf(stderr, "tilec: note: --arch=native: %s; compiling for %s\n", why, n);
+                    }
+                    s = (char *)n;
+                }
                 if (!known_arch(s))
-                    return usage_error("unknown architecture '%s' (sm_80, sm_86, sm_89, sm_90, sm_90a)", s);
+                    return usage_error("unknown architecture '%s' (sm_80, sm_86, sm_89, sm_90, sm_90a, native)", s);
                 if (cli->narchs == MAX_ARCHS)
                     return usage_error("too many architectures%s", "");
                 cli->archs[cli->narchs++] = s;
@@ -148,8 +159,12 @@ static int parse_args(Cli *cli, int argc, char **argv)
     }
     if (!cli->input)
         return usage_error("no input file%s", "");
-    if (!cli->narchs)
+    if (!cli->narchs) {
         cli->archs[cli->narchs++] = target_default()->name;
+        /* launchers carry PTX every GPU runs and Hopper's fast paths, which only sm_90a code has */
+        if (cli->emit == EMIT_C)
+            cli->archs[cli->narchs++] = "sm_90a";
+    }
     /* lowest first: its PTX is the one embedded for JIT on newer devices */
     for (int i = 1; i < cli->narchs; i++)
         for (int j = i; j > 0 && arch_rank(cli->archs[j]) < arch_rank(cli->archs[j - 1]); j--) {

@@ -667,6 +667,9 @@ typedef struct {
 } Target;
 const Target *target_of(const char *arch);     /* NULL: not an architecture tilec knows */
 const Target *target_default(void);            /* sm_80: runs on every supported GPU */
+/* native_arch.c: the target of this machine's GPU 0 (--arch=native), NULL with why filled in
+ * when there is no driver or GPU, or the GPU is older than sm_80 */
+const char *native_arch(char *why, size_t why_size);
 int target_count(void);
 const Target *target_at(int i);
 

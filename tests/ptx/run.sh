@@ -231,6 +231,26 @@ else
 	fail "cli: -o - writes to stdout" "status $st"
 fi
 
+# --arch=native: this machine's GPU, or with no driver or GPU a note and sm_80; --emit=c without
+# --arch embeds sm_80 PTX and an sm_90a cubin
+"$tilec" --arch=native "$ex" -o "$tmp/native.ptx" 2>"$tmp/native.err"
+st=$?
+target=$(sed -n 's/^\.target //p' "$tmp/native.ptx" 2>/dev/null)
+if [ "$st" -eq 0 ] && { { grep -q '^tilec: note: --arch=native: .*; compiling for sm_80$' "$tmp/native.err" &&
+	[ "$target" = sm_80 ]; } || { [ ! -s "$tmp/native.err" ] && echo "$target" | grep -q '^sm_[89]'; }; }; then
+	pass "cli: --arch=native ($target)"
+else
+	fail "cli: --arch=native" "status $st, target '$target', said: $(head -n 1 "$tmp/native.err")"
+fi
+if [ -n "$PTXAS" ] && "$tilec" --emit=c "$ex" -o "$tmp/emitc.c" >/dev/null 2>&1 &&
+   grep -q 'sm_80' "$tmp/emitc.c" && grep -q 'sm_90a' "$tmp/emitc.c"; then
+	pass "cli: --emit=c embeds sm_80 and sm_90a by default"
+elif [ -z "$PTXAS" ]; then
+	skip "cli: --emit=c default archs" "no ptxas"
+else
+	fail "cli: --emit=c embeds sm_80 and sm_90a by default" "not both named in the launcher"
+fi
+
 # ---- the layout plan and vector loads, on the seed kernel (examples/lse_bwd.tile)
 # Its loop over output channels loads W's and Bi's columns (`.T` of a row, contiguous down the
 # column) and O's and GO's rows as 16-byte vectors -- the rows' alignment comes from one assume
