@@ -424,7 +424,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         pl.wg_keep = 1;
     }
     int B = pl.nbuf;
-    /* the tf32 slabs TMA can bring (lower_tma.c) */
+    /* the slabs TMA can bring (lower_tma.c) */
     bool tma = tma_choose(c, &pl);
     /* stage buffers, contiguous, and their addresses as register tensors */
     for (int i = 0; i < nops; i++) {
