@@ -164,6 +164,7 @@ typedef struct Lower {
      * past one of them, which ends its lowering */
     Loc loc;
     int64_t unroll_copies;
+    Stmt *unrolled;        /* the outermost loop being unrolled (NULL: none), for messages */
     bool too_big, smem_over;
 } Lower;
 /* lower_pipeline.c: the innermost pipelined loop's issue of its pending copies (if any left) */

@@ -261,7 +261,24 @@ static bool async_copyable(Lower *c, PipeOperand *p, int S)
         fact = arena_printf(c->a, "assume(%s %% %d == 0)", t->dim[t->rank - 1].size->name, n);
     else if (d >= 0 && !t->has_default_strides && t->stride[d].size)
         fact = arena_printf(c->a, "assume(%s %% %d == 0)", t->stride[d].size->name, n);
-    info(c, t)->warned_align = true;    /* this warning says it for the loads too */
+    /* once per tensor (an unrolled loop lowers the statement once a copy); this warning says it
+       for the loads too */
+    if (info(c, t)->warned_align)
+        return false;
+    info(c, t)->warned_align = true;
+    /* the rows' distance may be known to be fine while the window's first element is not: a
+       start like `n0 + dx` puts every row off the 16-byte grid, which no assume mends */
+    int last = -1;
+    for (int i = 0; i < w->nidx; i++)
+        if (w->idx[i].width_expr)
+            last = i;
+    if (last >= 0 && known_multiple(c, w->idx[last].start) % 2) {
+        warning_at(p->operand->loc, "pipeline(%d): '%s' cannot move by cp.async: its window starts at an "
+                   "element not known to be 4-byte aligned (the start of its last dimension is not known "
+                   "to be even); it is loaded in each iteration instead (a start that is a multiple of %d "
+                   "lets it move in 16-byte pieces)", S, p->operand->sym->name, n);
+        return false;
+    }
     if (fact)
         warning_at(p->operand->loc, "pipeline(%d): '%s' cannot move by cp.async, its rows not known to "
                    "start 4-byte aligned; it is loaded in each iteration instead (%s lets it move in "

@@ -11,10 +11,16 @@ int smem_alloc_aligned(Lower *c, int bytes, int align)
 {
     int64_t off = ((int64_t)c->smem_top + align - 1) & ~(int64_t)(align - 1);
     if (bytes < 0 || off + bytes > MAX_SMEM_BYTES) {
-        if (!c->smem_over)
+        if (!c->smem_over) {
             error_at(c->loc, "kernel '%s' needs %lld bytes of shared memory per block here; no GPU "
                      "offers more than %d: use smaller tiles or fewer pipeline stages", c->k->name,
                      (long long)off + bytes, MAX_SMEM_BYTES);
+            /* what multiplied it: each unrolled copy of a loop has buffers of its own */
+            if (c->unrolled)
+                note_at(c->unrolled->loc, "this loop is unrolled (constant bounds, few trips): the "
+                        "statement runs in %lld copies, each with shared buffers of its own; a loop "
+                        "whose bound is a run-time value keeps one", (long long)c->unroll_copies);
+        }
         c->smem_over = c->failed = true;
         off = bytes = 0;
     }

@@ -48,12 +48,16 @@ static bool unroll_constant_loop(Lower *c, Stmt *s)
     SymInfo *si = info(c, s->sym);
     si->loop = s;
     int64_t copies = c->unroll_copies;
+    Stmt *outer = c->unrolled;
     c->unroll_copies = copies * (trips ? trips : 1);
+    if (!outer)
+        c->unrolled = s;
     for (int64_t t = 0; t < trips; t++) {
         si->val = tile_splat(c, TY_I32, layout_scalar(c->threads), IMM(s->lo->ival + t * step));
         lower_block(c, s->then);
     }
     c->unroll_copies = copies;
+    c->unrolled = outer;
     return true;
 }
 
