@@ -298,53 +298,48 @@ static void mem_load(Lower *c, int space, ElemType t, int addr, int64_t off, int
     }
 }
 
+/* One word of two 16-bit values (f16 or bf16 held as f32), lo in the lower half. */
+static int pack_pair(Lower *c, ElemType t, Opnd lo, Opnd hi)
+{
+    int w = new_reg(c->f, RC_R), l = opnd_reg(c, lo, PT_F32), h = opnd_reg(c, hi, PT_F32);
+    Ins *p = emit_ins(c->f, OP_PACK2, t == TY_BF16 ? PT_BF16 : PT_F16);
+    p->dst[0] = w;
+    p->ndst = 1;
+    p->src[0] = R(h);
+    p->src[1] = R(l);
+    p->nsrc = 2;
+    return w;
+}
+
+/* One word of four 8-bit values, the first in the lowest byte. */
+static int pack_bytes(Lower *c, ElemType t, const Opnd *v)
+{
+    int w = narrow(c, t, v[0]);
+    for (int k = 1; k < 4; k++) {
+        int byte = narrow(c, t, v[k]), d = new_reg(c->f, RC_R);
+        Ins *p = emit_ins(c->f, OP_BFI, PT_B32);
+        p->dst[0] = d;
+        p->ndst = 1;
+        p->src[0] = R(byte);
+        p->src[1] = R(w);
+        p->src[2] = IMM(8 * k);
+        p->src[3] = IMM(8);
+        p->nsrc = 4;
+        w = d;
+    }
+    return w;
+}
+
 static void mem_store(Lower *c, int space, int red, ElemType t, int addr, int64_t off, int vm, int guard, Opnd *vals)
 {
     Func *f = c->f;
     PType mt = mem_ptype(t);
-    if (vm == 16 && type_size(t) == 1) {
-        /* sixteen bytes: four words, each element's low byte inserted at its place */
+    if (vm * type_size(t) == 16 && type_size(t) <= 2) {
+        /* sixteen bytes as four words: 16-bit elements packed in pairs (the lower element in the
+           lower half), 8-bit ones each byte inserted at its place */
         int w[4];
-        for (int i = 0; i < 4; i++) {
-            w[i] = narrow(c, t, vals[4 * i]);
-            for (int k = 1; k < 4; k++) {
-                int byte = narrow(c, t, vals[4 * i + k]), d = new_reg(f, RC_R);
-                Ins *p = emit_ins(f, OP_BFI, PT_B32);
-                p->dst[0] = d;
-                p->ndst = 1;
-                p->src[0] = R(byte);
-                p->src[1] = R(w[i]);
-                p->src[2] = IMM(8 * k);
-                p->src[3] = IMM(8);
-                p->nsrc = 4;
-                w[i] = d;
-            }
-        }
-        Ins *in = emit_ins(f, OP_ST, PT_B32);
-        in->space = (uint8_t)space;
-        in->vec = 4;
-        in->src[0] = R(addr);
         for (int i = 0; i < 4; i++)
-            in->src[1 + i] = R(w[i]);
-        in->nsrc = 5;
-        in->off = off;
-        in->guard = guard;
-        ir_naive_addr(f);
-        return;
-    }
-    if (vm == 8 && type_size(t) == 2) {
-        /* eight 16-bit elements: four packed pairs (the lower element in the lower half) */
-        int w[4];
-        for (int i = 0; i < 4; i++) {
-            int lo = opnd_reg(c, vals[2 * i], PT_F32), hi = opnd_reg(c, vals[2 * i + 1], PT_F32);
-            w[i] = new_reg(f, RC_R);
-            Ins *p = emit_ins(f, OP_PACK2, t == TY_BF16 ? PT_BF16 : PT_F16);
-            p->dst[0] = w[i];
-            p->ndst = 1;
-            p->src[0] = R(hi);
-            p->src[1] = R(lo);
-            p->nsrc = 2;
-        }
+            w[i] = type_size(t) == 2 ? pack_pair(c, t, vals[2 * i], vals[2 * i + 1]) : pack_bytes(c, t, &vals[4 * i]);
         Ins *in = emit_ins(f, OP_ST, PT_B32);
         in->space = (uint8_t)space;
         in->vec = 4;

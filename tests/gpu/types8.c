@@ -25,6 +25,18 @@ static void fail(const char *desc, const char *why)
     failed++;
 }
 
+/* A case's outcome: `bad` elements wrong, `why` describing the first. */
+static void verdict(const char *desc, int bad, const char *why)
+{
+    if (!bad) {
+        passed++;
+        return;
+    }
+    char m[384];
+    snprintf(m, sizeof m, "%d wrong; first: %s", bad, why);
+    fail(desc, m);
+}
+
 /* ---- the formats: decoding every code, and rounding an f32 to the nearest code */
 
 static double e4m3_value(unsigned c)
@@ -151,13 +163,7 @@ static void widen_case(const char *name, int n)
                     snprintf(why, sizeof why, "%s of byte 0x%02x (element %d): got %.9g, want %.9g", what[t], c, i,
                              (double)h[i], want);
             }
-            if (bad) {
-                char m[384];
-                snprintf(m, sizeof m, "%d wrong; first: %s", bad, why);
-                fail(desc, m);
-            } else {
-                passed++;
-            }
+            verdict(desc, bad, why);
         }
     }
     for (int t = 0; t < 4; t++)
@@ -233,13 +239,7 @@ static void narrow_case(const char *name, int n)
                     snprintf(why, sizeof why, "%s of %.9g (element %d): got %.9g (byte 0x%02x), want %.9g", what[t],
                              (double)x[i], i, got, h[i], want);
             }
-            if (bad) {
-                char m[384];
-                snprintf(m, sizeof m, "%d wrong; first: %s", bad, why);
-                fail(desc, m);
-            } else {
-                passed++;
-            }
+            verdict(desc, bad, why);
         }
     }
     for (int t = 0; t < 7; t++)
@@ -269,10 +269,7 @@ static void select_case(int m, int kk)
             if ((int8_t)h[i] != want && bad++ == 0)
                 snprintf(why, sizeof why, "element %zu: got %d, want %d", i, (int8_t)h[i], want);
         }
-        if (bad)
-            fail(desc, why);
-        else
-            passed++;
+        verdict(desc, bad, why);
     }
     gpu_free(da), gpu_free(ds);
     free(src), free(h);
@@ -301,10 +298,7 @@ static void copy_case(int n)
                 snprintf(why, sizeof why, "element %d: i8 0x%02x (want 0x%02x), e4m3 0x%02x (want 0x%02x)", i, ha[i],
                          a[i], he[i], e[i]);
         }
-        if (bad)
-            fail(desc, why);
-        else
-            passed++;
+        verdict(desc, bad, why);
     }
     gpu_free(da), gpu_free(de), gpu_free(da2), gpu_free(de2);
     free(a), free(e), free(ha), free(he);
