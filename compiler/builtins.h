@@ -12,7 +12,8 @@
  *                    their size (its second argument a type); BK_RAND: a counter-based random
  *                    number for each element of an offset, from a scalar seed; BK_RESHAPE: the
  *                    same elements with a size-1 axis added or removed (its second argument
- *                    the axis, a constant) */
+ *                    the axis, a constant), or in row-major order as the shape its constant
+ *                    arguments give (reshape) */
 #ifndef TILEC_BUILTINS_H
 #define TILEC_BUILTINS_H
 
@@ -50,7 +51,8 @@
     X(RANDN,   "randn",   NULL,    2, 2, BK_RAND) \
     X(RANDINT, "randint", NULL,    2, 2, BK_RAND) \
     X(EXPAND_DIMS, "expand_dims", NULL, 2, 2, BK_RESHAPE) \
-    X(SQUEEZE, "squeeze", NULL,    2, 2, BK_RESHAPE)
+    X(SQUEEZE, "squeeze", NULL,    2, 2, BK_RESHAPE) \
+    X(RESHAPE, "reshape", NULL,    2, 3, BK_RESHAPE)
 
 typedef enum { BK_MATH, BK_PAIR, BK_FMA, BK_SELECT, BK_REDUCE, BK_ARANGE, BK_BITCAST, BK_RAND, BK_RESHAPE } BuiltinKind;
 

@@ -12,6 +12,7 @@
 /* ---------------------------------------------------------------- helpers */
 
 bool is_matmul(const Expr *e) { return e && e->kind == E_BINARY && e->op == '@'; }
+static Expr *new_node(Check *c, ExprKind kind, Loc loc);
 bool is_literal(const Expr *e) { return e->kind == E_INT || e->kind == E_FLOAT; }
 
 static bool fail(Expr *e) { e->type = TY_NONE; return false; }
@@ -725,6 +726,42 @@ static bool check_select(Check *c, Expr *e)
     return true;
 }
 
+/* reshape(x, D0) or reshape(x, D0, D1): x's elements in row-major order, as many of them, in a
+ * tile of that shape (constant powers of two). */
+static bool check_reshape(Check *c, Expr *e, Expr *x)
+{
+    if (x->shape.rank == 0) {
+        error_at(x->loc, "reshape takes a tile; this is a scalar");
+        return fail(e);
+    }
+    Shape s = { e->nargs - 1, { 0, 0 } };
+    int64_t n = 1, have = 1;
+    for (int i = 1; i < e->nargs; i++) {
+        Expr *d = e->args[i];
+        if (d->kind != E_INT || d->ival <= 0) {
+            error_at(d->loc, "reshape's sizes are positive integer constants");
+            return fail(e);
+        }
+        if (d->ival & (d->ival - 1)) {
+            error_at(d->loc, "tile dimension %lld is not a power of two", (long long)d->ival);
+            return fail(e);
+        }
+        d->type = TY_I32;
+        s.dim[i - 1] = d->ival;
+        n *= d->ival;
+    }
+    for (int i = 0; i < x->shape.rank; i++)
+        have *= x->shape.dim[i];
+    if (n != have) {
+        error_at(e->loc, "reshape to %s: %lld elements, but x (%s) has %lld", shape_str(c, x->type, s),
+                 (long long)n, shape_str(c, x->type, x->shape), (long long)have);
+        return fail(e);
+    }
+    e->type = x->type;
+    e->shape = s;
+    return true;
+}
+
 static bool check_call(Check *c, Expr *e)
 {
     /* Take `axis=K` out of the argument list. */
@@ -826,6 +863,8 @@ static bool check_call(Check *c, Expr *e)
         return true;
     }
     case BK_RESHAPE: {
+        if (e->builtin == B_RESHAPE)
+            return check_reshape(c, e, x);
         /* expand_dims(x, 0 or 1): [W] as [1, W] or [W, 1]; squeeze(x, A): a [.., ..] tile whose
            axis A has size 1 as the rank-1 tile of the other */
         Expr *ax = e->args[1];
@@ -968,6 +1007,101 @@ static bool check_name(Check *c, Expr *e)
     return true;
 }
 
+/* A constant slice of a local tile: t[0 +: 16, :], t[3, :] (a row), t[:, 5]. Each subscript is a
+ * window with a constant start, `:` (the whole dimension) or a constant single index (the
+ * dimension dropped), inside the tile; the result is an E_SLICE of the tile's name. */
+static bool check_slice(Check *c, Expr *e, Sym *s, bool is_target)
+{
+    const char *name = e->base->name;
+    if (is_target) {
+        error_at(e->loc, "a slice of the tile '%s' is a value and cannot be assigned to; assign "
+                 "the whole var (where() picks the elements to change)", name);
+        return fail(e);
+    }
+    if (e->nidx != s->shape.rank) {
+        error_at(e->loc, "the tile '%s' has rank %d but %d subscript%s given", name, s->shape.rank,
+                 e->nidx, e->nidx == 1 ? " is" : "s are");
+        return fail(e);
+    }
+    if (e->fill) {
+        error_at(e->fill->loc, "'else' gives the value of masked loads of a tensor; a slice of a "
+                 "tile is never out of bounds");
+        return fail(e);
+    }
+    Shape shape = {0};
+    bool bad = false;
+    for (int i = 0; i < e->nidx; i++) {
+        Index *ix = &e->idx[i];
+        int64_t dim = s->shape.dim[i];
+        if (!ix->start) {          /* `:` */
+            ix->start = new_node(c, E_INT, ix->loc);
+            ix->start->ival = 0;
+            ix->width = dim;
+            shape.dim[shape.rank++] = dim;
+            continue;
+        }
+        Expr *st = ix->start;
+        check_expr(c, st);
+        if (st->type == TY_NONE) {
+            bad = true;
+            continue;
+        }
+        if (st->kind != E_INT) {
+            error_at(st->loc, "a slice of a tile starts at a constant (the tile '%s' is in registers, "
+                     "spread over the threads); for a start known only at run time, index a tensor",
+                     name);
+            bad = true;
+            continue;
+        }
+        int64_t w = 0;
+        if (ix->width_expr) {
+            Expr *we = ix->width_expr;
+            check_expr(c, we);
+            if (we->type == TY_NONE) {
+                bad = true;
+                continue;
+            }
+            if (we->kind != E_INT || we->ival <= 0) {
+                error_at(we->loc, "a window width must be a positive integer constant");
+                bad = true;
+                continue;
+            }
+            if (we->ival & (we->ival - 1)) {
+                error_at(we->loc, "tile dimension %lld is not a power of two", (long long)we->ival);
+                bad = true;
+                continue;
+            }
+            w = we->ival;
+        }
+        if (st->ival < 0 || st->ival + (w ? w : 1) > dim) {
+            if (w)
+                error_at(st->loc, "the slice %lld +: %lld is outside dimension %d of '%s', of size %lld",
+                         (long long)st->ival, (long long)w, i, name, (long long)dim);
+            else
+                error_at(st->loc, "index %lld is outside dimension %d of '%s', of size %lld",
+                         (long long)st->ival, i, name, (long long)dim);
+            bad = true;
+            continue;
+        }
+        st->type = TY_I32;
+        ix->width = w;
+        if (w)
+            shape.dim[shape.rank++] = w;
+    }
+    if (bad)
+        return fail(e);
+    Expr *base = e->base;
+    base->sym = s;
+    base->type = s->type;
+    base->shape = s->shape;
+    e->kind = E_SLICE;
+    e->a = base;
+    e->sym = NULL;
+    e->type = s->type;
+    e->shape = shape;
+    return true;
+}
+
 bool check_index(Check *c, Expr *e, bool is_target)
 {
     const char *name = e->base->name;
@@ -976,8 +1110,12 @@ bool check_index(Check *c, Expr *e, bool is_target)
         error_at(e->loc, "use of undeclared name '%s'", name);
         return fail(e);
     }
+    if ((s->kind == SYM_LET || s->kind == SYM_VAR) && s->shape.rank > 0)
+        return check_slice(c, e, s, is_target);
     if (s->kind != SYM_TENSOR) {
-        error_at(e->loc, "only tensor parameters can be indexed; '%s' is not one", name);
+        error_at(e->loc, "only tensor parameters and local tiles can be indexed; '%s' is %s", name,
+                 s->shape.rank == 0 && (s->kind == SYM_LET || s->kind == SYM_VAR) ? "a scalar"
+                 : "not one");
         note_at(s->loc, "'%s' was declared here", name);
         return fail(e);
     }
@@ -994,6 +1132,12 @@ bool check_index(Check *c, Expr *e, bool is_target)
     for (int i = 0; i < e->nidx; i++) {
         Index *ix = &e->idx[i];
         Expr *st = ix->start;
+        if (!st) {
+            error_at(ix->loc, "':' takes a whole dimension of a local tile; a window of a tensor "
+                     "has a start and a width, as in %s[0 +: 64]", name);
+            bad = true;
+            continue;
+        }
         check_expr(c, st);
         if (st->type == TY_NONE) {
             bad = true;
@@ -1001,9 +1145,9 @@ bool check_index(Check *c, Expr *e, bool is_target)
             bad = true;
         } else if (st->type == TY_I32 && st->shape.rank == 1 && !ix->width_expr) {
             /* a gather: rows chosen by an index tile, then a window along the rows */
-            if (windows > 0 || i + 1 >= e->nidx) {
-                error_at(st->loc, "an index tile (%s) picks rows: it goes before one window "
-                         "along them, as in X[rows, 0 +: 64]", shape_str(c, st->type, st->shape));
+            if (windows > 0) {
+                error_at(st->loc, "an index tile (%s) picks rows or elements: it goes before any "
+                         "window, as in X[rows, 0 +: 64] or x[idx]", shape_str(c, st->type, st->shape));
                 bad = true;
                 continue;
             }
@@ -1060,12 +1204,6 @@ bool check_index(Check *c, Expr *e, bool is_target)
             bad = true;
         }
     }
-    for (int i = 0; i < e->nidx && !bad; i++)
-        if (e->idx[i].gather && windows != 2) {
-            error_at(e->idx[i].start->loc, "an index tile picks rows: exactly one window along them "
-                     "follows it, as in X[rows, 0 +: 64]");
-            bad = true;
-        }
     if (bad || !tile_fits(c, e->loc, s->type, shape))
         return fail(e);
     e->type = s->type;
@@ -1312,6 +1450,12 @@ void check_expr(Check *c, Expr *e)
     case E_CAST: check_cast(c, e); break;
     case E_INDEX: check_index(c, e, false); break;
     case E_TRANSPOSE: check_transpose(c, e); break;
+    case E_SLICE:          /* checked before (an E_INDEX then): its shape again */
+        e->type = e->a->type;
+        for (int i = 0; i < e->nidx; i++)
+            if (e->idx[i].width)
+                e->shape.dim[e->shape.rank++] = e->idx[i].width;
+        break;
     }
     if (e->type != TY_NONE && e->kind != E_INDEX && !tile_fits(c, e->loc, e->type, e->shape))
         fail(e);

@@ -151,6 +151,39 @@ static bool verify_ir_from_env(void)
     return v && *v && strcmp(v, "0");
 }
 
+/* Lets that may live in shared memory when the registers cannot hold them: tiles of the types
+ * a shared var holds. */
+enum { DEMOTE_MAX = 16 };
+
+static bool demotable(const Sym *s)
+{
+    return s->kind == SYM_LET && s->shape.rank >= 1 &&
+           (s->type == TY_F32 || s->type == TY_F16 || s->type == TY_BF16 || s->type == TY_I32 || s->type == TY_U32);
+}
+
+/* Of the values live at f's peak, largest first, the first that lets hold ("x: f32[8192]"):
+ * every let of that name becomes a shared var (restored by the caller). 0: none. */
+static int demote_peak(Kernel *k, const Func *f, Sym **demoted, int *n)
+{
+    for (int j = 0; j < f->ntop; j++) {
+        const char *w = f->top[j].what;
+        int got = 0;
+        for (int i = 0; i < k->nsyms && *n < DEMOTE_MAX; i++) {
+            Sym *s = k->syms[i];
+            size_t len = strlen(s->name);
+            if (!demotable(s) || strncmp(w, s->name, len) || w[len] != ':')
+                continue;
+            s->kind = SYM_VAR;
+            s->is_shared = true;
+            demoted[(*n)++] = s;
+            got++;
+        }
+        if (got)
+            return got;
+    }
+    return 0;
+}
+
 bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
 {
     Options opt = *options;
@@ -165,6 +198,8 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
     bool ok = true;
     for (int i = 0; i < p->nkernels; i++) {
         Kernel *k = p->kernels[i];
+        Sym *demoted[DEMOTE_MAX];
+        int ndemoted = 0;
         /* Lowering state is per compilation: an --emit=c list compiles the same checked
          * program once per architecture, and one arch's plans and shared-memory offsets must
          * not leak into the next. */
@@ -174,15 +209,63 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
             k->views[j]->lower = NULL;
         for (int j = 0; j < k->nparams; j++)
             k->params[j].sym->lower = NULL;
-        Func *f = lower_kernel(a, p, k, &opt, &out->metas[i]);
+        /* Over the register budget with tiles a let holds at the peak, the kernel is compiled
+           again with those lets in shared memory, until it fits; each try's messages are kept,
+           and those of the one that stands (the first, when none fits) are printed. */
+        Diag before = diag;
+        Buf first = { 0 }, cur = { 0 };
+        Func *f = NULL;
+        bool kok = true, drop = false;
+        for (int attempt = 0;; attempt++) {
+            diag.capture = &cur;
+            f = lower_kernel(a, p, k, &opt, &out->metas[i]);
+            if (f) {
+                f->sm_threads = (target_of(arch) ? target_of(arch) : target_default())->sm_threads;
+                kok = compile_kernel(a, f, &opt, &drop);
+            } else {
+                kok = false;
+            }
+            diag.capture = NULL;
+            bool retry = f && !kok && !drop && f->over_budget && diag.nerrors == before.nerrors + 1 &&
+                         demote_peak(k, f, demoted, &ndemoted);
+            if (!retry)
+                break;
+            if (attempt == 0) {
+                first = cur;
+                cur = (Buf){ 0 };
+            } else {
+                buf_free(&cur);
+            }
+            func_free(f);
+            int nw = diag.nwarnings;
+            diag = before;        /* the try never happened, but for its warnings' count */
+            diag.nwarnings = nw;
+            for (int j = 0; j < k->nsyms; j++)
+                k->syms[j]->lower = NULL;
+        }
+        if (!kok && first.len) {
+            buf_free(&cur);    /* no try fitted: the first one's messages say why */
+            cur = first;
+            first = (Buf){ 0 };
+        } else if (kok) {
+            for (int j = 0; j < ndemoted && j < 8; j++)
+                out->metas[i].demoted[out->metas[i].ndemoted++] =
+                    reg_value_name(a, demoted[j]->name, demoted[j]->type, demoted[j]->shape);
+        }
+        if (cur.len)
+            fputs(cur.s, diag.out ? diag.out : stderr);
+        buf_free(&cur);
+        buf_free(&first);
+        for (int j = 0; j < ndemoted; j++) {   /* the program stays as checked (other archs) */
+            demoted[j]->kind = SYM_LET;
+            demoted[j]->is_shared = false;
+        }
         if (!f) {
             ok = false;
             continue;
         }
         out->funcs[i] = f;
-        f->sm_threads = (target_of(arch) ? target_of(arch) : target_default())->sm_threads;
-        bool drop = false;
-        if (!compile_kernel(a, f, &opt, &drop)) {
+        if (!kok) {
             ok = false;
             if (drop) {
                 func_free(f);

@@ -160,7 +160,7 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         /* 16-bit float adds exist only without flushing subnormals (.noftz) */
         buf_printf(out, "red%s.%s%s%s ", mem_space(in->space),
                    in->redop == RED_ADD ? "add" : in->redop == RED_MAX ? "max" : "min",
-                   t == PT_F16 || t == PT_BF16 ? ".noftz" : "", ptype_suffix(t));
+                   t == PT_F16 || t == PT_BF16 || t == PT_F16X2 || t == PT_BF16X2 ? ".noftz" : "", ptype_suffix(t));
         put_addr(out, f, in);
         buf_puts(out, ", ");
         put_opnd(out, f, in->src[1], t);
@@ -258,6 +258,11 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         buf_printf(out, "], %d", in->count);
         break;
     case OP_MBFENCEINIT: buf_puts(out, "fence.mbarrier_init.release.cluster"); break;
+    case OP_MBINVAL:
+        buf_puts(out, "mbarrier.inval.shared::cta.b64 [");
+        put_opnd(out, f, in->src[0], PT_U32);
+        buf_puts(out, "]");
+        break;
     case OP_MBEXPECT:
         buf_puts(out, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [");
         put_opnd(out, f, in->src[0], PT_U32);

@@ -20,6 +20,7 @@ RegClass ptype_class(PType t)
     case PT_PRED: return RC_P;
     case PT_B16: case PT_F16: case PT_BF16: case PT_U16: return RC_H;
     case PT_U8: case PT_S8: return RC_R;      /* a byte sits in 32 bits */
+    case PT_F16X2: case PT_BF16X2: return RC_R;
     case PT_F32: return RC_F;
     case PT_B32: case PT_S32: case PT_U32: return RC_R;
     default: return RC_D;
@@ -30,6 +31,7 @@ const char *ptype_suffix(PType t)
 {
     static const char *const s[PT_COUNT] = {
         ".pred", ".b16", ".f16", ".bf16", ".b32", ".s32", ".u32", ".f32", ".b64", ".s64", ".u64", ".u16", ".u8", ".s8",
+        ".f16x2", ".bf16x2",
     };
     return t < PT_COUNT ? s[t] : "?";
 }

@@ -59,10 +59,15 @@ Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *me
     lower_block(c, k->body);
     emit_ins(c->f, OP_RET, PT_B32);
     c->loc = k->loc;   /* the scratch serves the whole kernel */
+    /* ... above every buffer, released ones included: no reuse code after the return */
+    c->smem_top = c->smem_peak;
+    c->reuse_lo = c->reuse_hi = 0;
     /* the scratch area goes after the named shared buffers */
     int scratch = c->scratch_size ? smem_alloc(c, c->scratch_size) : c->smem_top;
-    if (c->scratch_size)
+    if (c->scratch_size) {
         c->f->smem_bufs.v[c->f->smem_bufs.n - 1].name = "the scratch area";
+        c->f->smem_bufs.v[c->f->smem_bufs.n - 1].at = 0;   /* its addresses are made anywhere */
+    }
     c->f->smem_bytes = c->smem_top;
     meta->smem_bytes = c->smem_top;
     check_smem_size(c, k);

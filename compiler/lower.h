@@ -152,7 +152,14 @@ typedef struct Lower {
     int threads;
     int tid;               /* %tid.x */
     int ctaid[3];
-    int smem_top;          /* bytes of shared memory allocated so far */
+    int smem_top;          /* bytes of shared memory allocated so far (the live ones) */
+    int smem_peak;         /* the most smem_top has been: the block's buffers (lower_smem.c) */
+    /* memory a pipelined loop released, which the next allocation over it reuses: [lo, hi), and
+       the mbarriers in it (offsets), to invalidate first; live: the mbarriers not released */
+    int reuse_lo, reuse_hi;
+    bool reuse_bar;        /* some of it was released without a barrier after its readers */
+    int mbar_live[16], nmbar_live, mbar_dead[16], nmbar_dead;
+    bool mbar_untracked;   /* more mbarriers than the arrays hold: no more releases */
     int scratch_off, scratch_size;   /* reusable scratch for reductions/layout changes */
     bool scratch_read;     /* scratch was read since the last barrier */
     bool failed;
@@ -166,6 +173,9 @@ typedef struct Lower {
     int64_t unroll_copies;
     Stmt *unrolled;        /* the outermost loop being unrolled (NULL: none), for messages */
     bool too_big, smem_over;
+    /* gathered windows' row indices a pipelined loop computed before it (gather_hoist) */
+    struct { Expr *index; Tile rows; } gathers[8];
+    int ngathers;
 } Lower;
 /* lower_pipeline.c: the innermost pipelined loop's issue of its pending copies (if any left) */
 void pipe_issue_pending(Lower *c);
@@ -209,9 +219,19 @@ int slot_col(const Layout *L, int o1, int i1);
  * [W, 1] (axis 1): the same slots in the same threads where the layout allows */
 Tile tile_drop_unit_axis(Lower *c, Tile v);
 Tile tile_expand(Lower *c, Tile v, int axis);
+/* A constant slice of v, in 2-D terms (start a, width w per dimension; a rank-1 tile is [1, W]),
+ * of v's rank; v's elements in row-major order as a tile of shape s. want: a preferred layout
+ * (NULL: none), used where the value moves through shared memory. */
+Tile tile_slice(Lower *c, Tile v, const int a[2], const int w[2], const Layout *want);
+Tile tile_reshape(Lower *c, Tile v, Shape s, const Layout *want);
 /* expand_dims(arange(W), 1) in L, a [W, 1] layout: each slot its own row index */
 Tile tile_row_iota(Lower *c, const Layout *L);
-/* ---- lower_smem.c: smem_alloc and scratch_* above, smem_alloc_aligned below */
+/* ---- lower_smem.c: smem_alloc and scratch_* above, smem_alloc_aligned below; what a block or
+ * a loop allocated, released at its end for later allocations to reuse (quiet: every thread is
+ * past a barrier after its last access, as at a pipelined loop's end; else the reuse waits at
+ * one); mbarriers (8 bytes each, at off), invalidated before their memory is */
+void smem_release(Lower *c, int mark, bool quiet);
+void smem_note_mbarriers(Lower *c, int off, int n);
 /* ---- lower_expr.c (and lower_expr above): what statements and parameters share of it */
 bool is_imm(Opnd o);                        /* an integer or float immediate */
 /* v as a value of integer type t, wrapped as the hardware computes */
@@ -326,6 +346,8 @@ MatmulPlan *matmul_plan(Lower *c, Expr *mm);
 /* Chooses a plan for operands of type t of an s (M x N) x K product whose operands are transposed
  * as trans says (NULL: neither), A a value or not; the unit tests call it. */
 void matmul_choose(Lower *c, MatmulPlan *p, ElemType t, bool tf32, Shape s, int K, const bool *trans, bool a_value);
+/* May a pipelined loop copy gathered operand x (E_INDEX with an index tile) like a window? */
+bool matmul_gather_copies(const Expr *x);
 /* Will a pipelined loop copy operand `side` of p in memory order (transposed)? */
 bool matmul_reads_trans(const MatmulPlan *p, int side);
 /* Records where the operands come from; a path whose needs they do not meet gives way to its
@@ -412,6 +434,9 @@ int swz_step(Lower *c, int addr, int64_t unit_delta, int xored[8], int64_t *imm)
 /* lower_mem.c: staging into shared memory */
 void store_tile_smem(Lower *c, Tile v, int base, int pitch, ElemType t);
 void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int guard);
+/* A gathered window's row indices, in its copies' layout, computed now for the copies that
+ * follow (Lower.gathers); the caller sets ngathers back when they are done. */
+void gather_hoist(Lower *c, Expr *win, int pitch);
 /* Rounds a window copy_window_async brought to base to tf32 in place (each thread the pieces it
  * copied, after its wait for them, before the barrier that publishes them). */
 void round_window_tf32(Lower *c, Expr *win, int base, int pitch, int swz);

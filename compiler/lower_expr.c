@@ -539,6 +539,8 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
         return tile_expand(c, lower_expr(c, e->args[0], NULL), e->axis);
     case B_SQUEEZE:
         return tile_drop_unit_axis(c, lower_expr(c, e->args[0], NULL));
+    case B_RESHAPE:
+        return tile_reshape(c, lower_expr(c, e->args[0], NULL), e->shape, want);
     case B_ARANGE: {
         Layout L = want && want->rank == e->shape.rank && want->S[1] == e->shape.dim[e->shape.rank - 1] && want->S[0] == 1
                        ? *want : layout_rowmajor(e->shape, c->threads, 4);
@@ -560,6 +562,27 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
     default: break;
     }
     die("lower: call of builtin %d", e->builtin);
+}
+
+/* t[a +: W, :], t[3, :]: the sub-tile (tile_slice), then the dimensions of single indices
+ * dropped (a row stays in its registers; a column or one element may move). */
+static Tile lower_slice(Lower *c, Expr *e, const Layout *want)
+{
+    Tile v = lower_expr(c, e->a, NULL);
+    int a[2] = { 0, 0 }, w[2] = { v.L.S[0], v.L.S[1] };
+    for (int i = 0; i < e->nidx; i++) {
+        int d = v.L.rank == 2 ? i : 1;
+        a[d] = (int)e->idx[i].start->ival;
+        w[d] = e->idx[i].width ? (int)e->idx[i].width : 1;
+    }
+    Tile r = tile_slice(c, v, a, w, e->shape.rank == v.L.rank ? want : NULL);
+    if (e->shape.rank == 0) {
+        Layout one = layout_scalar(c->threads);
+        return to_layout(c, r, &one);
+    }
+    if (r.L.rank == 2 && e->shape.rank == 1)   /* t[i, :] or t[:, j] */
+        r = tile_drop_unit_axis(c, r);
+    return r;
 }
 
 Tile lower_expr(Lower *c, Expr *e, const Layout *want)
@@ -609,6 +632,7 @@ Tile lower_expr(Lower *c, Expr *e, const Layout *want)
     case E_CAST: return lower_cast(c, e, want);
     case E_INDEX: return load_window(c, e, want);
     case E_TRANSPOSE: break;    /* check made it an E_INDEX */
+    case E_SLICE: return lower_slice(c, e, want);
     }
     die("lower: expression kind %d", e->kind);
 }

@@ -352,6 +352,20 @@ static void mem_store(Lower *c, int space, int red, ElemType t, int addr, int64_
         ir_naive_addr(f);
         return;
     }
+    if (red == RED_ADD && (t == TY_F16 || t == TY_BF16) && vm == 2 &&
+        !(t == TY_BF16 && c->target->sm < 90)) {
+        /* an aligned pair: one packed add, red.add.noftz.f16x2 / .bf16x2 */
+        Ins *in = emit_ins(f, OP_RED, t == TY_BF16 ? PT_BF16X2 : PT_F16X2);
+        in->space = SP_GLOBAL;
+        in->redop = RED_ADD;
+        in->src[0] = R(addr);
+        in->src[1] = R(pack_pair(c, t, vals[0], vals[1]));
+        in->nsrc = 2;
+        in->off = off;
+        in->guard = guard;
+        ir_naive_addr(f);
+        return;
+    }
     int v[4];
     for (int i = 0; i < vm; i++)
         v[i] = narrow(c, t, vals[i]);
@@ -529,6 +543,8 @@ static int vector_width_bytes(Lower *c, Expr *e, Access *a, int max_bytes)
 
 static int vector_width(Lower *c, Expr *e, Access *a)
 {
+    if (a->gd >= 0 && a->wd[1] == a->gd)
+        return 1;          /* an element gather: each element at its own index */
     /* 16 bytes where the element allows: 16-bit elements go as four packed words; 8-bit ones
        four a vector (bool stays in single bytes) */
     int max_elems = a->es == 8 ? 2 : a->es == 1 ? (type_is_8bit(a->t->type) ? 16 : 1) : a->es == 2 ? 8 : 4;
@@ -648,6 +664,18 @@ static int and_pred(Lower *c, int a, int b)
     return ir_bin(c->f, OP_BAND, PT_PRED, R(a), R(b));
 }
 
+/* The row indices of a gather (an i32[W] tile) in the rows' view of L, each thread the rows it
+ * holds: computed here, or the ones a pipelined loop computed once before it (gather_hoist). */
+static Tile gather_rows(Lower *c, Expr *g, const Layout *L, Layout *gview)
+{
+    Shape cs = { 2, { L->S[0], 1 } };
+    *gview = broadcast_view(L, cs);
+    for (int i = 0; i < c->ngathers; i++)
+        if (c->gathers[i].index == g && layout_eq(&c->gathers[i].rows.L, gview))
+            return c->gathers[i].rows;
+    return to_layout(c, tile_expand(c, lower_expr(c, g, NULL), 1), gview);
+}
+
 /* Visits every memory chunk of a window access in layout L with its address, offset and guard. */
 typedef void ChunkFn(Lower *c, void *ctx, int addr, int64_t off, int vm, int guard, int slot);
 
@@ -657,6 +685,20 @@ static void for_each_chunk(Lower *c, Access *a, const Layout *L, int vm, int ext
     Addr ad;
     access_addr(c, a, L, &ad);
     int base_guard = and_pred(c, extra_guard, ad.single_pred);
+    if (a->gd >= 0 && a->wd[1] == a->gd) {
+        /* x[idx] (and X[idx, j]): the element at each index, out of range (negative too, as
+           unsigned) masked; the gathered dimension's stride is colstep */
+        Tile gi = to_layout(c, lower_expr(c, a->gexpr, NULL), L);
+        for (int o1 = 0; o1 < L->O[1]; o1++)
+            for (int i1 = 0; i1 < L->V[1]; i1++) {
+                int slot = slot_of(L, 0, 0, o1, i1);
+                int greg = opnd_reg(c, gi.v[slot], PT_S32);
+                int rp = ir_setp(f, CMP_LO, PT_U32, R(greg), a->ti->dim[a->gd]);
+                int addr = ir_tern(f, OP_MAD, PT_S64, s64_of(c, R(greg)), ad.colstep, R(ad.base));
+                fn(c, ctx, addr, 0, 1, and_pred(c, base_guard, rp), slot);
+            }
+        return;
+    }
     /* column chunk predicates and offsets */
     int ncol = L->O[1] * L->V[1] / vm;
     int *cpred = malloc(sizeof(int) * (size_t)ncol);
@@ -676,11 +718,8 @@ static void for_each_chunk(Lower *c, Access *a, const Layout *L, int vm, int ext
     /* a gather: every row's index, in the rows' view of L (each thread the rows it holds) */
     Tile gi = { TY_I32, *L, NULL };
     Layout gview;
-    if (a->gd >= 0) {
-        Shape cs = { 2, { L->S[0], 1 } };
-        gview = broadcast_view(L, cs);
-        gi = to_layout(c, tile_expand(c, lower_expr(c, a->gexpr, NULL), 1), &gview);
-    }
+    if (a->gd >= 0)
+        gi = gather_rows(c, a->gexpr, L, &gview);
     for (int o0 = 0; o0 < L->O[0]; o0++)
         for (int i0 = 0; i0 < L->V[0]; i0++) {
             int rd = row_delta(L, o0, i0);
@@ -843,6 +882,9 @@ static void store_like(Lower *c, Expr *target, Tile v, int red)
         L = layout_rowmajor(target->shape, c->threads, vector_width(c, target, &a));
     v = to_layout(c, v, &L);
     int vm = a.nwin && red < 0 ? vector_width(c, target, &a) : 1;
+    /* 16-bit float adds go in aligned pairs where the pairs are wholly in or out */
+    if (red == RED_ADD && (a.t->type == TY_F16 || a.t->type == TY_BF16) && a.nwin && vector_width(c, target, &a) >= 2)
+        vm = 2;
     while (vm > 1 && (L.V[1] % vm || L.bcast[1]))
         vm /= 2;
     if (vm > 1)
@@ -890,6 +932,8 @@ Tile load_shared_var(Lower *c, Sym *s, const Layout *want)
     if (want && want->rank == s->shape.rank && want->S[1] == (int)s->shape.dim[s->shape.rank - 1] && !want->bcast[0] &&
         !want->bcast[1] && want->S[0] == (s->shape.rank == 2 ? (int)s->shape.dim[0] : 1))
         L = *want;
+    else if (s->kind == SYM_VAR && si->has_hint)   /* a let kept here: the layout it was stored in */
+        L = si->hint;
     else
         L = layout_rowmajor(s->shape, c->threads, 4);
     int addr = smem_addr(c, s, &L);
@@ -1046,6 +1090,24 @@ static void walk_async_pieces(Lower *c, Expr *win, int base, int pitch, int swz,
     int prim = primary_pred(c, &L);
     ac.guard = guard < 0 ? prim : prim < 0 ? guard : ir_bin(f, OP_BAND, PT_PRED, R(guard), R(prim));
     for_each_chunk(c, &a, &L, vm, -1, async_chunk, &ac);
+}
+
+/* A gathered window a pipelined loop copies: its row indices, in the layout its copies want,
+ * computed once before the loop (where they are read from registers in every iteration, not
+ * moved between layouts again); forgotten when the loop is done (ngathers set back). */
+void gather_hoist(Lower *c, Expr *win, int pitch)
+{
+    int gd = index_gather_dim(win);
+    if (gd < 0 || c->ngathers == (int)(sizeof c->gathers / sizeof *c->gathers))
+        return;
+    Access a;
+    access_shape(c, win, &a);
+    Layout L = layout_rowmajor(win->shape, c->threads, async_piece(c, win, &a, pitch));
+    Layout gview;
+    Tile rows = gather_rows(c, win->idx[gd].start, &L, &gview);
+    c->gathers[c->ngathers].index = win->idx[gd].start;
+    c->gathers[c->ngathers].rows = rows;
+    c->ngathers++;
 }
 
 void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int guard)

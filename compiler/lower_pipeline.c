@@ -70,9 +70,13 @@ static bool uses_sym(Expr *e, Sym *s)
     return uses_sym(e->a, s) || uses_sym(e->b, s);
 }
 
+/* A window the loop can copy ahead: its starts use the loop variable and values fixed before
+ * the loop; a gather's rows, a let of the loop's (matmul_gather_copies), fixed too -- each row is
+ * a contiguous piece, copied as a window's rows are. */
 static bool pipelinable_window(Expr *x, Sym **inner, int ninner)
 {
-    if (x->kind != E_INDEX || x->shape.rank != 2 || index_gather_dim(x) >= 0)
+    int gd = index_gather_dim(x);
+    if (x->kind != E_INDEX || x->shape.rank != 2 || (gd >= 0 && !matmul_gather_copies(x)))
         return false;
     for (int i = 0; i < x->nidx; i++)
         if (!invariant_but_loop_var(x->idx[i].start, inner, ninner))
@@ -435,6 +439,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         return false;
     }
     f->cur_line = s->loc.line;
+    int mark = c->smem_top;
     PipeLoop pl = { .loop = s, .ops = ops, .nops = nops, .S = S, .nbuf = S, .phase = -1, .leader = -1 };
     if (keeps_group(c, body, ops, nops, S)) {
         pl.nbuf = S + 1;
@@ -487,6 +492,11 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     bool inflight = false;
     for (int k = 0; k < nops; k++)
         inflight |= bar_to_mma && ops[k].plan && ops[k].plan->row->inflight;
+    /* gathered windows: their row indices once, in the layout every iteration's copies use */
+    int ngathers = c->ngathers;
+    for (int k = 0; k < nops; k++)
+        if (ops[k].tmap < 0)
+            gather_hoist(c, ops[k].window, ops[k].pitch);
     /* the held windows, in the first group of copies the loop waits for */
     for (int k = 0; k < nops; k++)
         if (ops[k].held)
@@ -577,5 +587,9 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     cp_wait(f, 0);
     ir_bar(f);
     c->scratch_read = false;
+    c->ngathers = ngathers;
+    /* past that barrier the loop's buffers (stages, held windows, its body's shared vars and
+       staged operands) are dead: a later loop, or the next unrolled copy of this one, reuses them */
+    smem_release(c, mark, true);
     return true;
 }

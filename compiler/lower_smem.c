@@ -4,6 +4,8 @@
 
 /* ---- shared memory */
 
+static void reuse(Lower *c);
+
 /* The sizes are counted in 64 bits and the limit is checked here, at the statement that asks:
  * past what any GPU offers, the first allocation over is an error there and every later one gets
  * offset 0 (the kernel fails; its code is never emitted). */
@@ -24,13 +26,87 @@ int smem_alloc_aligned(Lower *c, int bytes, int align)
         c->smem_over = c->failed = true;
         off = bytes = 0;
     }
+    if (!c->smem_over && bytes > 0 && off < c->reuse_hi && off + bytes > c->reuse_lo)
+        reuse(c);
     /* every allocation is listed (an empty one past the limit), so callers may name the last */
-    SmemBuf b = { (int)off, bytes, c->f->cur_what, 0 };
+    SmemBuf b = { (int)off, bytes, c->f->cur_what, 0, c->f->code.n };
     vec_push(&c->f->smem_bufs, b);
     if (c->smem_over)
         return 0;
     c->smem_top = (int)(off + bytes);
+    if (c->smem_top > c->smem_peak)
+        c->smem_peak = c->smem_top;
     return (int)off;
+}
+
+/* Memory a pipelined loop released is quiet: the loop ended with cp.async.wait_group 0 and a
+ * barrier, so every thread's reads, writes and copies of it are done; a block's is not (its
+ * last readers may still be reading), and takes a barrier. Generic accesses are not ordered
+ * with the async proxy (TMA, wgmma) of a later owner without a proxy fence, and an mbarrier's
+ * memory is reused only after mbarrier.inval (PTX ISA, mbarrier): on sm_90 each thread fences,
+ * one thread invalidates, and a barrier publishes both before the new owner's first access. */
+static void reuse(Lower *c)
+{
+    Func *f = c->f;
+    bool fence = c->target->tma;
+    if (fence)
+        emit_ins(f, OP_FENCEPROXY, PT_B32);
+    if (c->nmbar_dead) {
+        int leader = ir_setp(f, CMP_EQ, PT_U32, R(c->tid), IMM(0));
+        for (int i = 0; i < c->nmbar_dead; i++) {
+            int r = new_reg(f, RC_R);
+            Ins *in = emit_ins(f, OP_MOVSYM, PT_U32);
+            in->dst[0] = r;
+            in->ndst = 1;
+            in->src[0] = SYM(arena_printf(c->a, "tilec_smem+%d", c->mbar_dead[i]));
+            in->nsrc = 1;
+            in = emit_ins(f, OP_MBINVAL, PT_B64);
+            in->src[0] = R(r);
+            in->nsrc = 1;
+            in->guard = leader;
+        }
+    }
+    if (fence || c->nmbar_dead || c->reuse_bar)
+        ir_bar(f);
+    c->nmbar_dead = 0;
+    c->reuse_bar = false;
+    c->reuse_lo = c->reuse_hi = 0;
+}
+
+void smem_release(Lower *c, int mark, bool quiet)
+{
+    if (c->smem_over || c->smem_top <= mark || c->mbar_untracked)
+        return;
+    int dead = 0;
+    for (int i = 0; i < c->nmbar_live; i++)
+        dead += c->mbar_live[i] >= mark;
+    if (c->nmbar_dead + dead > (int)(sizeof c->mbar_dead / sizeof *c->mbar_dead))
+        return;     /* no room to remember them: the memory is kept (never reused) */
+    int keep = 0;
+    for (int i = 0; i < c->nmbar_live; i++) {
+        if (c->mbar_live[i] < mark)
+            c->mbar_live[keep++] = c->mbar_live[i];
+        else
+            c->mbar_dead[c->nmbar_dead++] = c->mbar_live[i];
+    }
+    c->nmbar_live = keep;
+    c->reuse_bar |= !quiet;
+    if (c->reuse_hi <= c->reuse_lo)
+        c->reuse_lo = c->reuse_hi = mark;
+    c->reuse_lo = c->reuse_lo < mark ? c->reuse_lo : mark;
+    c->reuse_hi = c->reuse_hi > c->smem_top ? c->reuse_hi : c->smem_top;
+    c->smem_top = mark;
+}
+
+void smem_note_mbarriers(Lower *c, int off, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (c->nmbar_live == (int)(sizeof c->mbar_live / sizeof *c->mbar_live)) {
+            c->mbar_untracked = true;   /* too many to follow: nothing is released from now on */
+            return;
+        }
+        c->mbar_live[c->nmbar_live++] = off + 8 * i;
+    }
 }
 
 int smem_alloc(Lower *c, int bytes) { return smem_alloc_aligned(c, bytes, 128); }

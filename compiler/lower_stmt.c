@@ -30,11 +30,26 @@ void assign_tile(Lower *c, Tile *dst, Tile v, int op)
 
 void lower_block(Lower *c, Stmt *b)
 {
+    int mark = c->smem_top;
     for (int i = 0; i < b->nbody; i++)
         lower_stmt(c, b->body[i]);
+    /* the block's shared vars and staged operands are dead at its end (each unrolled copy of a
+       loop body is a block of its own); what reuses them waits at a barrier for their readers */
+    smem_release(c, mark, false);
 }
 
 static bool is_matmul(Expr *e) { return e && e->kind == E_BINARY && e->op == OP_MATMUL; }
+
+/* A shared var's buffer, rows padded against bank conflicts. */
+static void shared_var_alloc(Lower *c, Sym *sym)
+{
+    SymInfo *si = info(c, sym);
+    int S0 = sym->shape.rank == 2 ? (int)sym->shape.dim[0] : 1;
+    int S1 = sym->shape.rank ? (int)sym->shape.dim[sym->shape.rank - 1] : 1;
+    si->smem_ld = S1 + (S1 >= 32 ? 4 : 0);
+    si->smem_off = smem_alloc(c, S0 * si->smem_ld * type_size(sym->type));
+    c->f->smem_bufs.v[c->f->smem_bufs.n - 1].name = sym->name;
+}
 
 /* A loop with constant bounds and a few iterations is unrolled: ptxas would unroll it anyway, and
  * the register prediction must describe the code ptxas really schedules. The loop variable becomes
@@ -115,6 +130,31 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
     case S_LET: {
         f->cur_what = reg_value_name(c->a, s->name, s->init->type, s->init->shape);
         SymInfo *si = info(c, s->sym);
+        if (s->sym->is_shared) {
+            /* a let the registers could not hold (compile.c): in shared memory, each use a load */
+            Sym *sym = s->sym;
+            Tile v = lower_expr(c, s->init, NULL);
+            if (v.type != sym->type) {
+                Tile w = { sym->type, v.L, NULL };
+                int n = layout_slots(&v.L);
+                w.v = arena_alloc(c->a, sizeof *w.v * (size_t)n);
+                for (int i = 0; i < n; i++)
+                    w.v[i] = cast_slot(c, sym->type, v.type, v.v[i]);
+                v = w;
+            }
+            if (v.L.bcast[0] || v.L.bcast[1]) {
+                Layout plain = layout_rowmajor(sym->shape, c->threads, 4);
+                v = to_layout(c, v, &plain);
+            }
+            shared_var_alloc(c, sym);
+            store_shared_var(c, sym, v);
+            /* its uses read it back in the layout it had: no layout change where it meets the
+               values it was computed beside */
+            si->has_hint = true;
+            si->hint = v.L;
+            f->cur_what = "temporary";
+            break;
+        }
         Tile v = lower_expr(c, s->init, si->has_hint ? &si->hint : NULL);
         if (s->sym->type != v.type && s->sym->type != TY_NONE) {
             Tile w = { s->sym->type, v.L, NULL };
@@ -133,11 +173,7 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
         Sym *sym = s->sym;
         SymInfo *si = info(c, sym);
         if (sym->is_shared) {
-            int S0 = sym->shape.rank == 2 ? (int)sym->shape.dim[0] : 1;
-            int S1 = sym->shape.rank ? (int)sym->shape.dim[sym->shape.rank - 1] : 1;
-            si->smem_ld = S1 + (S1 >= 32 ? 4 : 0);
-            si->smem_off = smem_alloc(c, S0 * si->smem_ld * type_size(sym->type));
-            c->f->smem_bufs.v[c->f->smem_bufs.n - 1].name = sym->name;
+            shared_var_alloc(c, sym);
             break;
         }
         f->cur_what = reg_value_name(c->a, s->name, sym->type, sym->shape);

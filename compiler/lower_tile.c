@@ -205,37 +205,23 @@ static bool aligned_broadcast(const Layout *src, const Layout *dst)
     return true;
 }
 
-Tile to_layout(Lower *c, Tile v, const Layout *L)
+/* A value moved through the scratch area: v's element (r, c) is written at word r * wpitch + c;
+ * destination element (r, c) of layout L is read from word (rb ? 0 : r) * rpitch + (cb ? 0 : c)
+ * + roff. One map serves layout changes and broadcasts (the same pitch, rows or columns of one
+ * element repeated), slices (roff, the slice's first element) and reshapes (unpadded pitches: the
+ * element order is the row-major order of both shapes). 32-bit words; i64 values take two. */
+typedef struct { int wpitch, rpitch, roff; bool rb, cb; } SmemMap;
+
+static Tile remap_smem(Lower *c, Tile v, const Layout *L, SmemMap m)
 {
-    if (layout_eq(&v.L, L))
-        return v;
-    Tile r = { v.type, *L, NULL };
-    int n = layout_slots(L);
-    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
-    if (v.L.rank == 0) {
-        for (int i = 0; i < n; i++)
-            r.v[i] = v.v[0];
-        return r;
-    }
-    if (aligned_broadcast(&v.L, L)) {
-        for (int o0 = 0; o0 < L->O[0]; o0++)
-            for (int i0 = 0; i0 < L->V[0]; i0++)
-                for (int o1 = 0; o1 < L->O[1]; o1++)
-                    for (int i1 = 0; i1 < L->V[1]; i1++) {
-                        int so0 = v.L.S[0] == 1 ? 0 : o0, si0 = v.L.S[0] == 1 ? 0 : i0;
-                        int so1 = v.L.S[1] == 1 ? 0 : o1, si1 = v.L.S[1] == 1 ? 0 : i1;
-                        r.v[slot_index(L, o0, i0, o1, i1)] = v.v[slot_index(&v.L, so0, si0, so1, si1)];
-                    }
-        return r;
-    }
-    /* General case: through shared memory, as 32-bit words, row pitch padded against bank
-     * conflicts. i64 values need two words. */
     Func *f = c->f;
+    Tile r = { v.type, *L, NULL };
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)layout_slots(L));
     PType pt = held_ptype(v.type);
     bool wide = pt == PT_S64;
     bool pred = pt == PT_PRED;
     int es = wide ? 8 : 4;
-    int pitch = v.L.S[1] + (v.L.S[1] >= 8 ? 1 : 0);
+    int pitch = m.wpitch;
     scratch_begin_write(c, v.L.S[0] * pitch * es);
     int base = scratch_base_reg(c);
     int prim = primary_pred(c, &v.L);
@@ -265,12 +251,12 @@ Tile to_layout(Lower *c, Tile v, const Layout *L)
                     ir_naive_addr(f);
                 }
     scratch_end_write(c);
-    /* read back: destination element (r, c) comes from (r mod S0src, c mod S1src) */
+    /* read back */
     int dt0 = thread_coord(c, L, 0), dt1 = thread_coord(c, L, 1);
     int drow0 = L->bcast[0] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(dt0), IMM(L->V[0]));
     int dcol0 = L->bcast[1] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(dt1), IMM(L->V[1]));
-    bool rb = v.L.S[0] == 1, cb = v.L.S[1] == 1;
-    int lin2 = ir_tern(f, OP_MAD, PT_U32, rb ? IMM(0) : R(drow0), IMM(pitch), cb ? IMM(0) : R(dcol0));
+    bool rb = m.rb, cb = m.cb;
+    int lin2 = ir_tern(f, OP_MAD, PT_U32, rb ? IMM(0) : R(drow0), IMM(m.rpitch), cb ? IMM(0) : R(dcol0));
     int addr2 = ir_tern(f, OP_MAD, PT_U32, R(lin2), IMM(es), R(base));
     for (int o0 = 0; o0 < L->O[0]; o0++)
         for (int i0 = 0; i0 < L->V[0]; i0++)
@@ -284,13 +270,117 @@ Tile to_layout(Lower *c, Tile v, const Layout *L)
                     in->ndst = 1;
                     in->src[0] = R(addr2);
                     in->nsrc = 1;
-                    in->off = (int64_t)(rr * pitch + cc) * es;
+                    in->off = (int64_t)(rr * m.rpitch + cc + m.roff) * es;
                     ir_naive_addr(f);
                     if (pred)
                         d = ir_setp(f, CMP_NE, PT_U32, R(d), IMM(0));
                     r.v[slot_index(L, o0, i0, o1, i1)] = R(d);
                 }
     return r;
+}
+
+Tile to_layout(Lower *c, Tile v, const Layout *L)
+{
+    if (layout_eq(&v.L, L))
+        return v;
+    Tile r = { v.type, *L, NULL };
+    int n = layout_slots(L);
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+    if (v.L.rank == 0) {
+        for (int i = 0; i < n; i++)
+            r.v[i] = v.v[0];
+        return r;
+    }
+    if (aligned_broadcast(&v.L, L)) {
+        for (int o0 = 0; o0 < L->O[0]; o0++)
+            for (int i0 = 0; i0 < L->V[0]; i0++)
+                for (int o1 = 0; o1 < L->O[1]; o1++)
+                    for (int i1 = 0; i1 < L->V[1]; i1++) {
+                        int so0 = v.L.S[0] == 1 ? 0 : o0, si0 = v.L.S[0] == 1 ? 0 : i0;
+                        int so1 = v.L.S[1] == 1 ? 0 : o1, si1 = v.L.S[1] == 1 ? 0 : i1;
+                        r.v[slot_index(L, o0, i0, o1, i1)] = v.v[slot_index(&v.L, so0, si0, so1, si1)];
+                    }
+        return r;
+    }
+    /* General case: through shared memory, row pitch padded against bank conflicts;
+     * destination element (r, c) comes from (r mod S0src, c mod S1src) */
+    int pitch = v.L.S[1] + (v.L.S[1] >= 8 ? 1 : 0);
+    SmemMap m = { pitch, pitch, 0, v.L.S[0] == 1, v.L.S[1] == 1 };
+    return remap_smem(c, v, L, m);
+}
+
+/* ---- slices and reshapes */
+
+/* The sub-tile of v (2-D terms: a rank-1 tile is one row) from (a0, a1), w0 x w1 elements. Where
+ * the slice is whole blocks of the layout along each dimension (a start and width that are
+ * multiples of T * V, or of V along a broadcast dimension), it is the same registers in the same
+ * threads; otherwise it goes through shared memory into `want` (or a row-major layout). The
+ * result has v's rank; the caller drops axes. */
+Tile tile_slice(Lower *c, Tile v, const int a[2], const int w[2], const Layout *want)
+{
+    const Layout *L = &v.L;
+    int first[2];
+    bool regs = true;
+    for (int d = 0; d < 2; d++) {
+        int blk = L->bcast[d] ? L->V[d] : L->T[d] * L->V[d];
+        if (a[d] == 0 && w[d] == L->S[d])
+            first[d] = 0;
+        else if (a[d] % blk == 0 && w[d] % blk == 0)
+            first[d] = a[d] / blk;
+        else
+            regs = false;
+    }
+    Shape s = { v.L.rank, { 0, 0 } };
+    if (s.rank == 2) {
+        s.dim[0] = w[0];
+        s.dim[1] = w[1];
+    } else {
+        s.dim[0] = w[1];
+    }
+    if (regs) {
+        Layout N = *L;
+        for (int d = 0; d < 2; d++)
+            if (!(a[d] == 0 && w[d] == L->S[d])) {
+                N.S[d] = w[d];
+                N.O[d] = w[d] / (L->bcast[d] ? L->V[d] : L->T[d] * L->V[d]);
+            }
+        Tile r = { v.type, N, NULL };
+        r.v = arena_alloc(c->a, sizeof *r.v * (size_t)layout_slots(&N));
+        for (int o0 = 0; o0 < N.O[0]; o0++)
+            for (int i0 = 0; i0 < N.V[0]; i0++)
+                for (int o1 = 0; o1 < N.O[1]; o1++)
+                    for (int i1 = 0; i1 < N.V[1]; i1++)
+                        r.v[slot_index(&N, o0, i0, o1, i1)] =
+                            v.v[slot_index(L, o0 + first[0], i0, o1 + first[1], i1)];
+        return r;
+    }
+    Layout D = want && want->rank == s.rank && want->S[0] == (s.rank == 2 ? w[0] : 1) &&
+               want->S[1] == w[1] ? *want : layout_rowmajor(s, c->threads, 1);
+    int pitch = L->S[1] + (L->S[1] >= 8 ? 1 : 0);
+    SmemMap m = { pitch, pitch, a[0] * pitch + a[1], false, false };
+    return remap_smem(c, v, &D, m);
+}
+
+/* v's elements in row-major order as a tile of shape s: through shared memory with unpadded
+ * pitches, except where it is a unit axis added or removed (the same registers). */
+Tile tile_reshape(Lower *c, Tile v, Shape s, const Layout *want)
+{
+    int S0 = s.rank == 2 ? (int)s.dim[0] : 1, S1 = s.rank ? (int)s.dim[s.rank - 1] : 1;
+    if (S0 == v.L.S[0] && S1 == v.L.S[1]) {
+        if (v.L.rank == 2 && s.rank == 1)
+            return tile_drop_unit_axis(c, v);
+        if (v.L.rank == 1 && s.rank == 2)
+            return tile_expand(c, v, 0);
+        return v;
+    }
+    if (v.L.rank == 2 && v.L.S[1] == 1 && s.rank == 1)   /* a column as a row */
+        return tile_drop_unit_axis(c, v);
+    if (v.L.rank == 1 && s.rank == 2 && S1 == 1)          /* a row as a column */
+        return tile_expand(c, v, 1);
+    Layout D = want && want->rank == s.rank && want->S[0] == S0 && want->S[1] == S1
+                   ? *want : layout_rowmajor(s, c->threads, 1);
+    SmemMap m = { v.L.S[1], S1, 0, false, false };
+    return remap_smem(c, v, &D, m);
 }
 
 /* The layout a value of shape s (broadcastable to L's shape) should have so that broadcasting it

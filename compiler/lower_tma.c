@@ -167,6 +167,7 @@ static void init_barriers(Lower *c, const PipeLoop *pl, PipeOperand *p)
 {
     Func *f = c->f;
     int S = pl->nbuf, off = smem_alloc_aligned(c, 8 * S, 8);
+    smem_note_mbarriers(c, off, S);
     RegArray arr = { arena_printf(c->a, "%s_full", p->operand->sym->name), S, RC_R, f->cur_line, false, false };
     vec_push(&f->arrays, arr);
     p->bars = f->arrays.n - 1;

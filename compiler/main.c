@@ -316,6 +316,10 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
                        "\"predicted_regs\": %d, \"peak_demand\": %d, \"reg_cap\": %d, \"peak_line\": %d, \"budget\": %d",
                     m->name, arch, m->threads, m->smem_bytes, m->pred_regs, f->peak_regs, f->maxnreg, f->peak_line,
                     reg_budget(m->threads));
+            fprintf(o, ", \"in_shared_memory\": [");
+            for (int j = 0; j < m->ndemoted; j++)
+                fprintf(o, "%s\"%s\"", j ? ", " : "", m->demoted[j]);
+            fprintf(o, "]");
             fprintf(o, ", \"peak_values\": [");
             for (int j = 0; j < f->ntop; j++)
                 fprintf(o, "%s{\"name\": \"%s\", \"regs\": %d}", j ? ", " : "", f->top[j].what, f->top[j].regs);
@@ -330,6 +334,8 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
         fprintf(o, "kernel %s (%s)\n", m->name, arch);
         fprintf(o, "  threads            %d\n", m->threads);
         fprintf(o, "  shared memory      %d bytes\n", m->smem_bytes);
+        for (int j = 0; j < m->ndemoted; j++)
+            fprintf(o, "    %-16s in shared memory: the registers cannot hold it\n", m->demoted[j]);
         fprintf(o, "  registers          %d predicted (peak at line %d; budget %d", m->pred_regs, f->peak_line,
                 reg_budget(m->threads));
         if (f->maxnreg > 0)

@@ -262,13 +262,24 @@ MatmulPlan *matmul_plan(Lower *c, Expr *mm)
     ElemType t = matmul_stored_type(x);
     bool trans[2] = { x->kind == E_INDEX && x->twin, y->kind == E_INDEX && y->twin };
     /* A neither a window nor a shared var: a value, in registers before the product */
-    bool a_value = (x->kind != E_INDEX || index_gather_dim(x) >= 0) &&
+    bool a_value = (x->kind != E_INDEX || (index_gather_dim(x) >= 0 && !matmul_gather_copies(x))) &&
                    !(x->kind == E_NAME && x->sym->kind == SYM_VAR && x->sym->is_shared);
     matmul_choose(c, p, t, tf32, mm->shape, (int)mm->a->shape.dim[1], trans, a_value);
     p->mm = mm;
     p->next = c->plans;
     c->plans = p;
     return p;
+}
+
+/* A gathered operand a pipelined loop may copy like a window: its rows picked by a let (a value
+ * fixed where it is defined: the loop checks it is defined before the loop). */
+bool matmul_gather_copies(const Expr *x)
+{
+    int gd = index_gather_dim(x);
+    if (gd < 0)
+        return false;
+    const Expr *g = x->idx[gd].start;
+    return g->kind == E_NAME && g->sym && g->sym->kind == SYM_LET;
 }
 
 void matmul_set_sources(MatmulPlan *p, MatmulSource a, MatmulSource b)

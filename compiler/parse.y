@@ -355,6 +355,7 @@ subscripts:
 subscript:
       expr                              { $$ = new_subscript(lx, @1, $1, NULL); }
     | expr PLUSCOLON expr               { $$ = new_subscript(lx, @1, $1, $3); }
+    | ':'                               { $$ = new_subscript(lx, @1, NULL, NULL); }
     ;
 
 opt_args:

@@ -64,6 +64,7 @@ typedef struct {
     uint8_t as;            /* AS_* */
     int8_t age;            /* AS_CP: commits since its group closed (-1: open); AS_WG likewise */
     int bar_stage;         /* AS_TMA: the stage of the mbarrier it completes on (-1: unknown) */
+    int bar_buf;           /* AS_TMA: the buffer of that mbarrier */
 } Access;
 
 typedef Vec(Access) AccSet;
@@ -87,12 +88,24 @@ typedef struct {
 
 /* ---- address provenance */
 
-static int buf_of_offset(Func *f, int64_t off)
+/* The buffer an address made by instruction `ins` points into: of those allocated before it
+ * that hold the offset, the latest (memory a loop released is allocated again later: the
+ * earlier buffer's addresses were all made before). */
+static int buf_of_offset(Func *f, int64_t off, int ins)
 {
+    int found = ANY_BUF;
     for (int i = 0; i < f->smem_bufs.n; i++)
-        if (off >= f->smem_bufs.v[i].off && off < f->smem_bufs.v[i].off + f->smem_bufs.v[i].bytes)
-            return i;
-    return ANY_BUF;
+        if (f->smem_bufs.v[i].at <= ins && off >= f->smem_bufs.v[i].off &&
+            off < f->smem_bufs.v[i].off + f->smem_bufs.v[i].bytes)
+            found = i;
+    return found;
+}
+
+/* Do two buffers share bytes (one reuses memory the other's loop released)? */
+static bool bufs_overlap(const Func *f, int a, int b)
+{
+    const SmemBuf *x = &f->smem_bufs.v[a], *y = &f->smem_bufs.v[b];
+    return x->off < y->off + y->bytes && y->off < x->off + x->bytes;
 }
 
 static Prov prov_none(void) { Prov p = { NO_BUF, ST_NONE, -1, 0, false, 0, false, 0 }; return p; }
@@ -156,7 +169,7 @@ static Prov def_prov(Check *c, const Ins *in)
     case OP_MOVSYM:
         if (in->src[0].sym && !strncmp(in->src[0].sym, "tilec_smem+", 11)) {
             Prov p = prov_none();
-            p.buf = buf_of_offset(f, strtoll(in->src[0].sym + 11, NULL, 10));
+            p.buf = buf_of_offset(f, strtoll(in->src[0].sym + 11, NULL, 10), (int)(in - f->code.v));
             return p;
         }
         return prov_none();
@@ -251,7 +264,9 @@ static bool stages_may_meet(Check *c, const Access *a, const Access *b)
 
 static bool conflict(Check *c, const Access *a, const Access *b)
 {
-    if (a->buf != b->buf && a->buf != ANY_BUF && b->buf != ANY_BUF)
+    /* two buffers that share bytes: any access of one may meet any of the other */
+    bool other = a->buf != b->buf && a->buf != ANY_BUF && b->buf != ANY_BUF;
+    if (other && !bufs_overlap(c->f, a->buf, b->buf))
         return false;
     if (!a->write && !b->write)
         return false;
@@ -266,14 +281,14 @@ static bool conflict(Check *c, const Access *a, const Access *b)
     if (a->write && b->write && !a->atomic && !b->atomic && a->as == AS_SYNC && b->as == AS_SYNC &&
         !a->own && !b->own)
         return false;
-    return stages_may_meet(c, a, b);
+    return other || stages_may_meet(c, a, b);
 }
 
 static bool same_key(const Access *a, const Access *b)
 {
     return a->buf == b->buf && a->st == b->st && a->ctr == b->ctr && a->stage == b->stage && a->write == b->write &&
            a->atomic == b->atomic && a->own == b->own && a->as == b->as && a->age == b->age &&
-           a->bar_stage == b->bar_stage;
+           a->bar_stage == b->bar_stage && a->bar_buf == b->bar_buf;
 }
 
 /* Adds x unless an access of the same kind is there (the first one found names it). */
@@ -331,6 +346,7 @@ static int access_of(Check *c, int i, Access *x, Opnd *addrs)
     x->ins = i;
     x->age = -1;
     x->bar_stage = -1;
+    x->bar_buf = ANY_BUF;
     x->own = in->own;
     switch (in->op) {
     case OP_LD: case OP_ST: case OP_RED: case OP_ATOM:
@@ -355,6 +371,7 @@ static int access_of(Check *c, int i, Access *x, Opnd *addrs)
         x->as = AS_TMA;
         Prov b = opnd_prov(c, in->src[4]);
         x->bar_stage = b.st == ST_REL ? b.stage : -1;
+        x->bar_buf = b.buf;
         addrs[0] = in->src[0];
         return 1;
     }
@@ -422,6 +439,20 @@ static void complete(AccSet *s, int as, int min_age, int bar_stage)
     }
 }
 
+/* TMA copies completing on an mbarrier of buffer `bars` (ANY_BUF: unknown, all of them) are
+ * done. */
+static void complete_on(Check *c, AccSet *s, int bars)
+{
+    (void)c;
+    for (int i = 0; i < s->n; i++) {
+        Access *a = &s->v[i];
+        if (a->as == AS_TMA && (bars == ANY_BUF || a->bar_buf == ANY_BUF || a->bar_buf == bars)) {
+            a->as = AS_SYNC;
+            a->age = -1;
+        }
+    }
+}
+
 static void commit(AccSet *s, int as)
 {
     for (int i = 0; i < s->n; i++)
@@ -465,6 +496,12 @@ static void transfer(Check *c, AccSet *s, int *first, int i)
         complete(s, AS_TMA, 0, b.st == ST_REL ? b.stage : -1);
         return;
     }
+    case OP_MBINVAL:
+        /* an mbarrier is invalidated only with no copy pending on it (PTX ISA): the lowering
+           invalidates a loop's barriers after the loop, whose copies past its end were
+           predicated off, so none of the copies that completes on them is pending */
+        complete_on(c, s, opnd_prov(c, in->src[0]).buf);
+        break;
     default: break;
     }
     check_access(c, s, i);

@@ -270,6 +270,46 @@ bool regalloc(Func *f, int budget)
             }
         }
     }
+    /* Forward: a register no path has written yet holds no value, so it is not live there even
+       where a read follows on some path. The case: a pipelined loop's carried fragments, written
+       in its first iteration's block or by the previous iteration, are read at the top of the
+       body; backwards alone they are live from the kernel's entry, through every loop before
+       (each unrolled copy of a loop adding its fragments to all the copies before it). */
+    uint64_t *defin = calloc((size_t)nb * (size_t)nwords, 8), *defout = calloc((size_t)nb * (size_t)nwords, 8);
+    if (!defin || !defout)
+        die("out of memory");
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int bi = 0; bi < nb; bi++) {
+            Block *b = &blocks.v[bi];
+            uint64_t *din = defin + (size_t)bi * nwords, *dout = defout + (size_t)bi * nwords;
+            memcpy(tmp, din, (size_t)nwords * 8);
+            for (int i = b->first; i <= b->last; i++) {
+                Ins *in = &f->code.v[i];
+                for (int d = 0; d < in->ndst; d++)
+                    if (gid[in->dst[d]] >= 0)
+                        set(tmp, gid[in->dst[d]]);
+            }
+            if (memcmp(dout, tmp, (size_t)nwords * 8)) {
+                memcpy(dout, tmp, (size_t)nwords * 8);
+                changed = true;
+            }
+            for (int s = 0; s < b->nsucc; s++) {
+                uint64_t *sin = defin + (size_t)b->succ[s] * nwords;
+                for (int w = 0; w < nwords; w++)
+                    if ((sin[w] | dout[w]) != sin[w]) {
+                        sin[w] |= dout[w];
+                        changed = true;
+                    }
+            }
+        }
+    }
+    for (size_t w = 0; w < (size_t)nb * (size_t)nwords; w++) {
+        livein[w] &= defin[w];
+        liveout[w] &= defout[w];
+    }
+    free(defin);
+    free(defout);
     /* hull intervals */
     Interval *iv = malloc(sizeof(Interval) * (size_t)(nv + 1));
     for (int v = 0; v < nv; v++)
@@ -398,6 +438,7 @@ bool regalloc(Func *f, int budget)
         else
             note_at(loc, "use smaller tiles: a block of %d threads is the largest", f->threads);
         ok = false;
+        f->over_budget = true;
     }
     free(gid);
     free(greg);

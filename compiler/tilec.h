@@ -96,6 +96,7 @@ typedef struct {
     bool capped;           /* stop collecting: the cap was hit */
     FILE *out;             /* where messages go; NULL: stderr */
     bool no_warnings;      /* -w: warnings are counted, not printed (kept across diag_reset) */
+    Buf *capture;          /* non-NULL: messages are kept here instead (a trial compilation) */
 } Diag;
 extern Diag diag;          /* one compilation at a time */
 /* Starts a compilation's diagnostics: counts cleared, the source set; out is kept. */
@@ -152,6 +153,9 @@ typedef enum {
                    check turns calls of a type name into E_CAST) */
     E_INDEX,    /* tensor[idx...] (+ optional `else fill`): see Index */
     E_TRANSPOSE,/* a.T, a a 2-D window: check rewrites it into an E_INDEX of a transposed view */
+    E_SLICE,    /* a constant slice of a local tile, t[0 +: 16, :]: check rewrites the E_INDEX into
+                   it; a = the tile (E_NAME), idx = the subscripts with constant starts (ival of
+                   start) and widths (width 0: a single index, the dimension dropped) */
 } ExprKind;
 
 /* Binary/unary operator codes: single chars where possible, else these. */
@@ -173,9 +177,10 @@ extern const BuiltinInfo builtin_info[B_COUNT_];
 
 /* One subscript of E_INDEX. A window `start +: width` keeps the dimension (width constant);
  * a single index `start` drops it; an i32[W] tile of indices keeps it with width W (a gather:
- * X[rows, 0 +: D] is the rows rows[0], rows[1], ...). */
+ * X[rows, 0 +: D] is the rows rows[0], rows[1], ...); `:` (start NULL) is a whole dimension of a
+ * local tile (E_SLICE). */
 typedef struct {
-    Expr *start;
+    Expr *start;           /* NULL: `:` */
     Expr *width_expr;      /* NULL for a single index; check folds it into width */
     int64_t width;         /* set by check for windows and gathers; 0 for single indices */
     bool gather;           /* start is an i32[W] tile of indices: W rows, each its own (width W) */
@@ -411,6 +416,8 @@ typedef struct {
        path lost, which regcap treats as it treats a spill */
     bool ptxas_wgmma_serialized;
     bool warned_serialized;   /* ptxas_warn_lost said so (once per kernel) */
+    /* lets the registers could not hold, kept in shared memory instead (compile.c) */
+    const char *demoted[8]; int ndemoted;
 } KernelMeta;
 
 /* The metadata block written at the top of every PTX file as comments:
@@ -457,7 +464,9 @@ void emit_c(Buf *c_out, Buf *h_out, const char *base, const char *header_name,
 /* PTX value types of instructions. Register classes follow from them. */
 typedef enum {
     PT_PRED, PT_B16, PT_F16, PT_BF16, PT_B32, PT_S32, PT_U32, PT_F32, PT_B64, PT_S64, PT_U64,
-    PT_U16, PT_U8, PT_S8, PT_COUNT
+    PT_U16, PT_U8, PT_S8,
+    PT_F16X2, PT_BF16X2,   /* two 16-bit floats in 32 bits (packed atomic adds) */
+    PT_COUNT
 } PType;
 typedef enum { RC_P, RC_H, RC_R, RC_F, RC_D, RC_COUNT } RegClass;
 RegClass ptype_class(PType t);
@@ -562,6 +571,9 @@ typedef struct {
     int off, bytes;
     const char *name;
     int stage_bytes;       /* stage buffers: bytes per stage (0: not one) */
+    /* the instruction count when it was allocated: an address made later into its bytes is
+       its, not an earlier buffer's that a loop released (lower_smem.c) */
+    int at;
 } SmemBuf;
 
 /* A small per-thread array indexed at run time (stage buffer addresses of pipelined loops):
@@ -592,6 +604,7 @@ typedef struct {
     /* filled by regalloc: */
     int nphys[RC_COUNT];
     int peak_regs;         /* predicted 32-bit registers per thread */
+    bool over_budget;      /* regalloc: peak_regs is over the budget (an error) */
     int peak_index;        /* instruction index of the peak */
     int peak_line;
     struct { const char *what; int regs; } top[5];   /* values live at the peak, largest first */

@@ -280,6 +280,36 @@ static FILE *diag_out(void)
     return diag.out ? diag.out : stderr;
 }
 
+/* Messages go to the output, or into the capture of a trial compilation (compile.c), which
+ * prints the capture of the attempt it keeps. */
+static void diag_vprintf(const char *fmt, va_list ap)
+{
+    if (!diag.capture) {
+        vfprintf(diag_out(), fmt, ap);
+        return;
+    }
+    va_list aq;
+    va_copy(aq, ap);
+    int n = vsnprintf(NULL, 0, fmt, aq);
+    va_end(aq);
+    if (n <= 0)
+        return;
+    char *t = malloc((size_t)n + 1);
+    if (!t)
+        die("out of memory");
+    vsnprintf(t, (size_t)n + 1, fmt, ap);
+    buf_add(diag.capture, t, (size_t)n);
+    free(t);
+}
+
+static void diag_printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    diag_vprintf(fmt, ap);
+    va_end(ap);
+}
+
 enum {
     TAB_STOP = 8,
     SHOW_COLS = 160,   /* longer source lines are shown as a window around the caret */
@@ -339,16 +369,15 @@ static void show_line(Loc loc)
         caret = width;
     if (to < eol)
         buf_puts(&text, "...");
-    fprintf(diag_out(), "%s\n%*s^\n", text.s ? text.s : "", caret, "");
+    diag_printf("%s\n%*s^\n", text.s ? text.s : "", caret, "");
     buf_free(&text);
 }
 
 static void report(const char *kind, Loc loc, const char *fmt, va_list ap)
 {
-    FILE *out = diag_out();
-    fprintf(out, "%s:%d:%d: %s: ", diag.file ? diag.file : "<input>", loc.line, loc.col, kind);
-    vfprintf(out, fmt, ap);
-    fputc('\n', out);
+    diag_printf("%s:%d:%d: %s: ", diag.file ? diag.file : "<input>", loc.line, loc.col, kind);
+    diag_vprintf(fmt, ap);
+    diag_printf("\n");
     show_line(loc);
 }
 
@@ -362,7 +391,7 @@ void error_at(Loc loc, const char *fmt, ...)
     if (diag.nerrors > MAX_ERRORS) {
         diag.capped = true;
         last_dropped = true;
-        fprintf(diag_out(), "%s:%d:%d: error: too many errors, stopping\n",
+        diag_printf("%s:%d:%d: error: too many errors, stopping\n",
                 diag.file ? diag.file : "<input>", loc.line, loc.col);
         return;
     }
@@ -401,6 +430,12 @@ void note_at(Loc loc, const char *fmt, ...)
 
 _Noreturn void die(const char *fmt, ...)
 {
+    if (diag.capture) {    /* a trial's messages first, then no more capture */
+        Buf *b = diag.capture;
+        diag.capture = NULL;
+        if (b->len)
+            fputs(b->s, diag_out());
+    }
     va_list ap;
     va_start(ap, fmt);
     fputs("tilec: internal error: ", stderr);

@@ -492,6 +492,206 @@ static void squeeze_store(int rows, int cols)
     free(x), free(out), free(zinit), free(ref), free(bound);
 }
 
+/* slices: each output against X and W gathered on the host, exactly (moved elements; sums of
+ * products of small integers, exact in f32). Rows past R read 0. */
+static void slices(int rows)
+{
+    char desc[64];
+    snprintf(desc, sizeof desc, "slices and reshapes of tiles R=%d", rows);
+    int nb = (rows + 15) / 16;
+    size_t sx = (size_t)rows * 64;
+    float *x = malloc(sx * 4 + 4), *w = malloc(64 * 64 * 4);
+    for (size_t i = 0; i < sx; i++)
+        x[i] = (float)((int)(rng_next() % 9) - 4);
+    for (int i = 0; i < 64 * 64; i++)
+        w[i] = (float)((int)(rng_next() % 9) - 4);
+    /* the outputs, one after another: A B C D E G Q P */
+    static const int cols[] = { 32, 16, 1, 64, 32, 1, 16, 64 };
+    size_t n[8], off[9] = { 0 };
+    for (int o = 0; o < 8; o++) {
+        n[o] = (size_t)(o == 5 ? nb : rows) * cols[o];
+        off[o + 1] = off[o] + n[o];
+    }
+    double *ref = calloc(off[8] + 1, 8), *bound = calloc(off[8] + 1, 8);
+    float *out = malloc(off[8] * 4 + 4);
+#define XV(r, c) ((r) < rows ? (double)x[(size_t)(r) * 64 + (c)] : 0.0)
+    for (int r = 0; r < rows; r++) {
+        int t0 = r / 16 * 16, i = r % 16;
+        for (int j = 0; j < 32; j++) {
+            ref[off[0] + (size_t)r * 32 + j] = XV(r, 32 + j) + XV(r, j);
+            /* E: rows 16.. of t as 32 x 32: t's element 512 + 32 i + j */
+            int e = 512 + 32 * i + j;
+            ref[off[4] + (size_t)r * 32 + j] = XV(t0 + e / 64, e % 64);
+        }
+        for (int j = 0; j < 16; j++) {
+            ref[off[1] + (size_t)r * 16 + j] = XV(r, 5 + j);
+            ref[off[6] + (size_t)r * 16 + j] = XV(t0 + 2, 48 + j);
+        }
+        ref[off[2] + r] = XV(r, 63);
+        for (int j = 0; j < 64; j++) {
+            ref[off[3] + (size_t)r * 64 + j] = 2 * XV(r, j);
+            double acc = 0;
+            for (int k = 0; k < 64; k++)
+                acc += XV(r, k) * w[k * 64 + (j + 32) % 64];
+            ref[off[7] + (size_t)r * 64 + j] = acc;
+        }
+    }
+    for (int b = 0; b < nb; b++)
+        ref[off[5] + b] = XV(b * 16 + 3, 7);
+#undef XV
+    CUdeviceptr dx = upload(x, sx), dw = upload(w, 64 * 64), d[8];
+    bool ok = dx && dw;
+    for (int o = 0; o < 8; o++)
+        ok &= (d[o] = poisoned(n[o])) != 0;
+    tilert_kernel *k = kernel("slices");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dw), tilert_ptr(d[0]), tilert_ptr(d[1]), tilert_ptr(d[2]),
+                       tilert_ptr(d[3]), tilert_ptr(d[4]), tilert_ptr(d[5]), tilert_ptr(d[6]), tilert_ptr(d[7]),
+                       tilert_i32(rows), tilert_i32(nb) };
+    tilert_status st = k && ok ? tilert_launch(k, 0, a, 12) : TILERT_ERR_BAD_ARGS;
+    ok = st == TILERT_OK && gpu_sync();
+    for (int o = 0; ok && o < 8; o++)
+        ok = gpu_download(out + off[o], d[o], n[o] * 4);
+    if (!ok) {
+        printf("FAIL %s: %s\n", desc, st ? tilert_last_error() : "device error");
+        failed++;
+    } else {
+        check(desc, out, ref, bound, off[8], 0);
+    }
+    gpu_free(dx), gpu_free(dw);
+    for (int o = 0; o < 8; o++)
+        gpu_free(d[o]);
+    free(x), free(w), free(ref), free(bound), free(out);
+}
+
+/* conv_taps: Y = sum over three taps dy of X[m + dy, :] @ W[dy K .. dy K + K - 1, :], exactly
+ * (small integers in f16, sums well inside f32's integers); rows of X past M read 0. */
+static void conv_taps(int m, int kk, int n)
+{
+    char desc[80];
+    snprintf(desc, sizeof desc, "three pipelined taps sharing stage buffers M=%d K=%d N=%d", m, kk, n);
+    size_t sx = (size_t)m * kk, sw = (size_t)3 * kk * n, sy = (size_t)m * n;
+    uint16_t *x = malloc(sx * 2 + 4), *w = malloc(sw * 2 + 4);
+    float *xf = malloc(sx * 4 + 4), *wf = malloc(sw * 4 + 4);
+    double *ref = calloc(sy + 1, 8), *bound = calloc(sy + 1, 8);
+    for (size_t i = 0; i < sx; i++)
+        x[i] = to_f16(xf[i] = (float)((int)(rng_next() % 5) - 2));
+    for (size_t i = 0; i < sw; i++)
+        w[i] = to_f16(wf[i] = (float)((int)(rng_next() % 5) - 2));
+    for (int r = 0; r < m; r++)
+        for (int dy = 0; dy < 3 && r + dy < m; dy++)
+            for (int k = 0; k < kk; k++) {
+                double a = xf[(size_t)(r + dy) * kk + k];
+                for (int j = 0; j < n; j++)
+                    ref[(size_t)r * n + j] += a * wf[((size_t)dy * kk + k) * n + j];
+            }
+    CUdeviceptr dx = gpu_new_from(x, (sx + 1) / 2), dw = gpu_new_from(w, (sw + 1) / 2), dy = poisoned(sy);
+    tilert_kernel *k = kernel("conv_taps");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dw), tilert_ptr(dy), tilert_i32(m), tilert_i32(kk),
+                       tilert_i32(3 * kk), tilert_i32(n) };
+    if (k && dx && dw && dy)
+        run(desc, k, a, 7, dy, ref, bound, sy, (size_t)n);
+    else
+        failed++;
+    gpu_free(dx), gpu_free(dw), gpu_free(dy);
+    free(x), free(w), free(xf), free(wf), free(ref), free(bound);
+}
+
+/* wide_rows: Z = c t - d s + a per row, c = a b, d = a + b, s and t their sums over the row's
+ * first 16384 elements (those past N read 0); exact: small integers, every value below 2^24. */
+static void wide_rows(int m, int n)
+{
+    char desc[80];
+    snprintf(desc, sizeof desc, "rows of 16384 with lets in shared memory M=%d N=%d", m, n);
+    size_t sz = (size_t)m * n;
+    float *x = malloc(sz * 4 + 4), *y = malloc(sz * 4 + 4);
+    double *ref = calloc(sz + 1, 8), *bound = calloc(sz + 1, 8);
+    for (size_t i = 0; i < sz; i++) {
+        x[i] = (float)((int)(rng_next() % 9) - 4);
+        y[i] = (float)((int)(rng_next() % 9) - 4);
+    }
+    int w = n;   /* n <= 16384: the kernel's window covers the row */
+    for (int r = 0; r < m; r++) {
+        const float *a = x + (size_t)r * n, *b = y + (size_t)r * n;
+        double s = 0, t = 0;
+        for (int j = 0; j < w; j++) {
+            s += (double)a[j] * b[j];
+            t += (double)a[j] + b[j];
+        }
+        for (int j = 0; j < w; j++)
+            ref[(size_t)r * n + j] = (double)a[j] * b[j] * t - ((double)a[j] + b[j]) * s + a[j];
+    }
+    CUdeviceptr dx = upload(x, sz), dy = upload(y, sz), dz = poisoned(sz);
+    tilert_kernel *k = kernel("wide_rows");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_ptr(dz), tilert_i32(m), tilert_i32(n) };
+    if (k && dx && dy && dz)
+        run(desc, k, a, 5, dz, ref, bound, sz, (size_t)n);
+    else
+        failed++;
+    gpu_free(dx), gpu_free(dy), gpu_free(dz);
+    free(x), free(y), free(ref), free(bound);
+}
+
+/* element_gathers: every output exact (moved elements, counts); X holds indices from -3 to
+ * T + 2, so some fall outside [0, T) and are masked. */
+static void element_gathers(int n, int t)
+{
+    char desc[80];
+    snprintf(desc, sizeof desc, "element gathers, scatter and histogram N=%d T=%d", n, t);
+    enum { C = 5 };
+    int32_t *x = malloc((size_t)n * 4 + 4), *q = malloc((size_t)n * 4 + 4), *h = calloc((size_t)t + 1, 4);
+    int32_t *hout = malloc((size_t)t * 4 + 4);
+    float *v = malloc((size_t)t * 4 + 4), *mx = malloc((size_t)t * C * 4 + 4), *out = malloc((size_t)n * 12 + 4);
+    double *ref = malloc((size_t)n * 24 + 8), *bound = calloc((size_t)n * 3 + 1, 8);
+    int64_t *href = calloc((size_t)t + 1, 8);
+    for (int i = 0; i < n; i++) {
+        x[i] = (int32_t)(rng_next() % (uint64_t)(t + 6)) - 3;
+        q[i] = i;
+    }
+    for (int i = n - 1; i > 0; i--) {   /* a random permutation */
+        int j = (int)(rng_next() % (uint64_t)(i + 1));
+        int32_t tmp = q[i];
+        q[i] = q[j];
+        q[j] = tmp;
+    }
+    rng_fill(v, (size_t)t, -8, 8);
+    rng_fill(mx, (size_t)t * C, -8, 8);
+    for (int i = 0; i < n; i++) {
+        bool in = x[i] >= 0 && x[i] < t;
+        ref[i] = in ? v[x[i]] : -1.0;
+        ref[n + i] = in ? mx[(size_t)x[i] * C + 3] : 0.0;
+        ref[2 * (size_t)n + q[i]] = i;
+        if (in)
+            href[x[i]]++;
+    }
+    CUdeviceptr dx = gpu_new_from(x, (size_t)n), dh = gpu_new_from(h, (size_t)t), dv = upload(v, (size_t)t),
+                dg = poisoned((size_t)n), dm = upload(mx, (size_t)t * C), dp = poisoned((size_t)n),
+                dq = gpu_new_from(q, (size_t)n), ds = poisoned((size_t)n);
+    tilert_kernel *k = kernel("element_gathers");
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dh), tilert_ptr(dv), tilert_ptr(dg), tilert_ptr(dm), tilert_ptr(dp),
+                       tilert_ptr(dq), tilert_ptr(ds), tilert_i32(n), tilert_i32(t), tilert_i32(C) };
+    tilert_status st = k && dx && dh && dv && dg && dm && dp && dq && ds ? tilert_launch(k, 0, a, 11) : TILERT_ERR_BAD_ARGS;
+    bool ok = st == TILERT_OK && gpu_sync() && gpu_download(out, dg, (size_t)n * 4) &&
+              gpu_download(out + n, dp, (size_t)n * 4) && gpu_download(out + 2 * (size_t)n, ds, (size_t)n * 4) &&
+              gpu_download(hout, dh, (size_t)t * 4);
+    if (!ok) {
+        printf("FAIL %s: %s\n", desc, st ? tilert_last_error() : "device error");
+        failed++;
+    } else {
+        int wrong = -1;
+        for (int i = 0; i < t && wrong < 0; i++)
+            if (hout[i] != href[i])
+                wrong = i;
+        if (wrong >= 0) {
+            printf("FAIL %s: histogram bin %d holds %d, expected %lld\n", desc, wrong, hout[wrong], (long long)href[wrong]);
+            failed++;
+        } else {
+            check(desc, out, ref, bound, 3 * (size_t)n, 0);
+        }
+    }
+    gpu_free(dx), gpu_free(dh), gpu_free(dv), gpu_free(dg), gpu_free(dm), gpu_free(dp), gpu_free(dq), gpu_free(ds);
+    free(x), free(q), free(h), free(hout), free(v), free(mx), free(out), free(ref), free(bound), free(href);
+}
+
 /* bitcasts: bits compared exactly (F's inputs are masked to finite, non-NaN patterns). */
 static void bitcasts(int n)
 {
@@ -1240,6 +1440,20 @@ int main(int argc, char **argv)
     squeeze_store(100, 70);
     if (!small)
         squeeze_store(1000, 128);
+    /* M, K, N: K and N multiples of 8 */
+    static const int ct[][3] = { { 1, 8, 8 }, { 130, 72, 136 }, { 300, 200, 264 } };
+    for (size_t i = 0; i < (small ? 2 : COUNT(ct)); i++)
+        conv_taps(ct[i][0], ct[i][1], ct[i][2]);
+    element_gathers(1, 1);
+    element_gathers(1000, 37);
+    if (!small)
+        element_gathers(100003, 4099);
+    wide_rows(1, 16384);
+    wide_rows(3, small ? 5000 : 10001);
+    slices(1);
+    slices(37);
+    if (!small)
+        slices(1000);
     bitcasts(1);
     bitcasts(small ? 1000 : 70001);
     bitops(1);

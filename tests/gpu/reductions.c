@@ -374,7 +374,8 @@ static void add_f16_case(int n, int m) { add_half_case("add_f16", false, n, m); 
 static void add_half_case(const char *name, bool bf, int n, int m)
 {
     char desc[128];
-    snprintf(desc, sizeof desc, "%s (atomic_add on %s) N=%d M=%d", name, bf ? "bf16" : "f16", n, m);
+    snprintf(desc, sizeof desc, "%s (atomic_add on %s%s) N=%d M=%d", name, bf ? "bf16" : "f16",
+             strstr(name, "pairs") ? " pairs" : "", n, m);
     int blocks = (n + 1023) / 1024, cols = m < 1024 ? m : 1024;
     size_t words = ((size_t)m + 1) / 2 + 4;
     float *x = malloc((size_t)n * 4 + 4), *h = malloc(words * 4 * 2 + 8);
@@ -478,6 +479,10 @@ int main(int argc, char **argv)
         const int *r = small ? af_small[i] : af[i];
         add_f16_case(r[0], r[1]);
     }
+    /* packed pairs: N a multiple of 4, M even */
+    static const int ap[][2] = { { 4, 2 }, { 3000, 1000 }, { 4096, 1024 }, { 5000, 1500 } };
+    for (size_t i = 0; i < (small ? 3 : COUNT(ap)); i++)
+        add_half_case("add_f16_pairs", false, ap[i][0], ap[i][1]);
     tilert_unload(mod);
     /* sm_90-only kernels, from their own module */
     if (tilert_device_arch(ctx) >= 90) {
@@ -490,6 +495,8 @@ int main(int argc, char **argv)
                 const int *r = small ? af_small[i] : af[i];
                 add_half_case("add_bf16", true, r[0], r[1]);
             }
+            for (size_t i = 0; i < (small ? 3 : COUNT(ap)); i++)
+                add_half_case("add_bf16_pairs", true, ap[i][0], ap[i][1]);
             tilert_unload(mod);
         }
     } else

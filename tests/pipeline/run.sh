@@ -3,7 +3,8 @@
 # .local array and to a 0-byte stack frame per ptxas; with -fno-const-reg-elim the same kernel
 # must hold its stage array in .local (the pass, not luck, removes it). Also every stage count
 # 1..4 of matmul_f32, and a 16-bit operand whose rows may be 2-byte aligned (ptxas accepts the
-# PTX: no 2-byte cp.async). Usage: tests/pipeline/run.sh build/tilec
+# PTX: no 2-byte cp.async), and the unrolled copies of a pipelined loop sharing one copy's shared
+# memory. Usage: tests/pipeline/run.sh build/tilec
 TILEC=${1:-build/tilec}
 [ -d "$TILEC" ] && TILEC=$TILEC/tilec
 PTXAS=${TILEC_PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
@@ -38,6 +39,15 @@ for arch in sm_80 sm_86 sm_89 sm_90 sm_90a; do
 		check_clean "pipeline_unaligned $arch" "$tmp/unaligned.ptx"
 	else
 		bad "pipeline_unaligned $arch: tilec failed"
+	fi
+	# unrolled copies of a pipelined loop reuse its stage buffers: 9 copies need one copy's memory
+	smem_of() { "$TILEC" --arch=$arch --report -D TAPS=$1 tests/pipeline/conv_taps.tile -o "$tmp/taps$1.ptx" 2>/dev/null |
+		sed -n 's/^  shared memory *\([0-9]*\) bytes/\1/p'; }
+	one=$(smem_of 1) nine=$(smem_of 3)
+	if [ -n "$one" ] && [ "$one" = "$nine" ]; then
+		check_clean "conv_taps $arch" "$tmp/taps3.ptx"
+	else
+		bad "conv_taps $arch: shared memory ${one:-?} bytes for one tap, ${nine:-?} for nine"
 	fi
 	for s in 1 2 3 4; do
 		"$TILEC" --arch=$arch -D STAGES=$s examples/matmul_f32.tile -o "$tmp/s$s.ptx" || { bad "STAGES=$s $arch: tilec failed"; continue; }

@@ -9,6 +9,8 @@
 #              row) get register counts within 8 of each other, predicted and per ptxas
 #   seed       both kernels of examples/lse_bwd.tile (the project's founding case) within 80
 #              registers, predicted and per ptxas, with no shared memory
+#   shared     wide_rows.tile (over the budget with lets at its peak) compiles with the largest in
+#              shared memory, reported by --report, within the budget
 #   rejected   PTX that ptxas refuses during the cap check fails the compile, nothing written
 # Needs ptxas for accuracy and stability (they skip without it). Ends with `N passed, M failed`.
 cd "$(dirname "$0")/../.." || exit 2
@@ -101,6 +103,19 @@ elif ! echo "$err" | grep -q "note: --max-regs=64 is below the 255 registers a b
 elif ! echo "$err" | head -n 1 | grep -q "over_budget.tile:17:"; then
 	bad "$t: the error is not at the statement where the demand peaks (line 17)"
 else ok; fi
+
+# lets in shared memory: a kernel over the budget whose peak holds lets compiles with the
+# largest of them in shared memory, says so in --report, and fits the budget (ptxas too)
+for a in sm_80 sm_90a; do
+	t=tests/regs/wide_rows.tile
+	rep=$("$TILEC" --report --arch=$a "$t" -o /dev/null 2>&1); rc=$?
+	pred=$(echo "$rep" | sed -n 's/^  registers *\([0-9]*\) predicted.*/\1/p')
+	if [ $rc -ne 0 ]; then bad "$t $a: exit status $rc"; echo "$rep" | sed -n '1,3s/^/    /p'
+	elif ! echo "$rep" | grep -q "^    dy: f32\[16384\] *in shared memory: the registers cannot hold it"; then
+		bad "$t $a: no let in shared memory:"; echo "$rep" | sed 's/^/    /'
+	elif [ -z "$pred" ] || [ "$pred" -gt 64 ]; then bad "$t $a: predicted ${pred:-?} registers, budget 64"
+	else ok; fi
+done
 
 # rejected: PTX that ptxas refuses while tilec checks the register cap is an error, and no output
 # file is written (a stand-in ptxas that refuses everything)

@@ -13,7 +13,7 @@ static Func *fresh(Arena *a)
     Func *f = func_new(&kernel);
     f->arena = a;
     f->threads = 128;
-    SmemBuf bufs[] = { { 0, 1024, "scratch", 0 }, { 1024, 2048, "stages", 1024 } };
+    SmemBuf bufs[] = { { 0, 1024, "scratch", 0, 0 }, { 1024, 2048, "stages", 1024, 0 } };
     for (int i = 0; i < 2; i++)
         vec_push(&f->smem_bufs, bufs[i]);
     return f;
@@ -102,6 +102,22 @@ static void other_buffers(Arena *a)
     st(f, addr(f, 0));
     ld(f, addr(f, 1024));
     expect(true, check(f), "write one buffer, read another");
+}
+
+/* memory released and allocated again: a buffer made after the first over the same bytes is
+   another buffer, but its accesses meet the first one's -- a read of the old, then a write of the
+   new, needs the barrier between them */
+static void reused(Arena *a, bool bar)
+{
+    Func *f = fresh(a);
+    ld(f, addr(f, 1024));
+    SmemBuf again = { 1024, 512, "reused", 0, f->code.n };
+    vec_push(&f->smem_bufs, again);
+    if (bar)
+        ir_bar(f);
+    st(f, addr(f, 1024 + 256));
+    expect(bar, check(f), bar ? "read, barrier, write of the memory again" :
+                              "read, then write of the memory again, no barrier");
 }
 
 /* a loop whose body writes, barriers, reads: the next iteration's write meets the last read
@@ -235,6 +251,8 @@ int main(void)
     straight(a, true);
     straight(a, false);
     other_buffers(a);
+    reused(a, true);
+    reused(a, false);
     loop(a, true);
     loop(a, false);
     branches(a, true);
