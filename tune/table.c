@@ -46,8 +46,8 @@ void print_table(FILE *out, const TuneArgs *a, const Candidate *cs, int n, bool 
     fprintf(out, "%4s  %-*s %5s %9s", "#", lw, "candidate", "regs", "smem KiB");
     for (int t = 0; t < nsets; t++) {
         col[t] = (int)strlen(a->sizes[t].text);
-        if (col[t] < 18)
-            col[t] = 18;
+        if (col[t] < 24)
+            col[t] = 24;
         fprintf(out, "  %-*s", col[t], a->sizes[t].text);
     }
     fprintf(out, "\n");

@@ -252,6 +252,7 @@ bool time_candidates(const TuneArgs *a, const Source *s, Candidate *cs, int n, b
     tilert_kernel **ks = calloc((size_t)n, sizeof *ks);
     bool ok = mods && ks;
     for (int c = 0; ok && c < n; c++) {
+        progress(a->progress, "loading (the driver compiles each PTX)", c, n);
         if (!cs[c].alive)
             continue;
         char *ptx = read_text(cs[c].ptx_path);
@@ -271,6 +272,7 @@ bool time_candidates(const TuneArgs *a, const Source *s, Candidate *cs, int n, b
         }
     }
 
+    progress(a->progress, "loading (the driver compiles each PTX)", n, n);
     int rounds_total = a->nsizesets * a->reps, round_done = 0;
     Inputs *x = calloc(1, sizeof *x);
     ok = ok && x;
