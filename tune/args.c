@@ -98,11 +98,9 @@ static int parse_sizes(TuneArgs *a, char *text)
     if (a->nsizesets == MAX_SIZESETS)
         return usage_error("more than 16 --sizes%s", "");
     SizeSet *set = &a->sizes[a->nsizesets++];
-    set->text = strcpy(malloc(strlen(text) + 1), text);
-    if (!set->text) {
-        fprintf(stderr, "tilec-tune: error: out of memory\n");
-        return EXIT_ERROR;
-    }
+    if (strlen(text) >= sizeof set->text)
+        return usage_error("--sizes: longer than 255 characters: '%.40s...'", text);
+    strcpy(set->text, text);
     for (char *p = text;;) {
         char *comma = strchr(p, ',');
         if (comma)

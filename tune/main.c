@@ -150,7 +150,5 @@ int main(int argc, char **argv)
     remove_workdir(dir, n);
     free(cs);
     source_free(&s);
-    for (int t = 0; t < a.nsizesets; t++)
-        free((void *)a.sizes[t].text);
     return ok ? 0 : EXIT_ERROR;
 }

@@ -27,7 +27,7 @@ enum {
 /* ---------------------------------------------------------------- args.c */
 
 typedef struct { const char *name; const char *values[MAX_VALUES]; int nvalues; } ConstList;
-typedef struct { int n; const char *name[TUNE_MAX_SIZES]; int64_t value[TUNE_MAX_SIZES]; const char *text; } SizeSet;
+typedef struct { int n; const char *name[TUNE_MAX_SIZES]; int64_t value[TUNE_MAX_SIZES]; char text[256]; } SizeSet;
 typedef struct { const char *name, *value; } ScalarArg;
 
 typedef struct {
