@@ -87,7 +87,7 @@ void print_table(FILE *out, const TuneArgs *a, const Candidate *cs, int n, bool 
         for (int t = 0; t < nsets; t++)
             if (cs[c].alive && cs[c].ms[t] < 0) {
                 if (!any)
-                    fprintf(out, "not applicable:\n");
+                    fprintf(out, "not timed at a shape (refused there, or a wrong result):\n");
                 any = true;
                 fprintf(out, "%4d  at %s: %s\n", c, a->sizes[t].text, cs[c].na[t]);
             }

@@ -14,6 +14,9 @@
 #include "tune.h"
 
 enum { MAX_SETS = 16 };
+/* Sets larger than this are not kept on the host for the result check (it would need three
+ * copies). */
+#define CHECK_MAX_BYTES ((size_t)4 << 30)
 
 static bool cu_ok(CUresult r, const char *what)
 {
@@ -58,6 +61,9 @@ typedef struct {
     Input in[MAX_KARGS];
     CUdeviceptr buf[MAX_SETS][MAX_KARGS];
     tilert_arg args[MAX_SETS][MAX_KARGS];
+    /* the result check (check.c): set 0 as filled, and what the defaults wrote (NULL: a tensor
+     * they left alone, an input); no host0 when one set is too large to keep a copy */
+    void *host0[MAX_KARGS], *ref[MAX_KARGS];
 } Inputs;
 
 static void inputs_free(Inputs *x)
@@ -68,6 +74,11 @@ static void inputs_free(Inputs *x)
                 cuMemFree(x->buf[s][i]);
                 x->buf[s][i] = 0;
             }
+    for (int i = 0; i < x->nin; i++) {
+        free(x->host0[i]);
+        free(x->ref[i]);
+        x->host0[i] = x->ref[i] = NULL;
+    }
     x->nsets = 0;
 }
 
@@ -138,8 +149,13 @@ static bool inputs_setup(Inputs *x, const SizeSet *set, size_t l2)
             size_t bytes = (size_t)in->elems * (size_t)type_size(in->type);
             ok = cu_ok(cuMemAlloc(&x->buf[s][i], bytes ? bytes : 16), "cuMemAlloc");
             if (ok && bytes) {
-                fill_host(host, in->elems, in->type, 0x7ead5eedull + (uint64_t)(s * MAX_KARGS + i), bound);
-                ok = cu_ok(cuMemcpyHtoD(x->buf[s][i], host, bytes), "cuMemcpyHtoD");
+                /* set 0 is kept for the result check, when it is not huge */
+                void *dst = s == 0 && set_bytes <= CHECK_MAX_BYTES ? malloc(bytes) : NULL;
+                x->host0[i] = dst;
+                if (!dst)
+                    dst = host;
+                fill_host(dst, in->elems, in->type, 0x7ead5eedull + (uint64_t)(s * MAX_KARGS + i), bound);
+                ok = cu_ok(cuMemcpyHtoD(x->buf[s][i], dst, bytes), "cuMemcpyHtoD");
             }
             x->args[s][i] = tilert_ptr(x->buf[s][i]);
         }
@@ -147,14 +163,88 @@ static bool inputs_setup(Inputs *x, const SizeSet *set, size_t l2)
     return ok;
 }
 
-/* A trial launch of each candidate at set 0: those the launcher refuses are not applicable at
- * this shape. false on an error on the GPU, which leaves the context unusable. */
+/* Can the result check run at this set: a host copy of every tensor of set 0? */
+static bool can_check(const Inputs *x)
+{
+    for (int i = 0; i < x->nin; i++)
+        if (x->in[i].kind == IN_TENSOR && x->in[i].elems > 0 && !x->host0[i])
+            return false;
+    return true;
+}
+
+static size_t tensor_bytes(const Input *in)
+{
+    return (size_t)in->elems * (size_t)type_size(in->type);
+}
+
+/* After the defaults' launch on set 0: their outputs (the tensors that changed) are kept as the
+ * reference. false: no reference (the note says why). */
+static bool keep_reference(Inputs *x)
+{
+    for (int i = 0; i < x->nin; i++) {
+        if (x->in[i].kind != IN_TENSOR || x->in[i].elems == 0)
+            continue;
+        size_t bytes = tensor_bytes(&x->in[i]);
+        void *got = malloc(bytes);
+        if (!got || !cu_ok(cuMemcpyDtoH(got, x->buf[0][i], bytes), "cuMemcpyDtoH")) {
+            free(got);
+            return false;
+        }
+        if (memcmp(got, x->host0[i], bytes))
+            x->ref[i] = got;
+        else
+            free(got);
+    }
+    return true;
+}
+
+/* Set 0's outputs back to their initial contents, so the next candidate starts where the
+ * defaults did (a kernel may accumulate into its output). */
+static bool restore_outputs(const Inputs *x)
+{
+    for (int i = 0; i < x->nin; i++)
+        if (x->ref[i] && !cu_ok(cuMemcpyHtoD(x->buf[0][i], x->host0[i], tensor_bytes(&x->in[i])),
+                                "cuMemcpyHtoD"))
+            return false;
+    return true;
+}
+
+/* The candidate's outputs against the defaults'; why says which tensor and element differ. */
+static bool compare_outputs(const Inputs *x, char *why, size_t why_size, bool *ok)
+{
+    for (int i = 0; i < x->nin; i++) {
+        if (!x->ref[i])
+            continue;
+        size_t bytes = tensor_bytes(&x->in[i]);
+        void *got = malloc(bytes);
+        char detail[200];
+        if (!got || !cu_ok(cuMemcpyDtoH(got, x->buf[0][i], bytes), "cuMemcpyDtoH")) {
+            free(got);
+            *ok = false;
+            return true;
+        }
+        bool same = same_result(got, x->ref[i], x->in[i].elems, x->in[i].type, detail, sizeof detail);
+        free(got);
+        if (!same) {
+            snprintf(why, why_size, "wrong result: %s %s", x->in[i].name, detail);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A trial launch of each candidate at set 0, the defaults first: those the launcher refuses are
+ * not applicable at this shape, those whose outputs differ from the defaults' are wrong there.
+ * false on an error on the GPU, which leaves the context unusable. */
 static bool trial(Candidate *cs, int n, tilert_kernel **ks, int t, Inputs *x, CUstream stream,
                   const SizeSet *set)
 {
+    bool check = can_check(x), have_ref = false;
     for (int c = 0; c < n; c++) {
         if (!ks[c])
             continue;
+        if (have_ref && !restore_outputs(x))
+            return false;
         tilert_status st = tilert_launch(ks[c], stream, x->args[0], x->nin);
         if (st != TILERT_OK) {
             snprintf(cs[c].na[t], sizeof cs[c].na[t], "%s: %s", tilert_status_name(st), tilert_last_error());
@@ -170,7 +260,19 @@ static bool trial(Candidate *cs, int n, tilert_kernel **ks, int t, Inputs *x, CU
             return false;
         }
         cs[c].ms[t] = 0;
+        bool ok = true;
+        if (check && cs[c].is_default) {
+            have_ref = keep_reference(x);
+        } else if (have_ref && !compare_outputs(x, cs[c].na[t], sizeof cs[c].na[t], &ok)) {
+            cs[c].ms[t] = -1;
+        }
+        if (!ok)
+            return false;
     }
+    if (!have_ref)
+        fprintf(stderr, "tilec-tune: note: at %s the results are not compared: %s\n", set->text,
+                !check ? "the inputs are too large to keep a copy"
+                       : "the defaults do not run there");
     return true;
 }
 

@@ -62,7 +62,7 @@ typedef struct {
     char why[512];
     /* timing.c: per size set, the median in ms, or < 0 with na saying why */
     double ms[MAX_SIZESETS];
-    char na[MAX_SIZESETS][160];
+    char na[MAX_SIZESETS][400];
 } Candidate;
 
 /* What the file says: the kernel's checked front end with the file's own consts. */
@@ -143,5 +143,11 @@ int winner(const Candidate *cs, int n, int set);
 /* The winners file's text for these results. */
 void winners_text(Buf *out, const TuneArgs *a, const Source *s, const Candidate *cs, int n,
                   const char *arch, const char *device);
+
+/* ---------------------------------------------------------------- check.c */
+
+/* Are n elements of type t at got what the defaults wrote (want), within the type's tolerance?
+ * false with why naming the element. */
+bool same_result(const void *got, const void *want, int64_t n, ElemType t, char *why, size_t why_size);
 
 #endif
