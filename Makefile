@@ -97,6 +97,20 @@ $(TILERT_A): $(TILERT_OBJ)
 $(TILERT_SO): $(TILERT_OBJ)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libtilert.so -o $@ $^ $(CUDA_LIBS)
 
+# ---------------------------------------------------------------- tilec-tune
+
+# The autotuner (tune/): runs tilec on candidates, times them through libtilert, so it links the
+# compiler's front end, the runtime and the driver.
+TUNE     := $(B)/tilec-tune
+TUNE_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard tune/*.c))
+
+$(B)/tune/%.o: tune/%.c | $(GEN_H)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -Itune -Icompiler -I$(B)/gen -Iruntime -I$(CUDA_INC) -c -o $@ $<
+
+$(TUNE): $(TUNE_OBJ) $(LIBTILEC) $(TILERT_A)
+	$(CC) $(LDFLAGS) -o $@ $(TUNE_OBJ) $(LIBTILEC) $(TILERT_A) $(CUDA_LIBS) -lm
+
 # ---------------------------------------------------------------- programs: tests, bench, examples
 
 # In tests/*/, bench/ and examples/, every .c file with a line starting `int main(` is a program
@@ -157,7 +171,7 @@ $(B)/cuda-stub/libcuda.so.1:
 
 # Reconfiguring (another compiler, other flags, another toolkit) rebuilds every object.
 PROG_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard tests/*/*.c bench/*.c examples/*.c))
-$(TILEC_OBJ) $(TILERT_OBJ) $(PROG_OBJ): config.mk
+$(TILEC_OBJ) $(TILERT_OBJ) $(PROG_OBJ) $(TUNE_OBJ): config.mk
 
 # ---------------------------------------------------------------- examples as PTX
 
@@ -181,7 +195,7 @@ $(EX_DIR)/%.ptx: examples/%.tile $(TILEC)
 # outputs we want to look at (build/gen) and to reuse, not temporaries.
 .SECONDARY:
 
-all: $(TILEC) $(TILERT_A) $(TILERT_SO)
+all: $(TILEC) $(TILERT_A) $(TILERT_SO) $(TUNE)
 
 # Everything that runs without a GPU.
 check: all $(LIBTILEC) $(CHECK_PROGS) $(B)/cuda-stub/libcuda.so.1
@@ -258,7 +272,7 @@ $(B)/tilert.pc: $(TILERT_PC_IN) config.mk
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
 	    -e 's|@CUDA_LIB@|$(CUDA_LIB)|g' -e 's|@CUDA_INC@|$(CUDA_INC)|g' $(TILERT_PC_IN) >$@
 
-INSTALLED := $(BINDIR)/tilec $(LIBDIR)/libtilert.a $(LIBDIR)/libtilert.so \
+INSTALLED := $(BINDIR)/tilec $(BINDIR)/tilec-tune $(LIBDIR)/libtilert.a $(LIBDIR)/libtilert.so \
              $(INCLUDEDIR)/tilert.h $(MANDIR)/man1/tilec.1 \
              $(CMAKEDIR)/tilecConfig.cmake $(CMAKEDIR)/tilecConfigVersion.cmake \
              $(if $(TILERT_PC),$(PKGCONFIGDIR)/tilert.pc)
@@ -267,6 +281,7 @@ install: all $(TILERT_PC)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
 	           $(DESTDIR)$(MANDIR)/man1
 	install -m 755 $(TILEC) $(DESTDIR)$(BINDIR)/tilec
+	install -m 755 $(TUNE) $(DESTDIR)$(BINDIR)/tilec-tune
 	install -m 644 $(TILERT_A) $(DESTDIR)$(LIBDIR)/libtilert.a
 	install -m 755 $(TILERT_SO) $(DESTDIR)$(LIBDIR)/libtilert.so
 	install -m 644 runtime/tilert.h $(DESTDIR)$(INCLUDEDIR)/tilert.h
@@ -289,7 +304,7 @@ distclean: clean
 # Parts may add their own rules (extra goals, flags) in a DIR/NAME.mk fragment: bench/bench.mk.
 include $(wildcard bench/*.mk tests/*/*.mk examples/*.mk examples/*/*.mk)
 
--include $(wildcard $(B)/compiler/*.d $(B)/gen/*.d $(B)/runtime/*.d $(B)/tests/*/*.d \
+-include $(wildcard $(B)/compiler/*.d $(B)/gen/*.d $(B)/runtime/*.d $(B)/tune/*.d $(B)/tests/*/*.d \
                     $(B)/bench/*.d $(B)/examples/*.d)
 
 # ---------------------------------------------------------------- address splitting (tests/addr)

@@ -18,6 +18,7 @@ typedef struct {
     int narchs;
     EmitKind emit;
     bool report, report_json;
+    const char *tune;      /* --tune=FILE: the winners of tilec-tune (with --emit=c) */
     Options opt;           /* opt.no_ptxas: never run ptxas (timing tilec alone, machines without it) */
     Define defs[64];
     int ndefs;
@@ -33,7 +34,8 @@ static void usage(FILE *out)
             "  -D NAME=VALUE      override a const\n"
             "  --emit=KIND        ptx (default), cubin (runs ptxas), c (NAME.c + NAME.h), meta\n"
             "  --report[=json]    per kernel: threads, shared memory, predicted registers, ptxas figures\n"
-            "  --no-ptxas         never run ptxas (no cap check, no ptxas figures; not with cubin/c)\n"
+            "  --tune=FILE        with --emit=c: one variant per winner of tilec-tune's FILE, launchers\n"
+            "                     that dispatch by shape\n"            "  --no-ptxas         never run ptxas (no cap check, no ptxas figures; not with cubin/c)\n"
             "  -w                 do not print warnings\n"
             "  --dump=STAGE       print the IR after a stage: lower, or a pass (race-check, const-reg-elim,\n"
             "                     arrays-to-local, addr-split (or tir), remat, schedule, regalloc (or alloc))\n"
@@ -131,6 +133,10 @@ static int parse_args(Cli *cli, int argc, char **argv)
             cli->report = true;
         } else if (!strcmp(a, "--report=json")) {
             cli->report = cli->report_json = true;
+        } else if (!strncmp(a, "--tune=", 7)) {
+            if (!a[7])
+                return usage_error("--tune needs a file name%s", "");
+            cli->tune = a + 7;
         } else if (!strncmp(a, "--dump=", 7)) {
             cli->opt.dump = a + 7;
             if (!pass_dump_point(cli->opt.dump))
@@ -174,6 +180,8 @@ static int parse_args(Cli *cli, int argc, char **argv)
         }
     if (cli->narchs > 1 && cli->emit != EMIT_C)
         return usage_error("several architectures need --emit=c%s", "");
+    if (cli->tune && cli->emit != EMIT_C)
+        return usage_error("--tune=%s needs --emit=c", cli->tune);
     return 0;
 }
 
@@ -365,6 +373,156 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
     }
 }
 
+/* One compilation of the source with one set of -D values: every architecture's output and,
+ * where asked for, their cubins. */
+typedef struct {
+    Program *p;
+    ArchOutput outs[MAX_ARCHS];
+    int nouts;                 /* of outs, those to free */
+    Cubin cubins[MAX_ARCHS];
+    int ncubins;
+    bool have_ptxas;
+} Build;
+
+static void build_free(Build *b)
+{
+    for (int i = 0; i < b->nouts; i++)
+        arch_output_free(&b->outs[i]);
+    for (int i = 0; i < b->ncubins; i++)
+        free((void *)b->cubins[i].data);
+    b->nouts = b->ncubins = 0;
+}
+
+/* Compiles src with defs for every architecture of cli, then assembles when cubins or ptxas'
+ * figures are wanted. 0, or the exit status (errors reported). */
+static int build(Arena *a, const Cli *cli, const char *src, size_t len, Define *defs, int ndefs,
+                 Build *b)
+{
+    memset(b, 0, sizeof *b);
+    b->p = compile_front(a, cli->input, src, len, defs, ndefs);
+    if (!b->p)
+        return EXIT_COMPILE;
+    for (int i = 0; i < cli->narchs; i++) {
+        Options opt = cli->opt;
+        opt.arch = cli->archs[i];
+        b->nouts = i + 1;
+        if (!compile_arch(a, b->p, &opt, &b->outs[i]))
+            return EXIT_COMPILE;
+    }
+    bool need_cubin = cli->emit == EMIT_CUBIN || (cli->emit == EMIT_C && cli->narchs > 0);
+    if (cli->opt.no_ptxas && need_cubin)
+        return usage_error("--no-ptxas cannot make cubins (--emit=cubin or --emit=c)%s", "");
+    if ((need_cubin || cli->report) && !cli->opt.no_ptxas) {
+        for (int i = 0; i < cli->narchs; i++) {
+            Buf cub = { 0 }, log = { 0 };
+            bool missing = false;
+            bool ok = ptxas_run(b->outs[i].ptx.s, cli->archs[i], &cub, &log, &missing);
+            if (!ok) {
+                if (missing && cli->emit != EMIT_CUBIN) {
+                    buf_free(&cub);
+                    buf_free(&log);
+                    break;   /* no ptxas: C output embeds PTX only; the report says so */
+                }
+                sys_error("ptxas failed for %s:\n%s", cli->archs[i], log.s ? log.s : "");
+                buf_free(&cub);
+                buf_free(&log);
+                return EXIT_COMPILE;
+            }
+            b->have_ptxas = true;
+            ptxas_parse_report(log.s ? log.s : "", b->outs[i].metas, b->outs[i].nk);
+            ptxas_warn_lost(&b->outs[i], cli->archs[i]);
+            b->cubins[b->ncubins++] = (Cubin){ cli->archs[i], cub.s, cub.len, b->outs[i].ptx.s };
+            buf_free(&log);
+        }
+    }
+    return 0;
+}
+
+/* Did two builds make the same code for every architecture? Then they are one variant. */
+static bool same_code(const Build *x, const Build *y, int narchs)
+{
+    for (int i = 0; i < narchs; i++)
+        if (x->outs[i].ptx.len != y->outs[i].ptx.len || memcmp(x->outs[i].ptx.s, y->outs[i].ptx.s, x->outs[i].ptx.len))
+            return false;
+    return true;
+}
+
+/* The -D values of a class's variant: the command line's, with the class's replacing those of
+ * the same name. */
+static int class_defines(const Cli *cli, const TuneClass *tc, Define *out)
+{
+    int n = 0;
+    for (int i = 0; i < cli->ndefs; i++) {
+        bool replaced = false;
+        for (int j = 0; j < tc->ndefs && !replaced; j++)
+            replaced = !strcmp(cli->defs[i].name, tc->defs[j].name);
+        if (!replaced)
+            out[n++] = (Define){ cli->defs[i].name, cli->defs[i].value, false };
+    }
+    for (int j = 0; j < tc->ndefs; j++)
+        out[n++] = (Define){ tc->defs[j].name, tc->defs[j].value, false };
+    return n;
+}
+
+/* --tune=FILE: reads the winners, checks them against the base program, and compiles one
+ * variant per distinct code they make (a class whose consts make the base's code, or an earlier
+ * variant's, shares it). Fills tune and the variants' builds. 0 or the exit status. */
+static int build_variants(Arena *a, const Cli *cli, const char *src, size_t len, Build *base,
+                          EmitTune *tune, Build **vbuilds)
+{
+    size_t tlen;
+    char *text = read_file(cli->tune, &tlen);
+    if (!text)
+        return EXIT_COMPILE;
+    char *ttext = arena_strndup(a, text, tlen);
+    free(text);
+    diag_reset(cli->tune, ttext, tlen);
+    TuneClass *cls;
+    int ncls;
+    if (!tune_file_parse(a, &cls, &ncls) || !tune_file_check(cls, ncls, base->p))
+        return EXIT_COMPILE;
+    EmitVariant *vars = arena_alloc(a, sizeof *vars * (size_t)(ncls ? ncls : 1));
+    Build *vb = arena_alloc(a, sizeof *vb * (size_t)(ncls ? ncls : 1));
+    int nvars = 0;
+    for (int c = 0; c < ncls; c++) {
+        Define defs[64 + TUNE_MAX_DEFS];
+        int ndefs = class_defines(cli, &cls[c], defs);
+        Build *b = &vb[nvars];
+        int rc = build(a, cli, src, len, defs, ndefs, b);
+        if (rc) {
+            fprintf(stderr, "%s:%d:%d: note: compiling the variant of this class\n", cli->tune,
+                    cls[c].loc.line, cls[c].loc.col);
+            build_free(b);
+            return rc;
+        }
+        if (b->outs[0].nk != base->outs[0].nk) {
+            fprintf(stderr, "%s:%d:%d: error: these consts change the file's kernels\n",
+                    cli->tune, cls[c].loc.line, cls[c].loc.col);
+            build_free(b);
+            return EXIT_COMPILE;
+        }
+        int v = same_code(b, base, cli->narchs) ? 0 : -1;
+        for (int j = 0; v < 0 && j < nvars; j++)
+            if (same_code(b, &vb[j], cli->narchs))
+                v = j + 1;
+        if (v >= 0) {
+            build_free(b);
+            cls[c].variant = v;
+            continue;
+        }
+        Buf d = { 0 };
+        for (int j = 0; j < cls[c].ndefs; j++)
+            buf_printf(&d, "%s%s=%s", j ? "," : "", cls[c].defs[j].name, cls[c].defs[j].value);
+        vars[nvars] = (EmitVariant){ arena_strndup(a, d.s ? d.s : "", d.len), b->outs[0].metas,
+                                     b->outs[0].nk, b->outs[0].ptx.s, b->cubins, b->ncubins };
+        buf_free(&d);
+        cls[c].variant = ++nvars;
+    }
+    *tune = (EmitTune){ vars, nvars, cls, ncls };
+    *vbuilds = vb;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     Cli cli;
@@ -376,57 +534,25 @@ int main(int argc, char **argv)
     if (!src)
         return EXIT_COMPILE;
     Arena *a = arena_new();
-    Program *p = compile_front(a, cli.input, src, len, cli.defs, cli.ndefs);
-    if (!p) {
+    Build base;
+    EmitTune tune = { 0 };
+    Build *vbuilds = NULL;
+    rc = build(a, &cli, src, len, cli.defs, cli.ndefs, &base);
+    if (!rc && cli.tune)
+        rc = build_variants(a, &cli, src, len, &base, &tune, &vbuilds);
+    if (rc) {
+        build_free(&base);
+        for (int i = 0; i < tune.nvariants; i++)
+            build_free(&vbuilds[i]);
         arena_free(a);
         free(src);
-        return EXIT_COMPILE;
+        return rc;
     }
-    int narch = cli.narchs;
-    ArchOutput *outs = arena_alloc(a, sizeof(ArchOutput) * (size_t)narch);
-    for (int i = 0; i < narch; i++) {
-        Options opt = cli.opt;
-        opt.arch = cli.archs[i];
-        if (!compile_arch(a, p, &opt, &outs[i])) {
-            for (int j = 0; j <= i; j++)
-                arch_output_free(&outs[j]);
-            arena_free(a);
-            free(src);
-            return EXIT_COMPILE;
-        }
-    }
-    /* assemble when asked for cubins or ptxas' figures */
-    Cubin *cubins = arena_alloc(a, sizeof(Cubin) * (size_t)narch);
-    int ncubins = 0;
-    bool have_ptxas = false;
-    bool need_cubin = cli.emit == EMIT_CUBIN || (cli.emit == EMIT_C && narch > 0);
-    if (cli.opt.no_ptxas && need_cubin)
-        return usage_error("--no-ptxas cannot make cubins (--emit=cubin or --emit=c)%s", "");
-    if ((need_cubin || cli.report) && !cli.opt.no_ptxas) {
-        for (int i = 0; i < narch; i++) {
-            Buf cub = { 0 }, log = { 0 };
-            bool missing = false;
-            bool ok = ptxas_run(outs[i].ptx.s, cli.archs[i], &cub, &log, &missing);
-            if (!ok) {
-                if (missing && cli.emit != EMIT_CUBIN) {
-                    buf_free(&cub);
-                    buf_free(&log);
-                    break;   /* no ptxas: C output embeds PTX only; the report says so */
-                }
-                sys_error("ptxas failed for %s:\n%s", cli.archs[i], log.s ? log.s : "");
-                return EXIT_COMPILE;
-            }
-            have_ptxas = true;
-            ptxas_parse_report(log.s ? log.s : "", outs[i].metas, outs[i].nk);
-            ptxas_warn_lost(&outs[i], cli.archs[i]);
-            cubins[ncubins++] = (Cubin){ cli.archs[i], cub.s, cub.len, outs[i].ptx.s };
-            buf_free(&log);
-        }
-    }
+    ArchOutput *outs = base.outs;
     if (cli.report) {
         FILE *ro = cli.output && !strcmp(cli.output, "-") ? stderr : stdout;
-        for (int i = 0; i < narch; i++)
-            print_report(ro, &outs[i], cli.archs[i], cli.report_json, have_ptxas);
+        for (int i = 0; i < cli.narchs; i++)
+            print_report(ro, &outs[i], cli.archs[i], cli.report_json, base.have_ptxas);
     }
     bool ok = true;
     const char *out = cli.output;
@@ -446,38 +572,44 @@ int main(int argc, char **argv)
         break;
     }
     case EMIT_CUBIN:
-        ok = write_output(out ? out : replace_ext(a, cli.input, ".cubin"), cubins[0].data, cubins[0].size);
+        ok = write_output(out ? out : replace_ext(a, cli.input, ".cubin"), base.cubins[0].data,
+                          base.cubins[0].size);
         break;
     case EMIT_C: {
         const char *cpath = out ? out : replace_ext(a, cli.input, ".c");
         if (!strcmp(cpath, "-")) {
             fprintf(stderr, "tilec: error: --emit=c needs an output file name (NAME.c)\n");
-            return EXIT_USAGE;
+            rc = EXIT_USAGE;
+            break;
         }
         size_t n = strlen(cpath);
         const char *stem = n > 2 && !strcmp(cpath + n - 2, ".c") ? arena_strndup(a, cpath, n - 2) : cpath;
         const char *hpath = arena_printf(a, "%s.h", stem);
         const char *slash = strrchr(stem, '/');
-        const char *base = slash ? slash + 1 : stem;
-        const char *hname = arena_printf(a, "%s.h", base);
+        const char *base_name = slash ? slash + 1 : stem;
+        const char *hname = arena_printf(a, "%s.h", base_name);
+        bool bad_name = false;
         for (const unsigned char *q = (const unsigned char *)hname; *q; q++)
-            if (*q == '"' || *q == '\\' || *q < 0x20 || *q >= 0x7f)
-                return usage_error("--emit=c: the header '%s' cannot be named in a C #include "
-                                   "(quotes, backslashes, control characters and non-ASCII bytes "
-                                   "cannot be): choose another output name", hname);
+            bad_name |= *q == '"' || *q == '\\' || *q < 0x20 || *q >= 0x7f;
+        if (bad_name) {
+            rc = usage_error("--emit=c: the header '%s' cannot be named in a C #include "
+                             "(quotes, backslashes, control characters and non-ASCII bytes "
+                             "cannot be): choose another output name", hname);
+            break;
+        }
         Buf c = { 0 }, h = { 0 };
-        emit_c(&c, &h, base, hname, outs[0].metas, outs[0].nk, outs[0].ptx.s, cubins, ncubins);
+        emit_c_tuned(&c, &h, base_name, hname, outs[0].metas, outs[0].nk, outs[0].ptx.s,
+                     base.cubins, base.ncubins, cli.tune ? &tune : NULL);
         ok = write_output(hpath, h.s, h.len) && write_output(cpath, c.s, c.len);
         buf_free(&c);
         buf_free(&h);
         break;
     }
     }
-    for (int i = 0; i < narch; i++)
-        arch_output_free(&outs[i]);
-    for (int i = 0; i < ncubins; i++)
-        free((void *)cubins[i].data);
+    build_free(&base);
+    for (int i = 0; i < tune.nvariants; i++)
+        build_free(&vbuilds[i]);
     arena_free(a);
     free(src);
-    return ok ? 0 : EXIT_COMPILE;
+    return rc ? rc : ok ? 0 : EXIT_COMPILE;
 }

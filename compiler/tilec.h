@@ -449,6 +449,39 @@ const char *ptxas_path(void);
 /* Reads `ptxas -v` output into the kernels' ptxas_* fields (matched by name). */
 void ptxas_parse_report(const char *log, KernelMeta *ks, int nk);
 
+/* ---------------------------------------------------------------- tune_file.c: tilec-tune's winners */
+
+/* One line of a winners file: for launches of `kernel` near these sizes, the consts that won.
+ *
+ *   # comment
+ *   KERNEL SIZE=INT,SIZE=INT,... NAME=VALUE,NAME=VALUE,...   # comment
+ *   KERNEL SIZE=INT,...          -                           # the file's own consts won
+ *
+ * tilec-tune writes it (-o); `tilec --emit=c --tune=FILE` reads it (docs/tilec.1, "WINNERS"). */
+enum { TUNE_MAX_SIZES = 8, TUNE_MAX_DEFS = 32, TUNE_MAX_CLASSES = 256 };
+typedef struct {
+    const char *kernel;
+    Loc loc;
+    int nsizes;
+    const char *size_name[TUNE_MAX_SIZES];
+    int64_t size[TUNE_MAX_SIZES];
+    Loc size_loc[TUNE_MAX_SIZES];
+    int ndefs;
+    Define defs[TUNE_MAX_DEFS];      /* none: the file's own consts */
+    Loc def_loc[TUNE_MAX_DEFS];
+    const char *comment;             /* after '#', trimmed; NULL if none */
+    int variant;                     /* the caller's: which compiled variant the consts make */
+} TuneClass;
+/* Reads the winners in diag.src (diag_reset to the file first): its classes, in the arena, in file
+ * order. False after errors (reported as file:line:col). */
+bool tune_file_parse(Arena *a, TuneClass **out, int *n);
+/* Checks the classes against the program compiled with the file's consts: each kernel exists,
+ * names exactly its size symbols, and names consts that exist, each once. Errors at the winners'
+ * locations: diag must still be set to the winners file. */
+bool tune_file_check(const TuneClass *cs, int n, const Program *p);
+/* One line per class, in the format tune_file_parse reads. */
+void tune_file_write(Buf *out, const TuneClass *cs, int n);
+
 /* ---------------------------------------------------------------- emit_c.c: --emit=c */
 
 /* A cubin and the PTX it was assembled from (its arch's metadata comes with it: shared memory,
@@ -458,6 +491,23 @@ typedef struct { const char *arch; const char *data; size_t size; const char *pt
  * (their declarations). base: the C identifier prefix and the header's file name without .h. */
 void emit_c(Buf *c_out, Buf *h_out, const char *base, const char *header_name,
             KernelMeta *ks, int nk, const char *ptx, const Cubin *cubins, int ncubins);
+/* --emit=c --tune=FILE: the module compiled again with each distinct set of consts that won a
+ * size class (variants 1..), and the classes, whose .variant says which variant each picks
+ * (0: the module of emit_c's own arguments). */
+typedef struct {
+    const char *defines;   /* "BM=64,BN=128": the consts it was compiled with */
+    KernelMeta *metas; int nk;
+    const char *ptx;
+    const Cubin *cubins; int ncubins;
+} EmitVariant;
+typedef struct {
+    const EmitVariant *variants; int nvariants;   /* variants 1..nvariants */
+    const TuneClass *classes; int nclasses;
+} EmitTune;
+/* emit_c with tuned kernels: with tune NULL, emit_c's output exactly. */
+void emit_c_tuned(Buf *c_out, Buf *h_out, const char *base, const char *header_name,
+                  KernelMeta *ks, int nk, const char *ptx, const Cubin *cubins, int ncubins,
+                  const EmitTune *tune);
 
 /* ---------------------------------------------------------------- ir.c: the thread-level IR */
 

@@ -140,6 +140,28 @@ void tilert_embedded_unload_context(tilert_embedded *m, tilert_context *ctx);
  * "ptx sm_80 (JIT)", or "not loaded". */
 const char *tilert_embedded_code(tilert_embedded *m);
 
+/* A kernel that `tilec --emit=c --tune=FILE` compiled once per set of consts tilec-tune chose
+ * (its variants), and the size classes that pick among them. Generated launchers define one per
+ * tuned kernel and call the two functions below; the choice is documented in docs/runtime.md. */
+typedef struct {
+    tilert_embedded *const *variants; int nvariants;   /* [0]: the file's own consts */
+    int kernel;                        /* the kernel's index in every variant's module */
+    int nsizes;                        /* its size arguments, in ABI order */
+    const int32_t *class_sizes;        /* nclasses rows of nsizes: the shapes it was tuned at */
+    const int *class_variant;          /* per class, the variant that won there */
+    int nclasses;
+} tilert_tuned;
+
+/* The variant a launch at these sizes (nsizes of them, ABI order) tries first: the variant of
+ * the nearest class, by the sum over sizes of (log2 size - log2 class size)^2, a size below 1
+ * counting as 1; the first such class in the table on a tie; 0 without classes. */
+int tilert_tuned_variant(const tilert_tuned *t, const int32_t *sizes);
+/* Launches the kernel in that variant. When the variant's assume() facts refuse the arguments
+ * (TILERT_ERR_ASSUME), tries the variants of the next nearest classes, then variant 0; returns
+ * the status of the last one tried. */
+tilert_status tilert_tuned_launch(const tilert_tuned *t, CUstream stream, const tilert_arg *args,
+                                  int nargs, const int32_t *sizes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -42,11 +42,12 @@ else
 	finish
 fi
 
-for f in bin/tilec lib/libtilert.a lib/libtilert.so include/tilert.h share/man/man1/tilec.1 \
+for f in bin/tilec bin/tilec-tune lib/libtilert.a lib/libtilert.so include/tilert.h share/man/man1/tilec.1 \
          lib/pkgconfig/tilert.pc lib/cmake/tilec/tilecConfig.cmake lib/cmake/tilec/tilecConfigVersion.cmake; do
 	if [ -s "$root/$f" ]; then pass "installed $f"; else fail "installed $f (missing or empty)"; fi
 done
 [ -x "$root/bin/tilec" ] && pass "installed tilec is executable" || fail "installed tilec is executable"
+[ -x "$root/bin/tilec-tune" ] && pass "installed tilec-tune is executable" || fail "installed tilec-tune is executable"
 pc=$root/lib/pkgconfig/tilert.pc
 [ -f "$pc" ] || finish
 

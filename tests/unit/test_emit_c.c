@@ -4,7 +4,10 @@
  * hand-made kernel metadata (every argument kind, a parameter named like a C keyword, a kernel
  * without arguments) and checks the generated text, then compiles the pair with
  * `$CC -std=c11 -Wall -Wextra -pedantic -Werror` (and C++ for the header) when the tree's
- * runtime/tilert.h and cuda.h can be found. Prints `ok NAME` / `FAIL NAME: why` lines. */
+ * runtime/tilert.h and cuda.h can be found. The output must equal emit_c_golden.{c,h}.txt, which
+ * the emit_c before tuned launchers wrote from this metadata (TILEC_WRITE_GOLDEN=1 rewrites them
+ * after a deliberate change). Then the same with a --tune dispatch (emit_c_tuned): its tables,
+ * and that it compiles. Prints `ok NAME` / `FAIL NAME: why` lines. */
 #define _POSIX_C_SOURCE 200809L
 #include "../../compiler/util.c"
 #include "../../compiler/emit_c.c"
@@ -66,6 +69,82 @@ static bool repo_root(Buf *out)
     bool ok = access(h.s, R_OK) == 0;
     buf_free(&h);
     return ok;
+}
+
+/* Compares text with the file NAME beside this test; TILEC_WRITE_GOLDEN=1 writes it instead. */
+static void golden(const char *what, const Buf *text, const char *root, const char *name)
+{
+    if (!root) {
+        printf("ok %s (skipped: the source tree is not at hand)\n", what);
+        return;
+    }
+    Buf path = {0};
+    buf_printf(&path, "%s/tests/unit/%s", root, name);
+    if (getenv("TILEC_WRITE_GOLDEN")) {
+        expect(what, write_text(path.s, text->s), "cannot write the golden file");
+        buf_free(&path);
+        return;
+    }
+    FILE *f = fopen(path.s, "rb");
+    Buf want = {0};
+    char chunk[4096];
+    size_t n;
+    while (f && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        buf_add(&want, chunk, n);
+    if (f)
+        fclose(f);
+    bool same = f && want.len == text->len && memcmp(want.s, text->s, text->len) == 0;
+    size_t at = 0;
+    while (!same && at < want.len && at < text->len && want.s[at] == text->s[at])
+        at++;
+    char why[200];
+    snprintf(why, sizeof why, "differs from %s at byte %zu", name, at);
+    expect(what, same, f ? why : "golden file missing");
+    buf_free(&want);
+    buf_free(&path);
+}
+
+/* Compiles a generated pair as a user's build would: C11 with every warning an error, and the
+ * header as C++. */
+static void compiles(const char *what, const Buf *c, const Buf *h, const char *root)
+{
+    const char *cuda_h = TILEC_CUDA_HOME "/include/cuda.h";
+    if (!root || access(cuda_h, R_OK) != 0) {
+        printf("ok %s compiles (skipped: runtime/tilert.h or %s not found)\n", what, cuda_h);
+        return;
+    }
+    char dir[] = "/tmp/tilec-emit-c-XXXXXX";
+    if (!mkdtemp(dir)) {
+        expect("temporary directory", false, strerror(errno));
+        return;
+    }
+    Buf path = {0}, cmd = {0}, name = {0};
+    buf_printf(&path, "%s/my-kernels.c", dir);
+    bool ok = write_text(path.s, c->s);
+    path.len = 0;
+    buf_printf(&path, "%s/my-kernels.h", dir);
+    ok = ok && write_text(path.s, h->s);
+    const char *cc = getenv("CC");
+    if (!cc || !*cc)
+        cc = "cc";
+    buf_printf(&cmd, "%s -std=c11 -Wall -Wextra -pedantic -Werror -I'%s/runtime' "
+               "-I'%s/include' -c -o '%s/out.o' '%s/my-kernels.c'", cc, root,
+               TILEC_CUDA_HOME, dir, dir);
+    buf_printf(&name, "%s compiles with -pedantic -Werror", what);
+    expect(name.s, ok && system(cmd.s) == 0, cmd.s);
+    cmd.len = name.len = 0;
+    buf_printf(&cmd, "command -v c++ >/dev/null 2>&1 || exit 0; c++ -x c++ -fsyntax-only "
+               "-Wall -I'%s/runtime' -I'%s/include' '%s/my-kernels.h'", root,
+               TILEC_CUDA_HOME, dir);
+    buf_printf(&name, "%s: header is valid C++", what);
+    expect(name.s, system(cmd.s) == 0, cmd.s);
+    cmd.len = 0;
+    buf_printf(&cmd, "rm -rf '%s'", dir);
+    if (system(cmd.s) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    buf_free(&path);
+    buf_free(&cmd);
+    buf_free(&name);
 }
 
 int main(void)
@@ -187,43 +266,60 @@ int main(void)
     expect("a cubin without PTX: the first's metadata", has(&c, want.s), want.s);
     buf_free(&want);
 
-    /* Compile what was generated, as a user's build would. */
+    /* The output without --tune is what it was before tuned launchers existed, byte for byte:
+     * tests/unit/emit_c_golden.{c,h}.txt were written by that emit_c from this metadata. */
     Buf root = {0};
-    const char *cuda_h = TILEC_CUDA_HOME "/include/cuda.h";
-    if (!repo_root(&root) || access(cuda_h, R_OK) != 0) {
-        printf("ok generated code compiles (skipped: runtime/tilert.h or %s not found)\n", cuda_h);
-    } else {
-        char dir[] = "/tmp/tilec-emit-c-XXXXXX";
-        if (!mkdtemp(dir)) {
-            expect("temporary directory", false, strerror(errno));
-        } else {
-            Buf path = {0}, cmd = {0};
-            buf_printf(&path, "%s/my-kernels.c", dir);
-            bool ok = write_text(path.s, c.s);
-            path.len = 0;
-            buf_printf(&path, "%s/my-kernels.h", dir);
-            ok = ok && write_text(path.s, h.s);
-            const char *cc = getenv("CC");
-            if (!cc || !*cc)
-                cc = "cc";
-            buf_printf(&cmd, "%s -std=c11 -Wall -Wextra -pedantic -Werror -I'%s/runtime' "
-                       "-I'%s/include' -c -o '%s/out.o' '%s/my-kernels.c'", cc, root.s,
-                       TILEC_CUDA_HOME, dir, dir);
-            expect("generated code compiles with -pedantic -Werror", ok && system(cmd.s) == 0,
-                   cmd.s);
-            cmd.len = 0;
-            buf_printf(&cmd, "command -v c++ >/dev/null 2>&1 || exit 0; c++ -x c++ -fsyntax-only "
-                       "-Wall -I'%s/runtime' -I'%s/include' '%s/my-kernels.h'", root.s,
-                       TILEC_CUDA_HOME, dir);
-            expect("generated header is valid C++", system(cmd.s) == 0, cmd.s);
-            cmd.len = 0;
-            buf_printf(&cmd, "rm -rf '%s'", dir);
-            if (system(cmd.s) != 0)
-                fprintf(stderr, "could not remove %s\n", dir);
-            buf_free(&path);
-            buf_free(&cmd);
-        }
+    bool have_root = repo_root(&root);
+    golden("untuned output unchanged (.c)", &c, have_root ? root.s : NULL, "emit_c_golden.c.txt");
+    golden("untuned output unchanged (.h)", &h, have_root ? root.s : NULL, "emit_c_golden.h.txt");
+    compiles("generated code", &c, &h, have_root ? root.s : NULL);
+
+    /* Tuned: vecadd in three variants (the module's own and two more) over four classes, which
+     * must come out in the kernel's size order with their variants, and compile. */
+    static const char ptx_v1[] = "//@tilec 1\n//@kernel vecadd threads 128 smem 0 regs 20\n//@end\n.target sm_80\n";
+    static const char ptx_v2[] = "//@tilec 1\n//@kernel vecadd threads 512 smem 0 regs 30\n//@end\n.target sm_80\n";
+    EmitVariant vars[2] = {
+        { "BLOCK=128", ks, 4, ptx_v1, cubins, 2 },
+        { "BLOCK=512,\"X\"=1", ks, 4, ptx_v2, NULL, 0 },
+    };
+    TuneClass cls[4];
+    memset(cls, 0, sizeof cls);
+    static const int64_t at[4] = { 1024, 1 << 20, 1 << 26, 1 << 14 };
+    static const int variant_of[4] = { 1, 0, 2, 1 };
+    for (int i = 0; i < 4; i++) {
+        cls[i].kernel = "vecadd";
+        cls[i].nsizes = 1;
+        cls[i].size_name[0] = "N";
+        cls[i].size[0] = at[i];
+        cls[i].variant = variant_of[i];
     }
+    EmitTune tune = { vars, 2, cls, 4 };
+    Buf tc = {0}, th = {0};
+    emit_c_tuned(&tc, &th, "my-kernels", "my-kernels.h", ks, 4, ptx, cubins, 2, &tune);
+    expect("tuned: dispatch helper declared", has(&th, "int my_kernels_vecadd_variant(int32_t N);"),
+           "no my_kernels_vecadd_variant in the header");
+    expect("tuned: variant consts declared", has(&th, "const char *my_kernels_variant_defines(int variant);"),
+           "no my_kernels_variant_defines");
+    expect("tuned: untuned kernels keep their launcher",
+           has(&tc, "return tilert_embedded_launch(&my_kernels_module_, 1, stream, tilert_args, 7);"),
+           "mixed's launcher changed");
+    expect("tuned: the launcher dispatches",
+           has(&tc, "return tilert_tuned_launch(&my_kernels_vecadd_tuned_, stream, tilert_args, 5, tilert_sizes);"),
+           "no tilert_tuned_launch");
+    expect("tuned: class sizes", has(&tc, "    1024,\n    1048576,\n    67108864,\n    16384,\n"),
+           "class sizes not in file order");
+    expect("tuned: class variants", has(&tc, "my_kernels_vecadd_class_variant_[4] = { 1, 0, 2, 1 };"),
+           "wrong variants");
+    expect("tuned: three modules", has(&tc, "&my_kernels_module_,\n    &my_kernels_v1_module_,\n    &my_kernels_v2_module_,\n};"),
+           "variants table");
+    expect("tuned: a variant's cubins", has(&tc, "my_kernels_v1_cubins_[2]") && !has(&tc, "my_kernels_v2_cubins_"),
+           "variant 1 has two cubins, variant 2 none");
+    expect("tuned: consts quoted safely", has(&tc, "\"BLOCK=512,?X?=1\""), "quote in a C string");
+    expect("tuned: load loads every variant", has(&tc, "tilert_embedded_load(my_kernels_variants_[i], ctx)"),
+           "load");
+    compiles("tuned code", &tc, &th, have_root ? root.s : NULL);
+    buf_free(&tc);
+    buf_free(&th);
     buf_free(&root);
     buf_free(&c);
     buf_free(&h);
