@@ -355,11 +355,12 @@ static void mem_store(Lower *c, int space, int red, ElemType t, int addr, int64_
     if (red == RED_ADD && (t == TY_F16 || t == TY_BF16) && vm == 2 &&
         !(t == TY_BF16 && c->target->sm < 90)) {
         /* an aligned pair: one packed add, red.add.noftz.f16x2 / .bf16x2 */
+        int pair = pack_pair(c, t, vals[0], vals[1]);
         Ins *in = emit_ins(f, OP_RED, t == TY_BF16 ? PT_BF16X2 : PT_F16X2);
         in->space = SP_GLOBAL;
         in->redop = RED_ADD;
         in->src[0] = R(addr);
-        in->src[1] = R(pack_pair(c, t, vals[0], vals[1]));
+        in->src[1] = R(pair);
         in->nsrc = 2;
         in->off = off;
         in->guard = guard;

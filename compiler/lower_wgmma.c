@@ -96,11 +96,13 @@ static void value_frags(Lower *c, const Tile *av, int k, int tall, int *frag)
     for (int j = 0; j < tall; j++)
         for (int i = 0; i < 4; i++) {
             int o0 = 2 * j + (i & 1), o1 = k / 8 + (i >> 1), s = (o0 * L->O[1] + o1) * 2;
+            /* the operands first: making one (an immediate) emits code, and may move `in` */
+            int hi = opnd_reg(c, av->v[s + 1], PT_F32), lo = opnd_reg(c, av->v[s], PT_F32);
             Ins *in = emit_ins(c->f, OP_PACK2, pair);
             in->dst[0] = frag[4 * j + i];
             in->ndst = 1;
-            in->src[0] = R(opnd_reg(c, av->v[s + 1], PT_F32));   /* the upper half: column 2 q + 1 */
-            in->src[1] = R(opnd_reg(c, av->v[s], PT_F32));
+            in->src[0] = R(hi);   /* the upper half: column 2 q + 1 */
+            in->src[1] = R(lo);
             in->nsrc = 2;
         }
 }
