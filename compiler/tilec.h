@@ -228,6 +228,7 @@ typedef enum {
     S_IF,       /* cond, then, els (NULL or S_BLOCK/S_IF) */
     S_ATOMIC,   /* op ('+' atomic_add, 'M' atomic_max), lhs (E_INDEX), rhs */
     S_ASSUME,   /* cond; text = the source text of the condition */
+    S_PRINT,    /* print(init): shows a value (interpreter only); text = its source text */
 } StmtKind;
 
 struct Stmt {
@@ -314,6 +315,7 @@ typedef struct {
     Sym **sizes; int nsizes;         /* size symbols in order of first appearance */
     Sym **views; int nviews;         /* transposed views of its tensors (Sym.view_of) */
     Stmt **assumes; int nassumes;    /* every S_ASSUME in the body, in order */
+    Stmt *first_print;               /* the first S_PRINT in the body (PTX cannot print) */
     Sym **syms; int nsyms;           /* every symbol of the kernel (parameters, sizes, views,
                                         locals): compile_arch clears their lowering state */
 } Kernel;
