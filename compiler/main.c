@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "tilec.h"
+#include "interp.h"
 
 enum { EXIT_COMPILE = 1, EXIT_USAGE = 2 };
 enum { MAX_SOURCE = 64 << 20, MAX_ARCHS = 8 };
@@ -43,7 +44,15 @@ static void usage(FILE *out)
             "  -fno-remat, -fno-schedule  skip the register-pressure passes\n"
             "  -fno-reg-cap       let ptxas use any number of registers (no .maxnreg at the occupancy\n"
             "                     boundary the predicted demand allows)\n"
-            "  --version, --help\n");
+            "  --version, --help\n"
+            "usage: tilec --run[=KERNEL] [options] FILE.tile: run a kernel on the CPU (interpreter)\n"
+            "  --set NAME=VALUE   a size or scalar parameter (every one is needed)\n"
+            "  --input NAME=FILE  a tensor's elements, raw (default: seeded random values)\n"
+            "  --output NAME=FILE write a tensor's elements raw after the run (default: print them)\n"
+            "  --seed=N           the random fill's seed (default 1)\n"
+            "  --show=N           elements printed of each tensor (default 16)\n"
+            "  --print-all-blocks print() in every block, not only block (0, 0, 0)\n"
+            "  -D NAME=VALUE, -w  as when compiling\n");
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -361,6 +370,10 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
 
 int main(int argc, char **argv)
 {
+    /* --run: the kernel on the CPU, the interpreter's own command line (interp_run.c) */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--run") || !strncmp(argv[i], "--run=", 6))
+            return interp_run_main(argc, argv);
     Cli cli;
     int rc = parse_args(&cli, argc, argv);
     if (rc)
