@@ -14,6 +14,9 @@ Program *compile_front(Arena *a, const char *file, const char *src, size_t len, 
     Program *p = parse_program(a);
     if (!p || diag.nerrors || !check_program(a, p, defs, ndefs) || diag.nerrors)
         return NULL;
+    p->file = file;
+    p->src = src;
+    p->len = len;
     return p;
 }
 
@@ -32,6 +35,9 @@ static void emit_module(ArchOutput *out, const char *arch)
         meta_write(&out->ptx, &out->metas[i]);
         emit_ptx_kernel(&body, out->funcs[i], &out->metas[i]);
     }
+    /* the source, so that the interpreter can run any module (meta_source.c) */
+    if (out->source)
+        buf_puts(&out->ptx, out->source);
     buf_puts(&out->ptx, "\n");
     if (body.len)
         buf_puts(&out->ptx, body.s);
@@ -202,6 +208,7 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
     }
     if (!ok)
         return false;
+    out->source = meta_source_block(a, p);
     emit_module(out, arch);
     return regcap_fit(out, &opt, emit_module);
 }

@@ -487,6 +487,50 @@ static void test_errors(void)
     prog_close(&P);
 }
 
+/* ---------------------------------------------------------------- the source in the module */
+
+static void test_meta_source(void)
+{
+    static const char src[] =
+        "// caf\xc3\xa9 \\ a backslash,\ta tab\r\n"
+        "const B = 64;\n"
+        "const S = 0.5;\n"
+        "\n"
+        "kernel k(X: f32[N]) grid(cdiv(N, B)) threads(32) { X[block.x * B +: B] = S; }";
+    Define defs[] = { { "B", "128", false }, { "S", "0.25", false } };
+    CompileJob j;
+    memset(&j, 0, sizeof j);
+    j.file = "dir\\odd name.tile";
+    j.src = src;
+    j.len = strlen(src);
+    j.defs = defs;
+    j.ndefs = 2;
+    j.opt.arch = "sm_80";
+    j.opt.no_ptxas = true;
+    CompileOutput o;
+    memset(&o, 0, sizeof o);
+    bool ok = compile_buffer(&j, &o) == COMPILE_OK;
+    bool ascii = ok;
+    for (size_t i = 0; ok && i < o.ptx.len; i++)
+        ascii &= (o.ptx.s[i] >= 0x20 && o.ptx.s[i] <= 0x7e) || o.ptx.s[i] == '\n' || o.ptx.s[i] == '\t';
+    unit_check(ascii, "the module with its source is printable ASCII", "ok %d", ok);
+    Buf file = { 0 }, text = { 0 }, names = { 0 };
+    Define got[META_MAX_DEFINES];
+    int n = 0;
+    bool read = ok && meta_source_read(o.ptx.s, &file, &text, got, &n, &names);
+    unit_check(read && text.len == strlen(src) + 1 && !memcmp(text.s, src, strlen(src)) &&
+               !strcmp(file.s, j.file) && n == 2 && !strcmp(got[0].name, "B") &&
+               !strcmp(got[0].value, "128") && !strcmp(got[1].name, "S") && strtod(got[1].value, NULL) == 0.25,
+               "the source, its name and the -D values read back", "read %d, n %d, file '%s'", read, n,
+               file.s ? file.s : "");
+    unit_check(!meta_source_read("//@tilec 1\n//$source 1\n//$ x\n", &file, &text, got, &n, &names),
+               "a source block without its end is refused", "");
+    buf_free(&file);
+    buf_free(&text);
+    buf_free(&names);
+    compile_output_free(&o);
+}
+
 int main(void)
 {
     test_formats();
@@ -500,5 +544,6 @@ int main(void)
     test_gather_dropout_sum();
     test_features();
     test_errors();
+    test_meta_source();
     return unit_exit();
 }
