@@ -97,6 +97,22 @@ $(TILERT_A): $(TILERT_OBJ)
 $(TILERT_SO): $(TILERT_OBJ)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libtilert.so -o $@ $^ $(CUDA_LIBS)
 
+# ---------------------------------------------------------------- libtilert_host: kernels on the CPU
+
+# libtilert with a host stand-in for the CUDA driver (runtime/host/) whose launches run the
+# interpreter, and the compiler's front end it needs: a program linked with it instead of
+# libcuda runs its kernels on the CPU (docs/runtime.md, "Running on the CPU").
+HOST_OBJ      := $(patsubst %.c,$(B)/%.o,$(wildcard runtime/host/*.c))
+TILERT_HOST_A := $(B)/libtilert_host.a
+
+$(B)/runtime/host/%.o: runtime/host/%.c | $(GEN_H)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -Iruntime -Icompiler -I$(B)/gen -I$(CUDA_INC) -c -o $@ $<
+
+$(TILERT_HOST_A): $(TILERT_OBJ) $(HOST_OBJ) $(filter-out $(B)/compiler/main.o,$(TILEC_OBJ))
+	@rm -f $@
+	$(AR) rcs $@ $^
+
 # ---------------------------------------------------------------- programs: tests, bench, examples
 
 # In tests/*/, bench/ and examples/, every .c file with a line starting `int main(` is a program
@@ -157,7 +173,7 @@ $(B)/cuda-stub/libcuda.so.1:
 
 # Reconfiguring (another compiler, other flags, another toolkit) rebuilds every object.
 PROG_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard tests/*/*.c bench/*.c examples/*.c))
-$(TILEC_OBJ) $(TILERT_OBJ) $(PROG_OBJ): config.mk
+$(TILEC_OBJ) $(TILERT_OBJ) $(HOST_OBJ) $(PROG_OBJ): config.mk
 
 # ---------------------------------------------------------------- examples as PTX
 
@@ -181,7 +197,7 @@ $(EX_DIR)/%.ptx: examples/%.tile $(TILEC)
 # outputs we want to look at (build/gen) and to reuse, not temporaries.
 .SECONDARY:
 
-all: $(TILEC) $(TILERT_A) $(TILERT_SO)
+all: $(TILEC) $(TILERT_A) $(TILERT_SO) $(TILERT_HOST_A)
 
 # Everything that runs without a GPU.
 check: all $(LIBTILEC) $(CHECK_PROGS) $(B)/cuda-stub/libcuda.so.1
@@ -289,7 +305,7 @@ distclean: clean
 # Parts may add their own rules (extra goals, flags) in a DIR/NAME.mk fragment: bench/bench.mk.
 include $(wildcard bench/*.mk tests/*/*.mk examples/*.mk examples/*/*.mk)
 
--include $(wildcard $(B)/compiler/*.d $(B)/gen/*.d $(B)/runtime/*.d $(B)/tests/*/*.d \
+-include $(wildcard $(B)/compiler/*.d $(B)/gen/*.d $(B)/runtime/*.d $(B)/runtime/host/*.d $(B)/tests/*/*.d \
                     $(B)/bench/*.d $(B)/examples/*.d)
 
 # ---------------------------------------------------------------- address splitting (tests/addr)

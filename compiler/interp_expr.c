@@ -226,7 +226,8 @@ static float ftz(float y) { return fabsf(y) < 0x1p-126f ? copysignf(0.0f, y) : y
 
 static float pow_f32(float x, float y)
 {
-    if (y == 0 || x == 1 || x == -1)
+    /* C's cases: pow(1, y) is 1 for every y, pow(-1, +-inf) too; pow(-1, 0.5) is NaN below */
+    if (y == 0 || x == 1 || (x == -1 && isinf(y)))
         return 1.0f;
     if (fabsf(x) < 0x1p-126f)
         x = 0;   /* a subnormal x (and -0) counts as +0 */
@@ -585,10 +586,29 @@ Value interp_eval(Interp *in, const Expr *e)
 
 /* ---------------------------------------------------------------- matmul */
 
+/* A tensor-core operand tf32(x): rounded as mma.sync's operands are (the default sm_80 code),
+ * by an integer add of half the dropped bits' weight, NaNs included (docs/language.md, "Tensor
+ * cores and precision": a NaN with its payload in the dropped bits reads as infinity, one with
+ * the top 11 mantissa bits set as a zero). A tf32(x) elsewhere is cvt.rna, which keeps NaNs. */
+static Value operand(Interp *in, const Expr *x)
+{
+    if (x->kind != E_CAST || x->to != TY_TF32)
+        return interp_eval(in, x);
+    Value v = interp_eval(in, x->a);
+    for (int64_t i = 0; v.v && i < v.n; i++) {
+        uint32_t u;
+        memcpy(&u, &v.v[i].f, 4);
+        u = (u + 0x1000u) & 0xffffe000u;
+        memcpy(&v.v[i].f, &u, 4);
+    }
+    v.type = TY_TF32;
+    return v;
+}
+
 void interp_matmul(Interp *in, const Expr *mm, Value *acc, bool acc_set)
 {
-    Value a = interp_eval(in, mm->a);
-    Value b = interp_eval(in, mm->b);
+    Value a = operand(in, mm->a);
+    Value b = operand(in, mm->b);
     if (in->failed)
         goto done;
     /* tensor-core operands are the type's values: an f16 or bf16 operand computed in f32 is

@@ -1,7 +1,12 @@
 #!/bin/sh
-# tests/interp/run.sh BUILD_DIR: `tilec --run`, the interpreter's command line: a run's printed
-# tensors against a reference computed here from the printed inputs, raw --input/--output files,
-# print(), and the answers to bad runs (exit 1 with the source location, exit 2 for usage).
+# tests/interp/run.sh BUILD_DIR: kernels on the CPU.
+#  - every GPU test program (tests/gpu), linked with libtilert_host.a as BUILD_DIR/host/tests/gpu/
+#    (tests/interp/interp.mk), on its small cases (TILEC_TEST_SMALL=1) against its own host
+#    references: the examples and the test kernels, run by the interpreter from the PTX modules
+#    in BUILD_DIR/examples; their counts are added to this suite's
+#  - `tilec --run`, the interpreter's command line: a run's printed tensors against a reference
+#    computed here from the printed inputs, raw --input/--output files, print(), and the answers
+#    to bad runs (exit 1 with the source location, exit 2 for usage).
 # Last line: `N passed, M failed`.
 cd "$(dirname "$0")/../.." || exit 2
 B=${1:-build}
@@ -74,6 +79,26 @@ printf 'kernel k(X: f32[N]) grid(1) { X[0] = y; }\n' >"$tmp/e.tile"
 "$tilec" --run "$tmp/e.tile" --set N=1 >"$tmp/out" 2>&1
 rc=$?
 if [ $rc = 1 ] && grep -q "e.tile:1:.*undeclared name 'y'" "$tmp/out"; then ok; else bad "compile error" "exit $rc"; fi
+
+# the GPU test programs on the CPU: each prints its seed (TILEC_TEST_SEED=S repeats a run)
+found=0
+for prog in "$B"/host/tests/gpu/*; do
+	[ -f "$prog" ] && [ -x "$prog" ] || continue
+	found=1
+	echo "== $prog $B/examples"
+	TILEC_TEST_SMALL=1 "$prog" "$B/examples" >"$tmp/out" 2>&1
+	rc=$?
+	grep -v '^ok ' "$tmp/out"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$tmp/out" | tail -n 1)
+	if [ -z "$line" ]; then
+		bad "$prog" "no result line (exit status $rc)"
+		continue
+	fi
+	set -- $line
+	pass=$((pass + $1)) fail=$((fail + ${3%,}))
+	[ "$rc" -ne 0 ] && [ "${3%,}" -eq 0 ] && bad "$prog" "exit status $rc"
+done
+[ "$found" = 1 ] || bad "host programs" "none in $B/host/tests/gpu (make check builds them)"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
