@@ -20,7 +20,7 @@ void interp_error(Interp *in, Loc loc, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (in->k->ngrid > 1 || in->block[0] || in->block[1] || in->block[2])
+    if (in->running)
         error_at(loc, "%s (block %lld, %lld, %lld)", msg, (long long)in->block[0],
                  (long long)in->block[1], (long long)in->block[2]);
     else
@@ -348,6 +348,7 @@ bool interp_launch(Program *p, Kernel *k, const InterpArg *args, int nargs, cons
         interp_error(&in, k->loc, "out of memory");
         return false;
     }
+    in.running = true;
     for (int64_t z = 0; z < grid[2] && !in.failed; z++)
         for (int64_t y = 0; y < grid[1] && !in.failed; y++)
             for (int64_t x = 0; x < grid[0] && !in.failed; x++) {

@@ -106,9 +106,10 @@ typedef struct Interp {
     int64_t block[3];
     Slot *slots; int nslots;   /* a hash of Sym pointers, open addressing */
     bool failed;               /* an error was reported: everything unwinds */
+    bool running;              /* blocks are running (errors name the block) */
 } Interp;
 
-/* interp.c: reports an error at loc (naming the block when the grid has more than one) and
+/* interp.c: reports an error at loc (naming the block, once blocks run) and
  * sets in->failed; only the first error of a launch is reported. */
 void interp_error(Interp *in, Loc loc, const char *fmt, ...);
 /* interp_expr.c: a op b elementwise (broadcast to shape s), of result type rt. */
