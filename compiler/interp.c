@@ -100,7 +100,6 @@ static void print_value(Interp *in, const Stmt *st, const Value *v)
     if (!in->opt->print_all_blocks && (in->block[0] || in->block[1] || in->block[2]))
         return;
     FILE *out = in->opt->print_out ? in->opt->print_out : stdout;
-    const Expr *x = st->init;
     fprintf(out, "%s:%d: block (%lld, %lld, %lld): %.*s = %s", diag.file ? diag.file : "<input>",
             st->loc.line, (long long)in->block[0], (long long)in->block[1], (long long)in->block[2],
             st->text ? (int)strlen(st->text) : 1, st->text ? st->text : "?", type_name(v->type));
@@ -122,7 +121,6 @@ static void print_value(Interp *in, const Stmt *st, const Value *v)
         }
         fputs(v->shape.rank ? "]\n" : "\n", out);
     }
-    (void)x;
 }
 
 /* ---------------------------------------------------------------- statements */

@@ -30,8 +30,8 @@ typedef struct {
     bool print_all_blocks; /* print() in every block, not only block (0, 0, 0) */
 } InterpOptions;
 
-/* The number of arguments k takes and, with names != NULL, their names (parameters, then sizes;
- * names[i] lives as long as the program). */
+/* The number of arguments k takes, and the name of argument i (parameters, then sizes; NULL
+ * past the end; it lives as long as the program). */
 int interp_nargs(const Kernel *k);
 const char *interp_arg_name(const Kernel *k, int i);
 

@@ -4,36 +4,69 @@
  *
  * The lines:
  *   //$source 1
- *   //$file NAME                the source's name, escaped as TEXT is, for messages
+ *   //$file BASE64              the source's file name, for messages
  *   //$define NAME VALUE        one per const a -D replaced, with the value it took
- *   //$ TEXT                    one per source line, escaped
+ *   //$ BASE64                  the source text, 57 bytes (76 characters) a line
  *   //$end
- * TEXT is printable ASCII, as ptxas wants even in comments: a backslash is written \\ and any
- * other byte outside 0x20..0x7e \xHH. The runtime's metadata parser reads only //@ lines. */
+ * Base64 (RFC 4648, padded) keeps the lines printable ASCII, as ptxas wants even in comments,
+ * and keeps the source's words out of the module's text: a tool or test that searches PTX for
+ * an instruction (mma.sync, .local) never finds it in a comment of the source. The runtime's
+ * metadata parser reads only //@ lines. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "tilec.h"
 
-/* Appends s[0..n) escaped. */
-static void put_escaped(Buf *b, const char *s, size_t n)
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* Appends s[0..n) in base64. */
+static void put_base64(Buf *b, const unsigned char *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        unsigned char u = (unsigned char)s[i];
-        if (u == '\\')
-            buf_puts(b, "\\\\");
-        else if (u >= 0x20 && u <= 0x7e)
-            buf_add(b, s + i, 1);
-        else
-            buf_printf(b, "\\x%02x", u);
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)s[i] << 16 | (i + 1 < n ? (unsigned)s[i + 1] << 8 : 0) |
+                     (i + 2 < n ? s[i + 2] : 0);
+        char out[4] = { b64[v >> 18], b64[(v >> 12) & 63], i + 1 < n ? b64[(v >> 6) & 63] : '=',
+                        i + 2 < n ? b64[v & 63] : '=' };
+        buf_add(b, out, 4);
     }
+}
+
+static int b64_value(char c)
+{
+    const char *p = c ? strchr(b64, c) : NULL;
+    return p ? (int)(p - b64) : -1;
+}
+
+/* Appends the bytes base64 text q[0..e) holds (whole groups of four) to out; false when it is
+ * not base64. */
+static bool get_base64(Buf *out, const char *q, const char *e)
+{
+    if ((e - q) % 4)
+        return false;
+    for (; q < e; q += 4) {
+        int v[4], pad = 0;
+        for (int i = 0; i < 4; i++) {
+            v[i] = q[i] == '=' && i >= 2 ? 0 : b64_value(q[i]);
+            pad += q[i] == '=';
+            if (v[i] < 0 || (pad && q[i] != '='))
+                return false;
+        }
+        unsigned x = (unsigned)v[0] << 18 | (unsigned)v[1] << 12 | (unsigned)v[2] << 6 | (unsigned)v[3];
+        char bytes[3] = { (char)(x >> 16), (char)(x >> 8), (char)x };
+        buf_add(out, bytes, (size_t)(3 - pad));
+        if (pad && q + 4 < e)
+            return false;
+    }
+    return true;
 }
 
 const char *meta_source_block(Arena *a, const Program *p)
 {
+    enum { LINE_BYTES = 57 };
     Buf b = { 0 };
+    const char *file = p->file ? p->file : "<input>";
     buf_puts(&b, "//$source 1\n//$file ");
-    put_escaped(&b, p->file ? p->file : "<input>", strlen(p->file ? p->file : "<input>"));
+    put_base64(&b, (const unsigned char *)file, strlen(file));
     buf_puts(&b, "\n");
     for (int i = 0; i < p->nconsts; i++) {
         const ConstDecl *d = &p->consts[i];
@@ -44,14 +77,10 @@ const char *meta_source_block(Arena *a, const Program *p)
         else
             buf_printf(&b, "//$define %s %.17e\n", d->name, d->value->fval);
     }
-    const char *s = p->src, *end = p->src + p->len;
-    while (s && s < end) {
-        const char *nl = memchr(s, '\n', (size_t)(end - s));
-        const char *stop = nl ? nl : end;
+    for (size_t i = 0; p->src && i < p->len; i += LINE_BYTES) {
         buf_puts(&b, "//$ ");
-        put_escaped(&b, s, (size_t)(stop - s));
+        put_base64(&b, (const unsigned char *)p->src + i, p->len - i < LINE_BYTES ? p->len - i : LINE_BYTES);
         buf_puts(&b, "\n");
-        s = nl ? nl + 1 : end;
     }
     buf_puts(&b, "//$end\n");
     const char *r = arena_strndup(a, b.s, b.len);
@@ -59,36 +88,10 @@ const char *meta_source_block(Arena *a, const Program *p)
     return r;
 }
 
-static int hex(int c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* Appends the unescaped text of q[0..e) to out; false on a bad escape. */
-static bool get_escaped(Buf *out, const char *q, const char *e)
-{
-    for (; q < e; q++) {
-        if (*q != '\\') {
-            buf_add(out, q, 1);
-        } else if (q + 1 < e && q[1] == '\\') {
-            buf_add(out, "\\", 1);
-            q++;
-        } else if (q + 3 < e && q[1] == 'x' && hex(q[2]) >= 0 && hex(q[3]) >= 0) {
-            char c = (char)(hex(q[2]) * 16 + hex(q[3]));
-            buf_add(out, &c, 1);
-            q += 3;
-        } else {
-            return false;
-        }
-    }
-    return true;
-}
-
 bool meta_source_read(const char *ptx, Buf *file, Buf *src, Define *defs, int *ndefs, Buf *names)
 {
     *ndefs = 0;
-    bool in = false, done = false;
+    bool in = false, done = false, last = false;
     /* define names and values go into names, NUL-separated; offsets first, pointers after */
     size_t offs[2 * META_MAX_DEFINES];
     for (const char *p = ptx; *p && !done;) {
@@ -96,9 +99,11 @@ bool meta_source_read(const char *ptx, Buf *file, Buf *src, Define *defs, int *n
         const char *next = p + len + (p[len] == '\n');
         if (len >= 3 && !memcmp(p, "//$", 3)) {
             const char *q = p + 3, *e = p + len;
+            while (e > q && (e[-1] == '\r' || e[-1] == ' '))
+                e--;
             if (!in) {
-                in = len >= 11 && !memcmp(q, "source 1", 8);
-            } else if (e - q >= 3 && !memcmp(q, "end", 3)) {
+                in = e - q == 8 && !memcmp(q, "source 1", 8);
+            } else if (e - q == 3 && !memcmp(q, "end", 3)) {
                 done = true;
             } else if (e - q >= 7 && !memcmp(q, "define ", 7)) {
                 const char *n = q + 7, *sp = memchr(n, ' ', (size_t)(e - n));
@@ -112,14 +117,13 @@ bool meta_source_read(const char *ptx, Buf *file, Buf *src, Define *defs, int *n
                 buf_add(names, "", 1);
                 (*ndefs)++;
             } else if (e - q >= 5 && !memcmp(q, "file ", 5)) {
-                if (!get_escaped(file, q + 5, e))
+                if (!get_base64(file, q + 5, e))
                     return false;
             } else if (e - q >= 1 && q[0] == ' ') {
-                if (!get_escaped(src, q + 1, e))
+                /* only the last line may be short (padded) */
+                if (last || !get_base64(src, q + 1, e))
                     return false;
-                buf_add(src, "\n", 1);
-            } else if (e == q) {
-                buf_add(src, "\n", 1);
+                last = e[-1] == '=' || e - q - 1 < 76;
             } else {
                 return false;
             }
