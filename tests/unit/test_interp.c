@@ -437,6 +437,73 @@ static void test_features(void)
     prog_close(&P);
 }
 
+/* Integer division by zero and wrapping, f16 arithmetic rounded only where narrowed, a shared
+ * tile rounded to its type, 8-bit stores. */
+static const char arith[] =
+    "kernel arith(I: i32[8], H: f16[4], F: f32[8], E: f8e4m3[4], B: i8[4])\n"
+    "    grid(1) threads(32)\n"
+    "{\n"
+    "    let i = I[0 +: 8];\n"
+    "    I[0 +: 8] = where(arange(8) < 4, i / (i - i), i * 0x40000000);\n"
+    "    let h = H[0 +: 4];\n"
+    "    var s: shared f16[4];\n"
+    "    s = h * h;\n"
+    "    F[0 +: 4] = f32(h * h);\n"
+    "    F[4 +: 4] = f32(s);\n"
+    "    E[0 +: 4] = f8e4m3(f32(h) * 300.0);\n"
+    "    B[0 +: 4] = i8(i32(f32(h) * 200.0));\n"
+    "}\n";
+
+static void test_arith(void)
+{
+    int32_t iv[8] = { 5, -7, 0, 3, 1, 2, 3, -5 };
+    uint16_t h[4];
+    float hv[4] = { 1.0f + 0x1p-10f, 0.75f, -1.5f, 1.0f };
+    for (int i = 0; i < 4; i++)
+        h[i] = f32_to_f16_bits(hv[i]);
+    float f[8];
+    uint8_t e[4];
+    int8_t b[4];
+    Prog P;
+    bool ok = prog_open(&P, arith, false);
+    InterpArg a[] = { T(iv, sizeof iv), T(h, sizeof h), T(f, sizeof f), T(e, sizeof e), T(b, sizeof b) };
+    ok = ok && run(&P, "arith", a, 5);
+    unit_check(ok && iv[0] == -1 && iv[1] == -1 && iv[2] == -1 && iv[4] == 0x40000000 &&
+               iv[5] == INT32_MIN && iv[6] == (int32_t)0xc0000000 && iv[7] == (int32_t)0xc0000000,
+               "integer x / 0 is -1, products wrap", "%d %d %d %d %s", iv[0], iv[5], iv[6], iv[7], messages(&P));
+    /* (1 + 2^-10)^2 = 1 + 2^-9 + 2^-20: f32 keeps it, f16 rounds it to 1 + 2^-9 */
+    unit_check(ok && f[0] == 1.0f + 0x1p-9f + 0x1p-20f && f[4] == 1.0f + 0x1p-9f && f[1] == 0.5625f &&
+               f[5] == 0.5625f, "f16 arithmetic is f32 until a shared tile narrows it", "%a %a", (double)f[0],
+               (double)f[4]);
+    Elem x = load_elem(TY_F8E4M3, &e[0]), y = load_elem(TY_F8E4M3, &e[2]);
+    unit_check(ok && x.f == 288.0f && y.f == -448.0f && b[0] == -56 && b[1] == -106 && b[2] == -44,
+               "fp8 and i8 stores", "%g %g %d %d %d", (double)x.f, (double)y.f, b[0], b[1], b[2]);
+    prog_close(&P);
+
+    /* the launcher's checks: argument count, null pointers, sizes, the grid */
+    ok = prog_open(&P, "examples/vecadd.tile", true);
+    float z[4];
+    InterpArg neg[] = { T(z, 16), T(z, 16), T(z, 16), F(1), I(-1) };
+    bool ran = ok && run(&P, "vecadd", neg, 5);
+    unit_check(ok && !ran && strstr(messages(&P), "size N of kernel vecadd is -1"), "a negative size is refused",
+               "%s", messages(&P));
+    InterpArg few[] = { T(z, 16), T(z, 16) };
+    ran = ok && run(&P, "vecadd", few, 2);
+    unit_check(ok && !ran && strstr(messages(&P), "takes 5 arguments, got 2"), "a wrong argument count is refused",
+               "%s", messages(&P));
+    InterpArg null[] = { T(z, 16), T(NULL, 16), T(z, 16), F(1), I(4) };
+    ran = ok && run(&P, "vecadd", null, 5);
+    unit_check(ok && !ran && strstr(messages(&P), "argument 'Y' of kernel vecadd is a null pointer"),
+               "a null tensor is refused", "%s", messages(&P));
+    prog_close(&P);
+    ok = prog_open(&P, "kernel g(X: f32[N]) grid(1, N) threads(32) { X[block.y] = 1.0; }\n", false);
+    InterpArg big[] = { T(z, 16), I(70000) };
+    ran = ok && run(&P, "g", big, 2);
+    unit_check(ok && !ran && strstr(messages(&P), "grid dimension y is 70000 blocks (allowed 0..65535)"),
+               "a grid past its limit is refused", "%s", messages(&P));
+    prog_close(&P);
+}
+
 /* ---------------------------------------------------------------- errors and print */
 
 static void test_errors(void)
@@ -544,6 +611,7 @@ int main(void)
     test_attention();
     test_gather_dropout_sum();
     test_features();
+    test_arith();
     test_errors();
     test_meta_source();
     return unit_exit();
