@@ -274,7 +274,7 @@ $(B)/tilert.pc: $(TILERT_PC_IN) config.mk
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
 	    -e 's|@CUDA_LIB@|$(CUDA_LIB)|g' -e 's|@CUDA_INC@|$(CUDA_INC)|g' $(TILERT_PC_IN) >$@
 
-INSTALLED := $(BINDIR)/tilec $(LIBDIR)/libtilert.a $(LIBDIR)/libtilert.so \
+INSTALLED := $(BINDIR)/tilec $(LIBDIR)/libtilert.a $(LIBDIR)/libtilert.so $(LIBDIR)/libtilert_host.a \
              $(INCLUDEDIR)/tilert.h $(MANDIR)/man1/tilec.1 \
              $(CMAKEDIR)/tilecConfig.cmake $(CMAKEDIR)/tilecConfigVersion.cmake \
              $(if $(TILERT_PC),$(PKGCONFIGDIR)/tilert.pc)
@@ -285,6 +285,7 @@ install: all $(TILERT_PC)
 	install -m 755 $(TILEC) $(DESTDIR)$(BINDIR)/tilec
 	install -m 644 $(TILERT_A) $(DESTDIR)$(LIBDIR)/libtilert.a
 	install -m 755 $(TILERT_SO) $(DESTDIR)$(LIBDIR)/libtilert.so
+	install -m 644 $(TILERT_HOST_A) $(DESTDIR)$(LIBDIR)/libtilert_host.a
 	install -m 644 runtime/tilert.h $(DESTDIR)$(INCLUDEDIR)/tilert.h
 	install -m 644 docs/tilec.1 $(DESTDIR)$(MANDIR)/man1/tilec.1
 	install -d $(DESTDIR)$(CMAKEDIR)
