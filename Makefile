@@ -111,6 +111,22 @@ $(B)/tune/%.o: tune/%.c | $(GEN_H)
 $(TUNE): $(TUNE_OBJ) $(LIBTILEC) $(TILERT_A)
 	$(CC) $(LDFLAGS) -o $@ $(TUNE_OBJ) $(LIBTILEC) $(TILERT_A) $(CUDA_LIBS) -lm
 
+# ---------------------------------------------------------------- libtilert_host: kernels on the CPU
+
+# libtilert with a host stand-in for the CUDA driver (runtime/host/) whose launches run the
+# interpreter, and the compiler's front end it needs: a program linked with it instead of
+# libcuda runs its kernels on the CPU (docs/runtime.md, "Running on the CPU").
+HOST_OBJ      := $(patsubst %.c,$(B)/%.o,$(wildcard runtime/host/*.c))
+TILERT_HOST_A := $(B)/libtilert_host.a
+
+$(B)/runtime/host/%.o: runtime/host/%.c | $(GEN_H)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -Iruntime -Icompiler -I$(B)/gen -I$(CUDA_INC) -c -o $@ $<
+
+$(TILERT_HOST_A): $(TILERT_OBJ) $(HOST_OBJ) $(filter-out $(B)/compiler/main.o,$(TILEC_OBJ))
+	@rm -f $@
+	$(AR) rcs $@ $^
+
 # ---------------------------------------------------------------- programs: tests, bench, examples
 
 # In tests/*/, bench/ and examples/, every .c file with a line starting `int main(` is a program
@@ -171,7 +187,7 @@ $(B)/cuda-stub/libcuda.so.1:
 
 # Reconfiguring (another compiler, other flags, another toolkit) rebuilds every object.
 PROG_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard tests/*/*.c bench/*.c examples/*.c))
-$(TILEC_OBJ) $(TILERT_OBJ) $(PROG_OBJ) $(TUNE_OBJ): config.mk
+$(TILEC_OBJ) $(TILERT_OBJ) $(HOST_OBJ) $(PROG_OBJ) $(TUNE_OBJ): config.mk
 
 # ---------------------------------------------------------------- examples as PTX
 
@@ -195,7 +211,7 @@ $(EX_DIR)/%.ptx: examples/%.tile $(TILEC)
 # outputs we want to look at (build/gen) and to reuse, not temporaries.
 .SECONDARY:
 
-all: $(TILEC) $(TILERT_A) $(TILERT_SO) $(TUNE)
+all: $(TILEC) $(TILERT_A) $(TILERT_SO) $(TILERT_HOST_A) $(TUNE)
 
 # Everything that runs without a GPU.
 check: all $(LIBTILEC) $(CHECK_PROGS) $(B)/cuda-stub/libcuda.so.1
@@ -272,7 +288,7 @@ $(B)/tilert.pc: $(TILERT_PC_IN) config.mk
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
 	    -e 's|@CUDA_LIB@|$(CUDA_LIB)|g' -e 's|@CUDA_INC@|$(CUDA_INC)|g' $(TILERT_PC_IN) >$@
 
-INSTALLED := $(BINDIR)/tilec $(BINDIR)/tilec-tune $(LIBDIR)/libtilert.a $(LIBDIR)/libtilert.so \
+INSTALLED := $(BINDIR)/tilec $(BINDIR)/tilec-tune $(LIBDIR)/libtilert.a $(LIBDIR)/libtilert.so $(LIBDIR)/libtilert_host.a \
              $(INCLUDEDIR)/tilert.h $(MANDIR)/man1/tilec.1 \
              $(CMAKEDIR)/tilecConfig.cmake $(CMAKEDIR)/tilecConfigVersion.cmake \
              $(if $(TILERT_PC),$(PKGCONFIGDIR)/tilert.pc)
@@ -284,6 +300,7 @@ install: all $(TILERT_PC)
 	install -m 755 $(TUNE) $(DESTDIR)$(BINDIR)/tilec-tune
 	install -m 644 $(TILERT_A) $(DESTDIR)$(LIBDIR)/libtilert.a
 	install -m 755 $(TILERT_SO) $(DESTDIR)$(LIBDIR)/libtilert.so
+	install -m 644 $(TILERT_HOST_A) $(DESTDIR)$(LIBDIR)/libtilert_host.a
 	install -m 644 runtime/tilert.h $(DESTDIR)$(INCLUDEDIR)/tilert.h
 	install -m 644 docs/tilec.1 $(DESTDIR)$(MANDIR)/man1/tilec.1
 	install -d $(DESTDIR)$(CMAKEDIR)
@@ -304,7 +321,7 @@ distclean: clean
 # Parts may add their own rules (extra goals, flags) in a DIR/NAME.mk fragment: bench/bench.mk.
 include $(wildcard bench/*.mk tests/*/*.mk examples/*.mk examples/*/*.mk)
 
--include $(wildcard $(B)/compiler/*.d $(B)/gen/*.d $(B)/runtime/*.d $(B)/tune/*.d $(B)/tests/*/*.d \
+-include $(wildcard $(B)/compiler/*.d $(B)/gen/*.d $(B)/runtime/*.d $(B)/runtime/host/*.d $(B)/tune/*.d $(B)/tests/*/*.d \
                     $(B)/bench/*.d $(B)/examples/*.d)
 
 # ---------------------------------------------------------------- address splitting (tests/addr)

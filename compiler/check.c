@@ -770,6 +770,12 @@ static void check_stmt(Check *c, Stmt *st)
     }
     case S_ATOMIC: check_atomic(c, st); break;
     case S_ASSUME: check_assume(c, st); break;
+    case S_PRINT:
+        /* any value; the interpreter shows it (compile.c refuses it for PTX) */
+        check_expr(c, st->init);
+        if (!c->k->first_print)
+            c->k->first_print = st;
+        break;
     }
     c->depth--;
 }

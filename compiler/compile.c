@@ -14,6 +14,9 @@ Program *compile_front(Arena *a, const char *file, const char *src, size_t len, 
     Program *p = parse_program(a);
     if (!p || diag.nerrors || !check_program(a, p, defs, ndefs) || diag.nerrors)
         return NULL;
+    p->file = file;
+    p->src = src;
+    p->len = len;
     return p;
 }
 
@@ -32,6 +35,9 @@ static void emit_module(ArchOutput *out, const char *arch)
         meta_write(&out->ptx, &out->metas[i]);
         emit_ptx_kernel(&body, out->funcs[i], &out->metas[i]);
     }
+    /* the source, so that the interpreter can run any module (meta_source.c) */
+    if (out->source)
+        buf_puts(&out->ptx, out->source);
     buf_puts(&out->ptx, "\n");
     if (body.len)
         buf_puts(&out->ptx, body.s);
@@ -198,6 +204,13 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
     bool ok = true;
     for (int i = 0; i < p->nkernels; i++) {
         Kernel *k = p->kernels[i];
+        if (k->first_print) {
+            /* the GPU side of print() is not built: refused, never silently dropped */
+            error_at(k->first_print->loc, "print() runs only in the interpreter (tilec --run); "
+                     "PTX cannot print yet: remove it to compile for the GPU");
+            ok = false;
+            continue;
+        }
         Sym *demoted[DEMOTE_MAX];
         int ndemoted = 0;
         /* Lowering state is per compilation: an --emit=c list compiles the same checked
@@ -278,6 +291,7 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
     }
     if (!ok)
         return false;
+    out->source = meta_source_block(a, p);
     emit_module(out, arch);
     return regcap_fit(out, &opt, emit_module);
 }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "tilec.h"
+#include "interp.h"
 
 enum { EXIT_COMPILE = 1, EXIT_USAGE = 2 };
 enum { MAX_SOURCE = 64 << 20, MAX_ARCHS = 8 };
@@ -45,7 +46,15 @@ static void usage(FILE *out)
             "  -fno-remat, -fno-schedule  skip the register-pressure passes\n"
             "  -fno-reg-cap       let ptxas use any number of registers (no .maxnreg at the occupancy\n"
             "                     boundary the predicted demand allows)\n"
-            "  --version, --help\n");
+            "  --version, --help\n"
+            "usage: tilec --run[=KERNEL] [options] FILE.tile: run a kernel on the CPU (interpreter)\n"
+            "  --set NAME=VALUE   a size or scalar parameter (every one is needed)\n"
+            "  --input NAME=FILE  a tensor's elements, raw (default: seeded random values)\n"
+            "  --output NAME=FILE write a tensor's elements raw after the run (default: print them)\n"
+            "  --seed=N           the random fill's seed (default 1)\n"
+            "  --show=N           elements printed of each tensor (default 16)\n"
+            "  --print-all-blocks print() in every block, not only block (0, 0, 0)\n"
+            "  -D NAME=VALUE, -w  as when compiling\n");
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -438,12 +447,41 @@ static int build(Arena *a, const Cli *cli, const char *src, size_t len, Define *
     return 0;
 }
 
+/* The next line of text at *p (before end) that is not the module's source (`//$` lines, which
+ * name the -D values: two sets of values that make the same code are one variant); NULL at the
+ * end. *len: its length, newline included. */
+static const char *code_line(const char **p, const char *end, size_t *len)
+{
+    while (*p < end) {
+        const char *s = *p, *nl = memchr(s, '\n', (size_t)(end - s));
+        const char *next = nl ? nl + 1 : end;
+        *p = next;
+        if (next - s >= 3 && !memcmp(s, "//$", 3))
+            continue;
+        *len = (size_t)(next - s);
+        return s;
+    }
+    return NULL;
+}
+
 /* Did two builds make the same code for every architecture? Then they are one variant. */
 static bool same_code(const Build *x, const Build *y, int narchs)
 {
-    for (int i = 0; i < narchs; i++)
-        if (x->outs[i].ptx.len != y->outs[i].ptx.len || memcmp(x->outs[i].ptx.s, y->outs[i].ptx.s, x->outs[i].ptx.len))
-            return false;
+    for (int i = 0; i < narchs; i++) {
+        const char *p = x->outs[i].ptx.s ? x->outs[i].ptx.s : "", *q = y->outs[i].ptx.s ? y->outs[i].ptx.s : "";
+        const char *pe = p + x->outs[i].ptx.len, *qe = q + y->outs[i].ptx.len;
+        for (;;) {
+            size_t la = 0, lb = 0;
+            const char *a = code_line(&p, pe, &la), *b = code_line(&q, qe, &lb);
+            if (!a || !b) {
+                if (a || b)
+                    return false;
+                break;
+            }
+            if (la != lb || memcmp(a, b, la))
+                return false;
+        }
+    }
     return true;
 }
 
@@ -525,6 +563,10 @@ static int build_variants(Arena *a, const Cli *cli, const char *src, size_t len,
 
 int main(int argc, char **argv)
 {
+    /* --run: the kernel on the CPU, the interpreter's own command line (interp_run.c) */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--run") || !strncmp(argv[i], "--run=", 6))
+            return interp_run_main(argc, argv);
     Cli cli;
     int rc = parse_args(&cli, argc, argv);
     if (rc)

@@ -67,6 +67,7 @@ static Stmt *new_for(Lexer *lx, Span s, const char *var, Expr *lo, Expr *hi, Exp
 static Stmt *new_if(Lexer *lx, Span s, Expr *cond, Stmt *then, Stmt *els);
 static Stmt *new_atomic(Lexer *lx, Span s, int op, Expr *target, Expr *value);
 static Stmt *new_assume(Lexer *lx, Span s, Expr *cond, Span cs);
+static Stmt *new_call_stmt(Lexer *lx, Span s, const char *name, Expr *arg, Span as);
 static Stmt *new_block(Lexer *lx, Span s, List *stmts);
 static Stmt *misplaced(Lexer *lx, Span s, const char *what);
 static Clauses *new_clauses(Lexer *lx);
@@ -228,6 +229,7 @@ stmt:
     | ATOMIC_ADD '(' index ',' expr ')' ';'       { $$ = new_atomic(lx, @1, '+', $3, $5); }
     | ATOMIC_MAX '(' index ',' expr ')' ';'       { $$ = new_atomic(lx, @1, 'M', $3, $5); }
     | ASSUME '(' expr ')' ';'                     { $$ = new_assume(lx, @1, $3, @3); }
+    | IDENT '(' expr ')' ';'                      { $$ = new_call_stmt(lx, @1, $1, $3, @3); }
     | block
     | CONST IDENT '=' expr ';'                    { $$ = misplaced(lx, @1, "const declarations"); }
     | kernel                                      { $$ = misplaced(lx, @1, "kernels"); }
@@ -818,6 +820,20 @@ static Stmt *new_assume(Lexer *lx, Span s, Expr *cond, Span cs)
     Stmt *st = new_stmt(lx, S_ASSUME, s);
     st->cond = cond;
     st->text = assume_text(lx->a, lx->src + cs.off, cs.end - cs.off);
+    return st;
+}
+
+/* A call standing as a statement: print(x) is the only one (a builtin's value would be lost). */
+static Stmt *new_call_stmt(Lexer *lx, Span s, const char *name, Expr *arg, Span as)
+{
+    if (strcmp(name, "print")) {
+        error_at(s.loc, "only print(x) can stand as a statement; '%s(...)' computes a value: "
+                 "assign it, e.g. let y = %s(...);", name, name);
+        return NULL;
+    }
+    Stmt *st = new_stmt(lx, S_PRINT, s);
+    st->init = arg;
+    st->text = assume_text(lx->a, lx->src + as.off, as.end - as.off);
     return st;
 }
 

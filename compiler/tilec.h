@@ -233,6 +233,7 @@ typedef enum {
     S_IF,       /* cond, then, els (NULL or S_BLOCK/S_IF) */
     S_ATOMIC,   /* op ('+' atomic_add, 'M' atomic_max), lhs (E_INDEX), rhs */
     S_ASSUME,   /* cond; text = the source text of the condition */
+    S_PRINT,    /* print(init): shows a value (interpreter only); text = its source text */
 } StmtKind;
 
 struct Stmt {
@@ -319,6 +320,7 @@ typedef struct {
     Sym **sizes; int nsizes;         /* size symbols in order of first appearance */
     Sym **views; int nviews;         /* transposed views of its tensors (Sym.view_of) */
     Stmt **assumes; int nassumes;    /* every S_ASSUME in the body, in order */
+    Stmt *first_print;               /* the first S_PRINT in the body (PTX cannot print) */
     Sym **syms; int nsyms;           /* every symbol of the kernel (parameters, sizes, views,
                                         locals): compile_arch clears their lowering state */
 } Kernel;
@@ -331,6 +333,8 @@ typedef struct {
 typedef struct {
     ConstDecl *consts; int nconsts;
     Kernel **kernels; int nkernels;
+    const char *file;                /* the source's name and text (compile_front): meta_source.c */
+    const char *src; size_t len;     /* carries them in the module */
 } Program;
 
 /* A -D NAME=VALUE override from the command line. */
@@ -436,6 +440,15 @@ typedef struct {
  * other bytes, even in comments. */
 enum { META_MAX_RPN = TILERT_MAX_RPN, META_MAX_LINE = TILERT_MAX_META_LINE };   /* tilert_limits.h */
 void meta_write(Buf *out, KernelMeta *k);
+
+/* meta_source.c: the program's source (its name, and the -D values it was compiled with) as the
+ * module's //$ comment lines, which the interpreter reads back to run any module.
+ * meta_source_read appends the source's name to file and its text to src and fills
+ * defs[0..*ndefs) (their strings kept in names, which must outlive them); false when the module
+ * carries no source block or a malformed one. */
+enum { META_MAX_DEFINES = 64 };
+const char *meta_source_block(Arena *a, const Program *p);
+bool meta_source_read(const char *ptx, Buf *file, Buf *src, Define *defs, int *ndefs, Buf *names);
 
 /* ---------------------------------------------------------------- ptxas.c: the optional assembler */
 
@@ -758,6 +771,7 @@ bool ir_verify(Func *f, const char *after);
  * kernel, its metadata and allocated code (for reports and --emit=c). */
 typedef struct {
     Buf ptx;
+    const char *source;    /* meta_source_block: follows the metadata in the PTX */
     KernelMeta *metas;     /* in the compilation's arena */
     Func **funcs;          /* heap: arch_output_free */
     int nk;

@@ -41,7 +41,7 @@ describe() {
 
 map() {
 	echo '```'
-	for dir in compiler runtime; do
+	for dir in compiler runtime runtime/host; do
 		echo "$dir/"
 		for f in $dir/*.h $dir/*.c $dir/*.re $dir/*.y; do
 			[ -f "$f" ] && describe "$f"

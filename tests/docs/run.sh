@@ -16,7 +16,7 @@ else
 	diff "$tmp.doc" "$tmp" | sed -n '1,20s/^/    /p'
 	fail=$((fail + 1))
 fi
-for f in compiler/*.[ch] compiler/*.re compiler/*.y runtime/*.[ch]; do
+for f in compiler/*.[ch] compiler/*.re compiler/*.y runtime/*.[ch] runtime/host/*.[ch]; do
 	name=$(basename "$f")
 	if head -n 1 "$f" | grep -q "^/\* $name: [a-zA-Z\`(-]"; then
 		pass=$((pass + 1))

@@ -42,7 +42,7 @@ else
 	finish
 fi
 
-for f in bin/tilec bin/tilec-tune lib/libtilert.a lib/libtilert.so include/tilert.h share/man/man1/tilec.1 \
+for f in bin/tilec bin/tilec-tune lib/libtilert.a lib/libtilert.so lib/libtilert_host.a include/tilert.h share/man/man1/tilec.1 \
          lib/pkgconfig/tilert.pc lib/cmake/tilec/tilecConfig.cmake lib/cmake/tilec/tilecConfigVersion.cmake; do
 	if [ -s "$root/$f" ]; then pass "installed $f"; else fail "installed $f (missing or empty)"; fi
 done

@@ -1,0 +1,249 @@
+/* interp_vs_gpu.c: the interpreter (compiler/interp*.c) against the GPU on the same inputs. Each
+ * case loads an example's PTX module, fills every tensor with fresh random values, launches it on
+ * the GPU through libtilert and runs the source the module carries (meta_source.c) in the
+ * interpreter on host copies, then compares every tensor element by element: bit for bit where
+ * both must agree exactly (integers, copies, Philox), else within a tolerance that covers the
+ * two sides' differences the language allows (approximate exp and rsqrt, the order of sums,
+ * fused multiply-adds). Without a GPU it skips; `make check-gpu` runs it. Usage: interp_vs_gpu
+ * EXAMPLES_DIR */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_util.h"
+#include "interp.h"
+
+static int passed, failed;
+static tilert_context *ctx;
+
+typedef struct {
+    const char *module, *kernel;
+    const char *values;        /* "NAME=VALUE ..." for every size and scalar */
+    int int_hi;                /* integer tensors hold 0 .. int_hi - 1 */
+    double rel, abs;           /* 0, 0: bit for bit */
+} Case;
+
+/* Tolerances: the two sides' sums are in different orders and the GPU's tensor cores truncate
+ * (docs/language.md, "Accuracy": about 2K 2^-23 S for K products of magnitude sum S, 9 here
+ * on average) before an f16 or bf16 store rounds (one ulp apart at most); exp, rsqrt are
+ * approximate on the GPU (a few ulps); vecadd's a * x + y may be one fma there. */
+static const Case cases[] = {
+    { "vecadd", "vecadd", "N=1037 alpha=1.5", 1, 1e-6, 3e-7 },
+    { "softmax", "softmax", "R=5 N=1000", 1, 2e-5, 1e-9 },
+    { "layernorm", "layernorm", "R=3 N=777 eps=1e-5", 1, 1e-4, 1e-5 },
+    { "rmsnorm", "rmsnorm_f16", "R=3 N=776 eps=1e-5", 1, 2e-3, 1e-4 },
+    { "rowsum", "rowsum", "R=3 N=5001", 1, 1e-5, 1e-3 },
+    { "gemv", "gemv", "N=13 K=1032", 1, 1e-5, 1e-3 },
+    { "matmul_f32", "matmul_f32", "M=67 K=36 N=68", 1, 1e-5, 1e-4 },
+    { "matmul_tf32", "matmul_tf32", "M=67 K=36 N=68", 1, 1e-5, 5e-4 },
+    { "matmul_f16", "matmul_f16", "M=67 K=40 N=72", 1, 0x1p-10, 5e-4 },
+    { "matmul_bf16", "matmul_bf16", "M=67 K=40 N=72", 1, 0x1p-7, 5e-4 },
+    { "attention", "attention", "BH=2 S=77 D=64 BHKV=1 scale=0.125 causal=1", 1, 1e-2, 4e-3 },
+    { "dropout", "dropout_fwd", "N=3001 p=0.3 seed=42", 1, 0, 0 },
+    { "gather", "embedding", "T=33 D=264 V=7", 7, 0, 0 },
+    { "gather", "embedding_bwd", "T=33 D=264 V=7", 7, 1e-6, 1e-6 },
+};
+
+/* The value "NAME=VALUE" of values gives name, in *v; false when absent. */
+static bool value_of(const char *values, const char *name, double *v)
+{
+    size_t n = strlen(name);
+    for (const char *p = values; p && *p;) {
+        if (!strncmp(p, name, n) && p[n] == '=') {
+            *v = strtod(p + n + 1, NULL);
+            return true;
+        }
+        p = strchr(p, ' ');
+        if (p)
+            p++;
+    }
+    return false;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    fclose(f);
+    if (s)
+        s[n] = 0;
+    return s;
+}
+
+static bool same(ElemType t, Elem g, Elem c, double rel, double abs_tol)
+{
+    if (!type_is_float(t))
+        return g.i == c.i;
+    if (isnan(g.f) || isnan(c.f))
+        return isnan(g.f) && isnan(c.f);
+    if (rel == 0 && abs_tol == 0)
+        return !memcmp(&g.f, &c.f, sizeof g.f);
+    return fabs((double)g.f - c.f) <= rel * fabs((double)c.f) + abs_tol;
+}
+
+static void run_case(const char *dir, const Case *c)
+{
+    char desc[160], path[1024];
+    snprintf(desc, sizeof desc, "%s %s", c->kernel, c->values);
+    snprintf(path, sizeof path, "%s/%s.ptx", dir, c->module);
+    char *ptx = slurp(path);
+    Buf file = { 0 }, src = { 0 }, names = { 0 };
+    Define defs[META_MAX_DEFINES];
+    int ndefs = 0;
+    Arena *a = arena_new();
+    Program *p = NULL;
+    Kernel *k = NULL;
+    tilert_module *mod = NULL;
+    tilert_kernel *gk = NULL;
+    if (!ptx || !meta_source_read(ptx, &file, &src, defs, &ndefs, &names)) {
+        printf("FAIL %s: %s has no source block\n", desc, path);
+        failed++;
+        goto done;
+    }
+    p = compile_front(a, file.s, src.s, src.len, defs, ndefs);
+    for (int i = 0; p && i < p->nkernels; i++)
+        if (!strcmp(p->kernels[i]->name, c->kernel))
+            k = p->kernels[i];
+    if (!k || tilert_load_ptx(ctx, ptx, &mod) != TILERT_OK || tilert_get_kernel(mod, c->kernel, &gk) != TILERT_OK) {
+        printf("FAIL %s: %s\n", desc, k ? tilert_last_error() : "the module's source does not compile");
+        failed++;
+        goto done;
+    }
+    int n = interp_nargs(k);
+    InterpArg *host = calloc((size_t)n + 1, sizeof *host);
+    tilert_arg *dev = calloc((size_t)n + 1, sizeof *dev);
+    bool ok = host && dev;
+    /* sizes and scalars */
+    for (int i = 0; ok && i < n; i++) {
+        bool tensor = i < k->nparams && k->params[i].is_tensor;
+        double v = 0;
+        if (tensor)
+            continue;
+        if (!value_of(c->values, interp_arg_name(k, i), &v)) {
+            printf("FAIL %s: no value for %s\n", desc, interp_arg_name(k, i));
+            ok = false;
+            break;
+        }
+        ElemType t = i < k->nparams ? k->params[i].type : TY_I32;
+        host[i].i = (int64_t)v;
+        host[i].f = v;
+        dev[i] = t == TY_F32 ? tilert_f32((float)v) : tilert_i32((int32_t)v);
+    }
+    /* tensors: the elements their extent reaches, random, the same on both sides */
+    Interp geo;
+    memset(&geo, 0, sizeof geo);
+    geo.p = p, geo.k = k, geo.args = host;
+    for (int i = 0; ok && i < k->nparams; i++) {
+        const Param *pa = &k->params[i];
+        if (!pa->is_tensor)
+            continue;
+        int64_t dim[MAX_TENSOR_RANK], stride[MAX_TENSOR_RANK], count = 1;
+        interp_tensor_geometry(&geo, pa->sym, dim, stride);
+        for (int d = 0; d < pa->rank; d++)
+            count += (dim[d] > 0 ? dim[d] - 1 : 0) * stride[d];
+        int es = type_size(pa->type);
+        size_t bytes = (size_t)count * (size_t)es;
+        host[i].ptr = malloc(bytes);
+        host[i].bytes = bytes;
+        CUdeviceptr d = 0;
+        if (!host[i].ptr || !gpu_alloc(&d, bytes)) {
+            ok = false;
+            break;
+        }
+        for (int64_t j = 0; j < count; j++) {
+            Elem e;
+            e.i = 0;
+            if (type_is_float(pa->type))
+                e.f = round_to_type(pa->type, rng_uniform(-1, 1));
+            else
+                e.i = (int64_t)(rng_next() % (uint64_t)c->int_hi);
+            store_elem(pa->type, (char *)host[i].ptr + j * es, e);
+        }
+        dev[i] = tilert_ptr(d);
+        ok = gpu_upload(d, host[i].ptr, bytes);
+    }
+    if (ok) {
+        tilert_status s = tilert_launch(gk, 0, dev, n);
+        if (s != TILERT_OK || !gpu_sync()) {
+            printf("FAIL %s: GPU: %s %s\n", desc, tilert_status_name(s), s ? tilert_last_error() : "");
+            ok = false;
+        } else if (!interp_launch(p, k, host, n, NULL)) {
+            printf("FAIL %s: the interpreter stopped (its error is above)\n", desc);
+            ok = false;
+        }
+    }
+    size_t worst_at = 0, bad = 0, checked = 0;
+    const char *worst_name = "";
+    for (int i = 0; ok && i < k->nparams; i++) {
+        const Param *pa = &k->params[i];
+        if (!pa->is_tensor)
+            continue;
+        char *g = malloc(host[i].bytes);
+        if (!g || !gpu_download(g, dev[i].v.ptr, host[i].bytes)) {
+            ok = false;
+            free(g);
+            break;
+        }
+        int es = type_size(pa->type);
+        for (size_t j = 0; j < host[i].bytes / (size_t)es; j++) {
+            Elem ge = load_elem(pa->type, g + j * es), ce = load_elem(pa->type, (char *)host[i].ptr + j * es);
+            checked++;
+            if (!same(pa->type, ge, ce, c->rel, c->abs) && !bad++) {
+                worst_at = j;
+                worst_name = pa->name;
+                printf("  %s[%zu]: GPU %.9g, interpreter %.9g\n", pa->name, j,
+                       type_is_float(pa->type) ? (double)ge.f : (double)ge.i,
+                       type_is_float(pa->type) ? (double)ce.f : (double)ce.i);
+            }
+        }
+        free(g);
+    }
+    if (ok && !bad) {
+        printf("ok %s (%zu elements)\n", desc, checked);
+        passed++;
+    } else if (ok) {
+        printf("FAIL %s: %zu of %zu elements differ, first %s[%zu]\n", desc, bad, checked, worst_name, worst_at);
+        failed++;
+    } else {
+        failed++;
+    }
+    for (int i = 0; i < k->nparams; i++) {
+        if (k->params[i].is_tensor && dev && dev[i].v.ptr)
+            gpu_free(dev[i].v.ptr);
+        if (host)
+            free(host[i].ptr);
+    }
+    free(host);
+    free(dev);
+done:
+    if (mod)
+        tilert_unload(mod);
+    arena_free(a);
+    buf_free(&file);
+    buf_free(&src);
+    buf_free(&names);
+    free(ptx);
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : "build/examples";
+    int rc = gpu_test_begin(&ctx, "the interpreter against the GPU");
+    if (rc >= 0)
+        return rc;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        run_case(dir, &cases[i]);
+    gpu_close(ctx);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
