@@ -156,6 +156,17 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         buf_puts(out, ", ");
         put_vec(out, f, in, 1, false);
         break;
+    case OP_ATOM:      /* compare-and-swap: dst = old word; [a] = dst == b ? c : dst */
+        buf_printf(out, "atom%s.%s%s ", mem_space(in->space), in->redop == RED_CAS ? "cas" : in->redop == RED_MAX ? "max" :
+                   in->redop == RED_MIN ? "min" : "add", in->redop == RED_CAS ? ".b32" : ptype_suffix(t));
+        put_reg(out, f, in->dst[0]);
+        buf_puts(out, ", ");
+        put_addr(out, f, in);
+        for (int s = 1; s < in->nsrc; s++) {
+            buf_puts(out, ", ");
+            put_opnd(out, f, in->src[s], t);
+        }
+        break;
     case OP_RED:
         /* 16-bit float adds exist only without flushing subnormals (.noftz) */
         buf_printf(out, "red%s.%s%s%s ", mem_space(in->space),
@@ -368,7 +379,7 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         buf_puts(out, "}, ");
         put_opnd(out, f, in->src[0], PT_B32);
         break;
-    case OP_BRA: buf_printf(out, "bra.uni $L%d", in->label); break;
+    case OP_BRA: buf_printf(out, "bra%s $L%d", in->divergent ? "" : ".uni", in->label); break;
     case OP_RET: buf_puts(out, "ret"); break;
     default: {
         put_opcode(out, in);

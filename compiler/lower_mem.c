@@ -330,6 +330,55 @@ static int pack_bytes(Lower *c, ElemType t, const Opnd *v)
     return w;
 }
 
+/* atomic_add of the bf16 value (16-bit register h) at global address addr + off before sm_90,
+ * which has no bf16 atomic: a compare-and-swap loop on the aligned word holding it. Each try adds
+ * to the element as the word holds it, rounds to bf16 (to nearest even) and swaps the word if no
+ * other thread changed it meanwhile -- the same sum and rounding a red.add.noftz.bf16 makes. */
+static void bf16_add_cas(Lower *c, int addr, int64_t off, int h, int guard)
+{
+    Func *f = c->f;
+    int skip = new_label(f), again = new_label(f);
+    if (guard >= 0) {      /* per-lane masks: the branches diverge */
+        ir_bra(f, skip, guard, true);
+        f->code.v[f->code.n - 1].divergent = true;
+    }
+    int ea = off ? ir_bin(f, OP_ADD, PT_S64, R(addr), IMM(off)) : addr;
+    int word = ir_bin(f, OP_BAND, PT_B64, R(ea), IMM(~(int64_t)3));
+    int low = ir_cvt(f, PT_U32, PT_U64, R(ea));
+    int shift = ir_bin(f, OP_SHL, PT_B32, R(ir_bin(f, OP_BAND, PT_B32, R(low), IMM(2))), IMM(3));
+    int keep = ir_un(f, OP_BNOT, PT_B32, R(ir_bin(f, OP_SHL, PT_B32, IMM(0xffff), R(shift))));
+    Opnd v = widen_held(c, TY_BF16, h);
+    int old = new_reg(f, RC_R);
+    Ins *in = emit_ins(f, OP_LD, PT_B32);
+    in->space = SP_GLOBAL;
+    in->dst[0] = old;
+    in->ndst = 1;
+    in->src[0] = R(word);
+    in->nsrc = 1;
+    ir_label(f, again);
+    int cur = ir_bin(f, OP_BAND, PT_B32, R(ir_bin(f, OP_SHR, PT_U32, R(old), R(shift))), IMM(0xffff));
+    int curf = ir_mov(f, PT_F32, R(ir_bin(f, OP_SHL, PT_B32, R(cur), IMM(16))));
+    int sum = ir_bin(f, OP_ADD, PT_F32, R(curf), v);
+    int n16 = ir_cvt(f, PT_U32, PT_U16, R(ir_cvt(f, PT_BF16, PT_F32, R(sum))));
+    int nw = ir_bin(f, OP_BOR, PT_B32, R(ir_bin(f, OP_BAND, PT_B32, R(old), R(keep))),
+                    R(ir_bin(f, OP_SHL, PT_B32, R(n16), R(shift))));
+    int prev = new_reg(f, RC_R);
+    in = emit_ins(f, OP_ATOM, PT_B32);
+    in->space = SP_GLOBAL;
+    in->redop = RED_CAS;
+    in->dst[0] = prev;
+    in->ndst = 1;
+    in->src[0] = R(word);
+    in->src[1] = R(old);
+    in->src[2] = R(nw);
+    in->nsrc = 3;
+    int lost = ir_setp(f, CMP_NE, PT_U32, R(prev), R(old));
+    ir_bin_to(f, OP_BOR, PT_B32, old, R(prev), IMM(0));
+    ir_bra(f, again, lost, false);
+    f->code.v[f->code.n - 1].divergent = true;
+    ir_label(f, skip);
+}
+
 static void mem_store(Lower *c, int space, int red, ElemType t, int addr, int64_t off, int vm, int guard, Opnd *vals)
 {
     Func *f = c->f;
@@ -370,14 +419,14 @@ static void mem_store(Lower *c, int space, int red, ElemType t, int addr, int64_
     int v[4];
     for (int i = 0; i < vm; i++)
         v[i] = narrow(c, t, vals[i]);
+    if (red == RED_ADD && t == TY_BF16 && c->target->sm < 90) {
+        for (int i = 0; i < vm; i++)
+            bf16_add_cas(c, addr, add64(off, (int64_t)i * 2), v[i], guard);
+        return;
+    }
     if (red == RED_ADD && (t == TY_F16 || t == TY_BF16)) {
         /* red.add.noftz.f16 (sm_70 on) / .bf16 (sm_90 on), each element rounded to the type
            first: the add itself rounds again */
-        if (t == TY_BF16 && c->target->sm < 90 && !c->failed) {
-            error_at(c->loc, "atomic_add on a bf16 tensor needs sm_90 or later (red.add.bf16); "
-                     "this kernel is compiled for %s", c->target->name);
-            c->failed = true;
-        }
         for (int i = 0; i < vm; i++) {
             Ins *in = emit_ins(f, OP_RED, t == TY_BF16 ? PT_BF16 : PT_F16);
             in->space = SP_GLOBAL;

@@ -575,6 +575,7 @@ typedef struct {
     bool trans;            /* LDMATRIX: .trans; WGMMA: B is N-major (imm-trans-b) */
     bool a_regs;           /* WGMMA: A from registers (the tf32 swapped product) */
     bool guard_neg;        /* the guard's negation guards it */
+    bool divergent;        /* BRA: a warp's threads may go both ways (bra, not bra.uni) */
     uint16_t n;            /* WGMMA: N of m64nNk16 (m64nNk8) */
     uint16_t count;        /* MBINIT: the arrival count */
     int guard;             /* predicate register guarding the instruction, -1 if none */

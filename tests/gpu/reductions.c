@@ -478,6 +478,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < (small ? COUNT(af_small) : COUNT(af)); i++) {
         const int *r = small ? af_small[i] : af[i];
         add_f16_case(r[0], r[1]);
+        add_half_case("add_bf16_any", true, r[0], r[1]);
     }
     /* packed pairs: N a multiple of 4, M even */
     static const int ap[][2] = { { 4, 2 }, { 3000, 1000 }, { 4096, 1024 }, { 5000, 1500 } };
