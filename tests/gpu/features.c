@@ -1023,7 +1023,8 @@ static void types(int n)
     size_t bad = 0;
     for (int i = 0; ok && i < n; i++) {
         float df = from_f16(d[i]), ef = from_bf16(e[i]);
-        int64_t ro = cb[i] ? a[i] * 2 + k : a[i] - (int64_t)b[i];
+        /* i64 arithmetic wraps on the GPU: the same here, without signed overflow */
+        int64_t ro = cb[i] ? (int64_t)((uint64_t)a[i] * 2 + (uint64_t)k) : (int64_t)((uint64_t)a[i] - (uint64_t)b[i]);
         uint32_t rp = (b[i] > 7 ? b[i] : 7) / 3 + (uint32_t)(int32_t)df;
         uint8_t rq = (uint8_t)(((df > 0.5f) && !cb[i]) || b[i] == 3);
         uint16_t rr = to_f16(df * from_f16(h) + 1.0f);
