@@ -108,38 +108,6 @@ static int parse(RunCli *c, int argc, char **argv)
     return 0;
 }
 
-static char *read_all(const char *path, size_t *len, size_t max)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        sys_error("cannot open '%s': %s", path, strerror(errno));
-        return NULL;
-    }
-    Buf b = { 0 };
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (b.len + n > max) {
-            sys_error("'%s' is larger than %zu bytes", path, max);
-            fclose(f);
-            buf_free(&b);
-            return NULL;
-        }
-        buf_add(&b, chunk, n);
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        sys_error("cannot read '%s'", path);
-        buf_free(&b);
-        return NULL;
-    }
-    if (!b.s)
-        buf_add(&b, "", 0);
-    *len = b.len;
-    return b.s;
-}
-
 static Pair *find(Pair *list, int n, const char *name)
 {
     for (int i = 0; i < n; i++)
@@ -297,7 +265,7 @@ static int run(RunCli *c, Program *p)
             continue;
         }
         size_t len;
-        char *data = read_all(in->value, &len, bytes + 1);
+        char *data = read_file_max(in->value, &len, bytes + 1);
         if (!data) {
             rc = EXIT_RUN;
         } else if (len != bytes) {
@@ -348,7 +316,7 @@ int interp_run_main(int argc, char **argv)
     if (rc)
         return rc;
     size_t len;
-    char *src = read_all(c.input, &len, (size_t)64 << 20);
+    char *src = read_file_max(c.input, &len, (size_t)64 << 20);
     if (!src)
         return EXIT_RUN;
     Arena *a = arena_new();

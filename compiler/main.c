@@ -194,52 +194,7 @@ static int parse_args(Cli *cli, int argc, char **argv)
     return 0;
 }
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        sys_error("cannot open '%s': %s", path, strerror(errno));
-        return NULL;
-    }
-    Buf b = { 0 };
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (b.len + n > MAX_SOURCE) {
-            sys_error("'%s' is larger than %d MiB", path, MAX_SOURCE >> 20);
-            fclose(f);
-            buf_free(&b);
-            return NULL;
-        }
-        if (b.len + n + 1 > b.cap) {
-            size_t cap = b.cap ? b.cap * 2 : 65536;
-            while (cap < b.len + n + 1)
-                cap *= 2;
-            char *s = realloc(b.s, cap);
-            if (!s)
-                die("out of memory");
-            b.s = s;
-            b.cap = cap;
-        }
-        memcpy(b.s + b.len, chunk, n);
-        b.len += n;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        sys_error("cannot read '%s'", path);
-        buf_free(&b);
-        return NULL;
-    }
-    if (!b.s) {
-        b.s = malloc(1);
-        if (!b.s)
-            die("out of memory");
-    }
-    b.s[b.len] = 0;
-    *len = b.len;
-    return b.s;
-}
+static char *read_file(const char *path, size_t *len) { return read_file_max(path, len, MAX_SOURCE); }
 
 /* Writes data to path all at once: to a temporary file beside it, then renamed over it, so a
  * failure never leaves a partial output. "-" is stdout. */

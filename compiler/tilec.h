@@ -77,6 +77,8 @@ void buf_printf(Buf *b, const char *fmt, ...);
 void buf_puts(Buf *b, const char *s);
 void buf_add(Buf *b, const void *data, size_t n);   /* raw bytes; the text stays NUL-terminated */
 void buf_free(Buf *b);
+/* A whole file of at most max bytes, NUL-terminated, in the heap; NULL: an error was said. */
+char *read_file_max(const char *path, size_t *len, size_t max);
 
 /* Source locations. line and col are 1-based; col counts bytes. */
 typedef struct { int line, col; } Loc;

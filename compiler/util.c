@@ -1,6 +1,7 @@
 /* util.c: the arena, growable arrays and text buffers, and diagnostics.
  *
  * Everything here is used by every stage, so it depends on nothing but libc. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -458,4 +459,41 @@ void sys_error(const char *fmt, ...)
     vfprintf(out, fmt, ap);
     fputc('\n', out);
     va_end(ap);
+}
+
+/* A whole file (at most max bytes) in a NUL-terminated heap buffer; NULL after an error said with
+ * sys_error. */
+char *read_file_max(const char *path, size_t *len, size_t max)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        sys_error("cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    Buf b = { 0 };
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (b.len + n > max) {
+            if (max % (1u << 20) == 0)
+                sys_error("'%s' is larger than %zu MiB", path, max >> 20);
+            else
+                sys_error("'%s' is larger than %zu bytes", path, max);
+            fclose(f);
+            buf_free(&b);
+            return NULL;
+        }
+        buf_add(&b, chunk, n);
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        sys_error("cannot read '%s'", path);
+        buf_free(&b);
+        return NULL;
+    }
+    if (!b.s)
+        buf_add(&b, "", 0);
+    *len = b.len;
+    return b.s;
 }
