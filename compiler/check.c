@@ -645,9 +645,9 @@ static void check_assign(Check *c, Stmt *st)
             error_at(rhs->loc, "@ accumulates with '=' or '+=' only");
             return;
         }
-        if (s->is_shared || s->type != TY_F32 || s->shape.rank != 2 ||
+        if (s->is_shared || s->type != rhs->type || s->shape.rank != 2 ||
             s->shape.dim[0] != rhs->shape.dim[0] || s->shape.dim[1] != rhs->shape.dim[1])
-            error_at(lhs->loc, "the result of @ is %s; '%s' must be a register var of that shape, "
+            error_at(lhs->loc, "the result of @ is %s; '%s' must be a register var of that type and shape, "
                      "not %s%s", shape_str(c, rhs->type, rhs->shape), lhs->name,
                      s->is_shared ? "shared " : "", shape_str(c, s->type, s->shape));
         return;

@@ -1400,15 +1400,20 @@ bool check_matmul(Check *c, Expr *e)
         return fail(e);
     for (int i = 0; i < 2; i++) {
         Expr *x = i ? b : a;
-        if (x->type != TY_F32 && x->type != TY_TF32 && x->type != TY_F16 && x->type != TY_BF16) {
-            error_at(x->loc, "@ needs f32, tf32, f16 or bf16 operands, not %s",
+        if (x->type != TY_F32 && x->type != TY_TF32 && x->type != TY_F16 && x->type != TY_BF16 &&
+            !type_is_8bit(x->type)) {
+            error_at(x->loc, "@ needs f32, tf32, f16, bf16, f8e4m3, f8e5m2, i8 or u8 operands, not %s",
                      type_name(x->type));
             return fail(e);
         }
     }
-    if (a->type != b->type) {
-        error_at(e->loc, "both operands of @ must have the same type, not %s and %s",
-                 type_name(a->type), type_name(b->type));
+    /* 8-bit operands may mix within their family: i8 x u8, e4m3 x e5m2 (the tensor cores take
+       each pair) */
+    bool ints = (a->type == TY_I8 || a->type == TY_U8) && (b->type == TY_I8 || b->type == TY_U8);
+    bool fp8 = type_is_f8(a->type) && type_is_f8(b->type);
+    if (a->type != b->type && !ints && !fp8) {
+        error_at(e->loc, "both operands of @ must have the same type (or two 8-bit integer or two "
+                 "fp8 types), not %s and %s", type_name(a->type), type_name(b->type));
         return fail(e);
     }
     if (a->shape.rank != 2 || b->shape.rank != 2 || a->shape.dim[1] != b->shape.dim[0]) {
@@ -1416,7 +1421,8 @@ bool check_matmul(Check *c, Expr *e)
                  shape_str(c, a->type, a->shape), shape_str(c, b->type, b->shape));
         return fail(e);
     }
-    e->type = TY_F32;
+    /* 8-bit products accumulate exactly where they can: integers in i32, fp8 in f32 */
+    e->type = a->type == TY_I8 || a->type == TY_U8 ? TY_I32 : TY_F32;
     e->shape = (Shape){.rank = 2, .dim = {a->shape.dim[0], b->shape.dim[1]}};
     if (!tile_fits(c, e->loc, e->type, e->shape))
         return fail(e);

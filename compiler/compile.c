@@ -23,12 +23,19 @@ Program *compile_front(Arena *a, const char *file, const char *src, size_t len, 
 /* PTX text of the whole module: header, every kernel's metadata block, every kernel. */
 static void emit_module(ArchOutput *out, const char *arch)
 {
-    /* fp8 conversions on sm_89 came with PTX ISA 8.1; everything else is 8.0 */
-    bool fp8 = false;
+    /* fp8 conversions on sm_89 came with PTX ISA 8.1, mma.sync on fp8 and wgmma on mixed 8-bit
+       integers with 8.4; everything else is 8.0 */
+    const char *version = "8.0";
     for (int i = 0; i < out->nk; i++)
-        for (int j = 0; j < out->funcs[i]->code.n && !fp8; j++)
-            fp8 = out->funcs[i]->code.v[j].op == OP_F8WIDEN || out->funcs[i]->code.v[j].op == OP_F8NARROW;
-    emit_ptx_header(&out->ptx, arch, fp8 ? "8.1" : "8.0");
+        for (int j = 0; j < out->funcs[i]->code.n; j++) {
+            const Ins *in = &out->funcs[i]->code.v[j];
+            if ((in->op == OP_MMA && (in->ty2 == PT_E4M3 || in->ty2 == PT_E5M2)) ||
+                (in->op == OP_WGMMA && in->ty2 != in->ty3))
+                version = "8.4";
+            else if ((in->op == OP_F8WIDEN || in->op == OP_F8NARROW) && strcmp(version, "8.4"))
+                version = "8.1";
+        }
+    emit_ptx_header(&out->ptx, arch, version);
     /* the metadata block leads, so the runtime finds it without parsing PTX */
     Buf body = { 0 };
     for (int i = 0; i < out->nk; i++) {

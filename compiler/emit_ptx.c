@@ -242,8 +242,10 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
     case OP_MMA: {
         /* d, a, b, c as four brace groups; every operand is a register */
         static const int group[] = { 4, 4, 2, 4 };
-        const char *ab = in->ty2 == PT_F16 ? "f16" : in->ty2 == PT_BF16 ? "bf16" : "tf32";
-        buf_printf(out, "mma.sync.aligned.m16n8k%d.row.col.f32.%s.%s.f32 ", in->ty2 == PT_B32 ? 8 : 16, ab, ab);
+        const char *ab = in->ty2 == PT_B32 ? ".tf32" : ptype_suffix((PType)in->ty2), *cd = ptype_suffix((PType)in->ty);
+        const char *bb = in->ty3 == PT_B32 ? ".tf32" : ptype_suffix((PType)in->ty3);
+        int k = in->ty2 == PT_B32 ? 8 : in->ty2 == PT_F16 || in->ty2 == PT_BF16 ? 16 : 32;
+        buf_printf(out, "mma.sync.aligned.m16n8k%d.row.col%s%s%s%s ", k, cd, ab, bb, cd);
         int s = 0;
         for (int g = 0; g < 4; g++) {
             buf_puts(out, g ? ", {" : "{");
@@ -309,9 +311,12 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         break;
     case OP_WGMMA: {
         /* the accumulators are the WGACC instructions that follow */
-        bool tf32 = in->ty2 == PT_B32;
-        const char *ab = in->ty2 == PT_BF16 ? "bf16" : tf32 ? "tf32" : "f16";
-        buf_printf(out, "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", in->n, tf32 ? 8 : 16, ab, ab);
+        bool tf32 = in->ty2 == PT_B32, b16 = in->ty2 == PT_F16 || in->ty2 == PT_BF16;
+        int sd = in->fresh ? 0 : 1;    /* scale-d: 0 writes the accumulators without reading them */
+        const char *ab = tf32 ? ".tf32" : ptype_suffix((PType)in->ty2);
+        const char *bb = tf32 ? ".tf32" : ptype_suffix((PType)in->ty3);
+        buf_printf(out, "wgmma.mma_async.sync.aligned.m64n%dk%d%s%s%s {", in->n, tf32 ? 8 : b16 ? 16 : 32,
+                   ptype_suffix((PType)in->ty), ab, bb);
         int n = 0;
         for (Ins *g = in + 1; g < f->code.v + f->code.n && g->op == OP_WGACC; g++)
             for (int d = 0; d < g->ndst; d++) {
@@ -331,18 +336,20 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
             buf_puts(out, "}, ");
             put_opnd(out, f, in->src[4], PT_B64);
             if (tf32)
-                buf_puts(out, ", 1, 1, 1");
+                buf_printf(out, ", %d, 1, 1", sd);
             else
-                buf_printf(out, ", 1, 1, 1, %d", in->trans ? 1 : 0);
+                buf_printf(out, ", %d, 1, 1, %d", sd, in->trans ? 1 : 0);
             break;
         }
         put_opnd(out, f, in->src[0], PT_B64);
         buf_puts(out, ", ");
         put_opnd(out, f, in->src[1], PT_B64);
-        if (tf32)
-            buf_puts(out, ", 1, 1, 1");       /* K-major only: no transpose operands */
+        if (in->ty == PT_S32)
+            buf_printf(out, ", %d", sd);       /* integers: scale-d alone */
+        else if (!b16)
+            buf_printf(out, ", %d, 1, 1", sd); /* tf32, fp8: K-major only, no transpose operands */
         else
-            buf_printf(out, ", 1, 1, 1, 0, %d", in->trans ? 1 : 0);
+            buf_printf(out, ", %d, 1, 1, 0, %d", sd, in->trans ? 1 : 0);
         break;
     }
     case OP_PACK2:

@@ -133,7 +133,7 @@ static Value init_value(Interp *in, const Stmt *st, const Sym *s)
     Value r;
     memset(&r, 0, sizeof r);
     if (st->init && is_matmul(st->init)) {
-        r = value_new(TY_F32, st->init->shape);
+        r = value_new(st->init->type, st->init->shape);
         if (!r.v)
             interp_error(in, st->loc, "out of memory");
         else

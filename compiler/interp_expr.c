@@ -645,9 +645,26 @@ void interp_matmul(Interp *in, const Expr *mm, Value *acc, bool acc_set)
                 x->v[i].f = round_to_type(x->type, x->v[i].f);
     }
     int64_t M = a.shape.dim[0], K = a.shape.dim[1], N = b.shape.dim[1];
+    bool integer = mm->type == TY_I32;
     if (acc_set)
-        for (int64_t i = 0; i < M * N; i++)
-            acc->v[i].f = 0;
+        for (int64_t i = 0; i < M * N; i++) {
+            if (integer)
+                acc->v[i].i = 0;
+            else
+                acc->v[i].f = 0;
+        }
+    if (integer) {
+        /* i8/u8: exact products summed in i32, wrapping as the tensor cores' s32 does */
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t k = 0; k < K; k++) {
+                int64_t aik = a.v[i * K + k].i;
+                for (int64_t j = 0; j < N; j++) {
+                    uint32_t s = (uint32_t)acc->v[i * N + j].i + (uint32_t)(aik * b.v[k * N + j].i);
+                    acc->v[i * N + j].i = (int32_t)s;
+                }
+            }
+        goto done;
+    }
     /* each element sums its products in order of k, one fma each (f32 accumulation) */
     for (int64_t i = 0; i < M; i++) {
         Elem *row = acc->v + i * N;

@@ -20,7 +20,7 @@ RegClass ptype_class(PType t)
     case PT_PRED: return RC_P;
     case PT_B16: case PT_F16: case PT_BF16: case PT_U16: return RC_H;
     case PT_U8: case PT_S8: return RC_R;      /* a byte sits in 32 bits */
-    case PT_F16X2: case PT_BF16X2: return RC_R;
+    case PT_F16X2: case PT_BF16X2: case PT_E4M3: case PT_E5M2: return RC_R;
     case PT_F32: return RC_F;
     case PT_B32: case PT_S32: case PT_U32: return RC_R;
     default: return RC_D;
@@ -31,7 +31,7 @@ const char *ptype_suffix(PType t)
 {
     static const char *const s[PT_COUNT] = {
         ".pred", ".b16", ".f16", ".bf16", ".b32", ".s32", ".u32", ".f32", ".b64", ".s64", ".u64", ".u16", ".u8", ".s8",
-        ".f16x2", ".bf16x2",
+        ".f16x2", ".bf16x2", ".e4m3", ".e5m2",
     };
     return t < PT_COUNT ? s[t] : "?";
 }
@@ -300,10 +300,14 @@ static void dump_fields(Buf *out, const Ins *in)
         buf_printf(out, " trans=%d", in->trans);
     if (fl & FL_A_REGS)
         buf_printf(out, " a_regs=%d", in->a_regs);
+    if ((fl & FL_FRESH) && in->fresh)
+        buf_puts(out, " fresh");
     if (fl & FL_SPACE)
         buf_printf(out, " %s", in->space < 4 ? space[in->space] : "?");
     if (fl & FL_REDOP)
         buf_printf(out, " redop=%d", in->redop);
+    if ((fl & FL_TY3) && in->ty3 != in->ty2)
+        buf_printf(out, " ty3=%s", ptype_suffix((PType)in->ty3) + 1);
     if (fl & FL_TY2)
         buf_printf(out, " ty2=%s", ptype_suffix((PType)in->ty2) + 1);
     if ((fl & FL_OWN) && in->own)

@@ -123,6 +123,14 @@ static bool src_kind(Verify *v, int i, int s, OpndKind k)
                 : "a symbol");
 }
 
+/* Whether the WGACC at i reads its accumulators: not after a fresh wgmma (scale-d 0). */
+static bool wgacc_reads(const Func *f, int i)
+{
+    while (i > 0 && f->code.v[i].op == OP_WGACC)
+        i--;
+    return !(f->code.v[i].op == OP_WGMMA && f->code.v[i].fresh);
+}
+
 /* The operand counts ops.h gives, where they depend on other fields. */
 static bool counts(Verify *v, int i)
 {
@@ -138,6 +146,7 @@ static bool counts(Verify *v, int i)
         case OP_ATOM: ns = in->redop == RED_CAS ? 3 : 2; break;
         case OP_CPASYNC: ns = in->nsrc == 2 ? 2 : 3; break;
         case OP_WGMMA: ns = in->a_regs ? 5 : 2; break;
+        case OP_WGACC: ns = wgacc_reads(v->f, i) ? 4 : 0; break;
         case OP_WGHOLD: ns = in->nsrc >= 1 && in->nsrc <= 10 ? in->nsrc : 1; break;
         case OP_TMALOAD: ns = in->nsrc >= 5 && in->nsrc <= 5 + TMAP_MAX_OUTER ? in->nsrc : 5; break;
         default: return fail(v, i, "ops.h gives no source count");
@@ -180,6 +189,8 @@ static bool blank_fields(Verify *v, int i)
         field = "trans";
     else if (!(fl & FL_A_REGS) && in->a_regs)
         field = "a_regs";
+    else if (!(fl & FL_FRESH) && in->fresh)
+        field = "fresh";
     else if (!(fl & FL_VEC) && in->vec != 1)
         field = "vec";
     else if (!(fl & FL_SPACE) && in->space)
@@ -192,6 +203,8 @@ static bool blank_fields(Verify *v, int i)
         field = "text";
     else if (!(fl & FL_OWN) && in->own)
         field = "own";
+    else if (!(fl & FL_TY3) && in->ty3)
+        field = "ty3";
     else if (in->guard < 0 && in->guard_neg)
         field = "guard_neg";
     if (field)
@@ -204,8 +217,8 @@ static bool operands_in_range(Verify *v, int i)
     const Ins *in = &v->f->code.v[i];
     if (in->ndst < 0 || in->ndst > 4 || in->nsrc < 0 || in->nsrc > 10)
         return fail(v, i, "%d destinations and %d sources", in->ndst, in->nsrc);
-    if (in->ty >= PT_COUNT || in->ty2 >= PT_COUNT)
-        return fail(v, i, "type %d, second type %d", in->ty, in->ty2);
+    if (in->ty >= PT_COUNT || in->ty2 >= PT_COUNT || in->ty3 >= PT_COUNT)
+        return fail(v, i, "type %d, second type %d, third type %d", in->ty, in->ty2, in->ty3);
     for (int d = 0; d < in->ndst; d++)
         if (!reg_ok(v, in->dst[d]))
             return fail(v, i, "destination %d is register %d of %d", d, in->dst[d], v->f->regs.n);
@@ -280,6 +293,19 @@ static bool array_op(Verify *v, int i)
            src_bits(v, i, 0, 32, false);
 }
 
+/* A tensor-core product's B type (ty3) is A's (ty2), or the other of its 8-bit family: i8 x u8,
+ * e4m3 x e5m2. */
+static bool operand_types(Verify *v, int i)
+{
+    const Ins *in = &v->f->code.v[i];
+    int a = in->ty2, b = in->ty3;
+    bool ints = (a == PT_S8 || a == PT_U8) && (b == PT_S8 || b == PT_U8);
+    bool fp8 = (a == PT_E4M3 || a == PT_E5M2) && (b == PT_E4M3 || b == PT_E5M2);
+    if (a != b && !ints && !fp8)
+        return fail(v, i, "product of %s and %s operands", ptype_suffix((PType)a), ptype_suffix((PType)b));
+    return true;
+}
+
 /* The accumulators of a wgmma: N / 8 WGACC right after it, each reading and writing four. */
 static bool wgmma_group(Verify *v, int i)
 {
@@ -293,10 +319,18 @@ static bool wgmma_group(Verify *v, int i)
         n++;
     if (n != N / 8)
         return fail(v, i, "wgmma m64n%d followed by %d accumulator groups, not %d", N, n, N / 8);
-    if (in->ty2 != PT_F16 && in->ty2 != PT_BF16 && in->ty2 != PT_B32)
+    bool b8 = in->ty2 == PT_S8 || in->ty2 == PT_U8 || in->ty2 == PT_E4M3 || in->ty2 == PT_E5M2;
+    if (!operand_types(v, i))
+        return false;
+    if (in->ty2 != PT_F16 && in->ty2 != PT_BF16 && in->ty2 != PT_B32 && !b8)
         return fail(v, i, "wgmma of type %s", ptype_suffix((PType)in->ty2));
-    if (in->ty2 == PT_B32 && in->trans)
-        return fail(v, i, "tf32 wgmma with B N-major (tf32 is K-major only)");
+    if (in->ty != ((in->ty2 == PT_S8 || in->ty2 == PT_U8) ? PT_S32 : PT_F32))
+        return fail(v, i, "wgmma of %s operands accumulating in %s", ptype_suffix((PType)in->ty2),
+                    ptype_suffix((PType)in->ty));
+    if ((in->ty2 == PT_B32 || b8) && in->trans)
+        return fail(v, i, "%s wgmma with B N-major (K-major only)", ptype_suffix((PType)in->ty2));
+    if (b8 && in->a_regs)
+        return fail(v, i, "8-bit wgmma with A from registers");
     if (in->a_regs)
         return srcs_bits(v, i, 5, (const int[]){ 32, 32, 32, 32, 64 });
     return srcs_bits(v, i, 2, (const int[]){ 64, 64 });
@@ -308,12 +342,14 @@ static bool wgacc(Verify *v, int i)
     if (i == 0 || (in[-1].op != OP_WGMMA && in[-1].op != OP_WGACC))
         return fail(v, i, "accumulator group without its wgmma");
     for (int q = 0; q < 4; q++) {
+        if (!dst_bits(v, i, q, 32, false))
+            return false;
+        if (in->nsrc == 0)     /* a fresh wgmma's: written only */
+            continue;
         if (!src_kind(v, i, q, O_REG))
             return false;
         if (in->src[q].reg != in->dst[q])
             return fail(v, i, "accumulator %d reads v%d and writes v%d", q, in->src[q].reg, in->dst[q]);
-        if (!dst_bits(v, i, q, 32, false))
-            return false;
     }
     return true;
 }
@@ -380,8 +416,14 @@ static bool check_ins(Verify *v, int i, const int *label_at)
                 return false;
         return true;
     case OP_MMA:
-        if (in->ty2 != PT_F16 && in->ty2 != PT_BF16 && in->ty2 != PT_B32)
+        if (in->ty2 != PT_F16 && in->ty2 != PT_BF16 && in->ty2 != PT_B32 && in->ty2 != PT_S8 &&
+            in->ty2 != PT_U8 && in->ty2 != PT_E4M3 && in->ty2 != PT_E5M2)
             return fail(v, i, "mma of type %s", ptype_suffix((PType)in->ty2));
+        if (!operand_types(v, i))
+            return false;
+        if (in->ty != ((in->ty2 == PT_S8 || in->ty2 == PT_U8) ? PT_S32 : PT_F32))
+            return fail(v, i, "mma of %s operands accumulating in %s", ptype_suffix((PType)in->ty2),
+                        ptype_suffix((PType)in->ty));
         for (int d = 0; d < 4; d++)
             if (!dst_bits(v, i, d, 32, false))
                 return false;

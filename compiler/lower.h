@@ -191,6 +191,7 @@ int pipe_first_iteration(Lower *c);     /* predicate: the loop's first iteration
 int pipe_next_stage_delta(Lower *c, int stage_bytes);   /* next stage buffer - current, bytes */
 
 PType held_ptype(ElemType t);              /* register type a value of t is held in */
+PType mem_ptype(ElemType t);               /* type a value of t is loaded and stored as */
 RegClass held_class(ElemType t);
 Tile tile_new(Lower *c, ElemType t, Layout L);   /* fresh registers */
 Tile tile_splat(Lower *c, ElemType t, Layout L, Opnd v);
@@ -387,6 +388,7 @@ int mma_sync_swizzle(Lower *c, ElemType t, int side, int M, int N, int K);
 bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K);
 /* tf32 with B K-major (transposed): both operands from shared memory, not swapped (m64nNk8). */
 bool wgmma_shape_tf32_kmajor(Lower *c, int M, int N, int K);
+bool wgmma_promotes(ElemType t);            /* fp8: each product summed apart, then added */
 void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
 /* The same with A a value in registers (an `@` operand that is no window: the f16 of another
  * product, say) in wgmma_value_layout, the layout a wgmma accumulator of A's shape has: its
@@ -412,7 +414,8 @@ int round_tf32_even(Lower *c, int v);    /* wgmma's: ties to even (cvt.rn.tf32.f
 void round_tf32_even_to(Lower *c, int dst, int v);
 int smem_ld_b32(Lower *c, int addr, int64_t off);      /* one 32-bit word from shared memory */
 void round_tf32_operand_to(Lower *c, int dst, int v);
-void mma_sync(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, const int *b);
+PType mma_operand_ptype(ElemType t);        /* PT_F16 .. PT_E5M2; PT_B32 for tf32 */
+void mma_sync(Lower *c, PType ta, PType tb, Tile *acc, const int *cs, const int *a, const int *b);
 /* swizzle.c: unpadded operand tiles whose 16-byte units are XOR-permuted within 128-byte lines
  * (SmemMatrix.swz; the pitch is then the row's own width). SWZ_LDMATRIX spreads any 8 rows of
  * one 16-byte column (ldmatrix); SWZ_QUAD spreads 4 rows of two adjacent columns (tf32 B). */

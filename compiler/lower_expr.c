@@ -623,7 +623,7 @@ Tile lower_expr(Lower *c, Expr *e, const Layout *want)
     }
     case E_BINARY:
         if (e->op == OP_MATMUL) {
-            Tile acc = tile_new(c, TY_F32, matmul_plan(c, e)->acc);
+            Tile acc = tile_new(c, e->type, matmul_plan(c, e)->acc);
             lower_matmul(c, &acc, e, false);
             return acc;
         }

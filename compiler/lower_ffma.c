@@ -2,7 +2,8 @@
  * tensor cores do not take (matmul_plan.c). Each thread owns TM x TN outputs (layout_matmul) and,
  * per group of 4 k, reads TM 16-byte vectors of A and TN/4 per k of B from the row-major
  * operands in shared memory for TM * TN FMAs. IEEE FFMA for f32; tf32 operands are rounded to
- * tf32 first, f16/bf16 widened. */
+ * tf32 first, f16/bf16 and fp8 widened (exactly); i8/u8 products are integer multiply-adds into
+ * an i32 accumulator. */
 #include <stdlib.h>
 #include "lower.h"
 
@@ -19,7 +20,7 @@ static void smem_row(Lower *c, SmemMatrix *m, int base, int64_t off, int n, Opnd
     int vm = (es == 4 && n % 4 == 0 && m->pitch % 4 == 0) ? 4 : 1;
     for (int j = 0; j < n; j += vm) {
         int d[4];
-        PType mt = m->type == TY_F32 ? PT_F32 : PT_B16;
+        PType mt = mem_ptype(m->type);
         for (int q = 0; q < vm; q++)
             d[q] = new_reg(f, ptype_class(mt));
         Ins *in = emit_ins(f, OP_LD, mt);
@@ -58,6 +59,7 @@ void lower_ffma(Lower *c, Tile *acc, const MatmulPlan *p, SmemMatrix ma, SmemMat
     int bbase = ir_tern(f, OP_MAD, PT_U32, R(t1), IMM((int64_t)L->V[1] * (tb ? b->pitch : 1) * esb), R(b->base));
     int TM = L->O[0] * L->V[0], TN = L->O[1] * L->V[1];
     int KV = (K % 4 == 0) ? 4 : 1;
+    bool integer = acc->type == TY_I32;     /* i8/u8 products: exact, wrapping as mma's s32 does */
     if (L->V[0] > 16)
         die("lower_ffma: %d rows per block", L->V[0]);
     Opnd *fa = malloc(sizeof(Opnd) * (size_t)(TM * KV)), *fb = malloc(sizeof(Opnd) * (size_t)(TN * KV));
@@ -94,7 +96,7 @@ void lower_ffma(Lower *c, Tile *acc, const MatmulPlan *p, SmemMatrix ma, SmemMat
                     for (int o1 = 0; o1 < L->O[1]; o1++)
                         for (int i1 = 0; i1 < L->V[1]; i1++) {
                             int s = slot_of(L, o0, i0, o1, i1);
-                            Ins *in = emit_ins(f, OP_FMA, PT_F32);
+                            Ins *in = emit_ins(f, integer ? OP_MAD : OP_FMA, integer ? PT_S32 : PT_F32);
                             in->dst[0] = acc->v[s].reg;
                             in->ndst = 1;
                             in->src[0] = fa[(o0 * L->V[0] + i0) * KV + kk];

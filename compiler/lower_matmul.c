@@ -58,6 +58,7 @@ void lower_matmul(Lower *c, Tile *acc, Expr *mm, bool accumulate)
     Func *f = c->f;
     Layout *L = &acc->L;
     MatmulPlan *plan = matmul_plan(c, mm);
+    PType at = mm->type == TY_I32 ? PT_S32 : PT_F32;   /* the accumulator's: i32 for 8-bit integers */
     /* a wgmma group left in flight writes acc until a later wait: only where nothing but the
        next product touches acc (accumulating in its own layout) */
     if (c->pipe && (!accumulate || !layout_eq(&plan->acc, L)))
@@ -65,15 +66,15 @@ void lower_matmul(Lower *c, Tile *acc, Expr *mm, bool accumulate)
     if (!layout_eq(&plan->acc, L)) {
         /* acc was laid out for another matmul (a var accumulated by @ of other operand types):
            compute this product in its own layout and move it over */
-        Tile t = tile_new(c, TY_F32, plan->acc);
+        Tile t = tile_new(c, mm->type, plan->acc);
         lower_matmul(c, &t, mm, false);
         t = to_layout(c, t, L);
         for (int s = 0; s < layout_slots(L); s++) {
             Opnd x = t.v[s];
             if (accumulate) {
-                ir_bin_to(f, OP_ADD, PT_F32, acc->v[s].reg, acc->v[s], x);
+                ir_bin_to(f, OP_ADD, at, acc->v[s].reg, acc->v[s], x);
             } else {
-                Ins *in = emit_ins(f, OP_MOV, PT_F32);
+                Ins *in = emit_ins(f, OP_MOV, at);
                 in->dst[0] = acc->v[s].reg;
                 in->ndst = 1;
                 in->src[0] = x;
@@ -86,10 +87,10 @@ void lower_matmul(Lower *c, Tile *acc, Expr *mm, bool accumulate)
     int nslots = layout_slots(L);
     if (!accumulate)
         for (int s = 0; s < nslots; s++) {
-            Ins *in = emit_ins(f, OP_MOV, PT_F32);
+            Ins *in = emit_ins(f, OP_MOV, at);
             in->dst[0] = acc->v[s].reg;
             in->ndst = 1;
-            in->src[0] = FIMM(0);
+            in->src[0] = at == PT_S32 ? IMM(0) : FIMM(0);
             in->nsrc = 1;
         }
     f->cur_what = "matmul operand";

@@ -134,7 +134,7 @@ bool window_in_bounds(Lower *c, Expr *tensor, int d, Expr *start, int64_t width)
 
 /* ---- typed memory access of one chunk of vm elements */
 
-static PType mem_ptype(ElemType t)
+PType mem_ptype(ElemType t)
 {
     switch (t) {
     case TY_F32: case TY_TF32: return PT_F32;

@@ -1,7 +1,14 @@
 /* lower_mma.c: tensor-core matmul with mma.sync (sm_80 and later).
  *
  * f16 and bf16 operands use mma.sync.m16n8k16, tf32 operands (f32 under tf32()) m16n8k8; both
- * accumulate in f32. Operands are row-major matrices in shared memory (A [M][K], B [K][N]).
+ * accumulate in f32. 8-bit operands use m16n8k32, fp8 accumulating in f32 and i8/u8 in s32.
+ * Operands are row-major matrices in shared memory (A [M][K], B [K][N]), or transposed.
+ *
+ * 8-bit operands: a fragment register holds four k-consecutive elements where a 16-bit one holds
+ * two, so in bytes the A fragments and the K-major B fragments (B^T, [N][K]) of m16n8k32 are
+ * those of m16n8k16: the same ldmatrix reads them, a k step being 32 bytes either way. An 8-bit
+ * operand whose k runs down its rows (A^T, row-major B) has no transposing ldmatrix: each
+ * register is four byte loads (quad_b8), the slow path of those layouts.
  *
  * Accumulator layout (layout_mma), one member of the Layout family: a WM x WN grid of warps, each
  * owning an (M / WM) x (N / WN) warp tile spread in whole m16 and n8 tiles, the grid chosen so the
@@ -55,7 +62,7 @@ static int log2_exact(int x)
     return n;
 }
 
-static int k_step(ElemType t) { return t == TY_F32 ? 8 : 16; }
+static int k_step(ElemType t) { return t == TY_F32 ? 8 : type_size(t) == 1 ? 32 : 16; }
 
 /* n8 tiles per column group: tf32 reads B four tiles at a time where the warp tile is wide enough. */
 static int group_tiles(ElemType t, int warp_cols) { return t == TY_F32 && warp_cols % (4 * MMA_N) == 0 ? 4 : 1; }
@@ -89,7 +96,8 @@ bool mma_supported(Lower *c, ElemType t, bool tf32, int M, int N, int K)
 {
     if (!c->target || !c->target->mma_sync)
         return false;
-    if (!(t == TY_F16 || t == TY_BF16 || (t == TY_F32 && tf32)))
+    if (!(t == TY_F16 || t == TY_BF16 || (t == TY_F32 && tf32) || t == TY_I8 || t == TY_U8 ||
+          ((t == TY_F8E4M3 || t == TY_F8E5M2) && c->target->sm >= 89)))
         return false;
     int wm, wn;
     return warp_grid(M, N, c->threads, &wm, &wn) && K % k_step(t) == 0;
@@ -206,10 +214,70 @@ int smem_ld_b32(Lower *c, int addr, int64_t off)
     return d;
 }
 
-void mma_sync(Lower *c, PType ab, Tile *acc, const int *cs, const int *a, const int *b)
+/* The tensor cores' name of an operand type as it sits in shared memory (f32: tf32). */
+PType mma_operand_ptype(ElemType t)
 {
-    Ins *in = emit_ins(c->f, OP_MMA, PT_F32);
-    in->ty2 = (uint8_t)ab;
+    switch (t) {
+    case TY_F32: return PT_B32;
+    case TY_BF16: return PT_BF16;
+    case TY_I8: return PT_S8;
+    case TY_U8: return PT_U8;
+    case TY_F8E4M3: return PT_E4M3;
+    case TY_F8E5M2: return PT_E5M2;
+    default: return PT_F16;
+    }
+}
+
+/* The two f16x2 registers of a fragment register of four fp8 values (k 4q .. 4q + 3): its low
+ * and high halves converted exactly (cvt.rn.f16x2.e4m3x2, sm_89 on). */
+static void fp8_halves(Lower *c, PType t, int r, int *lo, int *hi)
+{
+    Func *f = c->f;
+    Ins *u = emit_ins(f, OP_UNPACK2, PT_B16);
+    int h[2] = { new_reg(f, RC_H), new_reg(f, RC_H) };
+    u->dst[0] = h[0], u->dst[1] = h[1];
+    u->ndst = 2;
+    u->src[0] = R(r);
+    u->nsrc = 1;
+    for (int i = 0; i < 2; i++) {
+        Ins *w = emit_ins(f, OP_F8WIDEN, PT_B32);
+        w->text = t == PT_E4M3 ? "e4m3" : "e5m2";
+        w->dst[0] = new_reg(f, RC_R);
+        w->ndst = 1;
+        w->src[0] = R(h[i]);
+        w->nsrc = 1;
+        *(i ? hi : lo) = w->dst[0];
+    }
+}
+
+/* An fp8 m16n8k32 where mma.sync has no fp8 (Target.mma_fp8: Hopper) as two f16 m16n8k16 over
+ * the same k. Each fragment register holds k 4q .. 4q + 3 (a0, a1, b0; a2, a3, b1 16 further);
+ * f16 fragments hold k 2q, 2q + 1 (a0, a1, b0) and 8 + 2q, 9 + 2q (a2, a3, b1). A product does
+ * not care which k is which as long as A and B agree, so the first k16 takes the low halves of
+ * a0, a1, b0 as its k 2q, 2q + 1 and their high halves as its 8 + 2q, 9 + 2q, the second a2, a3,
+ * b1 alike. fp8 values are f16 values, and f16 products are exact: the same sums as Ada's. The
+ * conversions of a fragment used by several products repeat; ptxas keeps one. */
+static void mma_fp8_as_f16(Lower *c, PType ta, PType tb, Tile *acc, const int *cs, const int *a, const int *b)
+{
+    for (int s = 0; s < 2; s++) {
+        int al[2], ah[2], bl, bh;
+        for (int i = 0; i < 2; i++)
+            fp8_halves(c, ta, a[2 * s + i], &al[i], &ah[i]);
+        fp8_halves(c, tb, b[s], &bl, &bh);
+        int fa[4] = { al[0], al[1], ah[0], ah[1] }, fb[2] = { bl, bh };
+        mma_sync(c, PT_F16, PT_F16, acc, cs, fa, fb);
+    }
+}
+
+void mma_sync(Lower *c, PType ta, PType tb, Tile *acc, const int *cs, const int *a, const int *b)
+{
+    if ((ta == PT_E4M3 || ta == PT_E5M2) && !c->target->mma_fp8) {
+        mma_fp8_as_f16(c, ta, tb, acc, cs, a, b);
+        return;
+    }
+    Ins *in = emit_ins(c->f, OP_MMA, acc->type == TY_I32 ? PT_S32 : PT_F32);
+    in->ty2 = (uint8_t)ta;
+    in->ty3 = (uint8_t)tb;
     for (int i = 0; i < 4; i++) {
         if (acc->v[cs[i]].kind != O_REG)
             die("lower_mma: accumulator slot %d is not a register", cs[i]);
@@ -302,6 +370,42 @@ static int pair_b16(Lower *c, int addr, int64_t off_lo, int64_t off_hi)
     return ir_bin(f, OP_BOR, PT_B32, R(h[0]), R(hi));
 }
 
+/* A 32-bit fragment register of four 8-bit elements (lowest first) `stride` bytes apart, where
+ * they do not lie in one word: no ldmatrix transposes bytes, so an 8-bit operand stored with
+ * its k dimension across rows (A^T, row-major B) is read a byte at a time. */
+static int quad_b8(Lower *c, int addr, int64_t off, int64_t stride)
+{
+    Func *f = c->f;
+    int w = -1;
+    for (int e = 0; e < 4; e++) {
+        int d;
+        Ins *in = emit_ins(f, OP_LD, PT_U8);
+        in->space = SP_SHARED;
+        in->vec = 1;
+        in->dst[0] = d = new_reg(f, RC_R);
+        in->ndst = 1;
+        in->src[0] = R(addr);
+        in->nsrc = 1;
+        in->off = off + e * stride;
+        ir_naive_addr(f);
+        if (e == 0) {
+            w = d;
+            continue;
+        }
+        int r = new_reg(f, RC_R);
+        Ins *p = emit_ins(f, OP_BFI, PT_B32);
+        p->dst[0] = r;
+        p->ndst = 1;
+        p->src[0] = R(d);
+        p->src[1] = R(w);
+        p->src[2] = IMM(8 * e);
+        p->src[3] = IMM(8);
+        p->nsrc = 4;
+        w = r;
+    }
+    return w;
+}
+
 /* Where the fragments of one k step come from and go. */
 struct Frags {
     bool tf, ldm_a, ldm_b, vec_b;
@@ -319,7 +423,13 @@ static void load_a(Lower *c, Frags *F, int k, int *a)
 {
     for (int j = 0; j < F->mtiles; j++) {
         int64_t base = 2 * j * F->T0 * F->apitch + (int64_t)k * F->es;
-        if (F->trans_a && F->tf) {
+        if (F->trans_a && F->es == 1) {
+            /* 8-bit A^T ([K][M]): a_i at k + 4q .. + 3 (+16 for i >= 2), m 8 wm + g (+T0 for odd
+               i), a byte each */
+            for (int i = 0; i < 4; i++)
+                a[4 * j + i] = quad_b8(c, F->alane, (int64_t)(k + 16 * (i >> 1)) * F->apitch +
+                                                        (2 * j + (i & 1)) * F->T0, F->apitch);
+        } else if (F->trans_a && F->tf) {
             /* tf32 A^T ([K][M]): a_i at k + q (+4 for i >= 2), m 8 wm + g (+T0 for odd i), one
                32-bit word each (no transposing ldmatrix for 32 bits) */
             for (int i = 0; i < 4; i++)
@@ -352,7 +462,12 @@ static void load_a(Lower *c, Frags *F, int k, int *a)
 static void a_lane(Lower *c, Frags *F, SmemMatrix a, int wm8)
 {
     Func *f = c->f;
-    if (F->trans_a && F->tf) {
+    if (F->trans_a && F->es == 1) {
+        /* 8-bit A^T: row k = 4q, column m = 8 wm + g */
+        int col = ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 2, 7)));
+        int off = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(4 * F->apitch), R(col));
+        F->alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(off));
+    } else if (F->trans_a && F->tf) {
         /* tf32 A^T: row k = q, column m = 8 wm + g */
         int colb = ir_bin(f, OP_SHL, PT_B32, R(ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 2, 7)))), IMM(2));
         int off = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(F->apitch), R(colb));
@@ -434,7 +549,12 @@ static void load_b_unit(Lower *c, Frags *F, int k, int o1, int *b)
     int G = F->G;
     int *bg = &b[2 * o1 * G];
     int64_t col = o1 * (int64_t)F->WN * MMA_N * G * F->es;   /* the warp's group o1 */
-    if (F->trans_b && F->tf) {
+    if (!F->trans_b && F->es == 1) {
+        /* 8-bit B ([K][N]): b_i at k + 16 i + 4q .. + 3, column g of the group's tile, a byte
+           each */
+        for (int i = 0; i < 2; i++)
+            bg[i] = quad_b8(c, F->blane, (int64_t)(k + 16 * i) * F->bpitch + col, F->bpitch);
+    } else if (F->trans_b && F->tf) {
         /* tf32 B^T ([N][K]): tile j of the group is row base + G g + j, b_i at k + q (+4) */
         for (int j = 0; j < G; j++)
             for (int i = 0; i < 2; i++)
@@ -491,7 +611,7 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     }
     F.tf = a.type == TY_F32;
     F.even = false;
-    PType ab = F.tf ? PT_B32 : a.type == TY_BF16 ? PT_BF16 : PT_F16;
+    PType ta = mma_operand_ptype(a.type), tb = mma_operand_ptype(b.type);
     F.es = type_size(a.type);
     int K = a.cols, ks = k_step(a.type);
     F.T0 = L->T[0];
@@ -503,7 +623,7 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     F.apitch = (int64_t)a.pitch * F.es;
     F.bpitch = (int64_t)b.pitch * F.es;
     F.ldm_a = F.apitch % 16 == 0;
-    F.ldm_b = !F.tf && F.bpitch % 16 == 0;
+    F.ldm_b = !F.tf && F.bpitch % 16 == 0 && !(F.es == 1 && !b.trans);
     F.vec_b = F.tf && F.bpitch % 16 == 0;
     F.swz_a = a.swz != SWZ_NONE;
     F.swz_b = b.swz != SWZ_NONE;
@@ -511,7 +631,7 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     F.trans_b = b.trans;
     for (int i = 0; i < 8; i++)
         F.ax[i] = F.bx[i] = -1;
-    if (!F.tf && ((a.trans && !F.ldm_a) || (b.trans && !F.ldm_b)))
+    if ((F.es == 2 && a.trans && !F.ldm_a) || (!F.tf && b.trans && !F.ldm_b))
         die("lower_mma: a transposed operand ldmatrix cannot read");
     if (F.tf && ((a.trans && a.swz) || (b.trans && b.swz)))
         die("lower_mma: a transposed tf32 operand in a swizzled layout");
@@ -570,6 +690,10 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
         /* B: row (l & 7) + 8 ((l >> 3) & 1) = l & 15; the warp's next n-tile for l >= 16 */
         int boff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(F.WN * MMA_N * F.es), R(bcol));
         F.blane = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 15)), IMM(F.bpitch), R(boff));
+    } else if (F.es == 1) {
+        /* 8-bit B: row 4q, column g */
+        int boff = ir_bin(f, OP_ADD, PT_U32, R(tid_bits(c, 2, 7)), R(bcol));
+        F.blane = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(4 * F.bpitch), R(boff));
     } else {
         /* B: row q (tf32) or 2q (16-bit pairs), column G g */
         int boff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 2, 7)), IMM(F.G * F.es), R(bcol));
@@ -642,7 +766,7 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
                 int n = serpentine && j % 2 ? ulast - u : ufirst + u, g = n / F.G, jj = n % F.G;
                 int cs[4] = { slot_of(L, 2 * j, g, jj), slot_of(L, 2 * j, g, F.G + jj),
                               slot_of(L, 2 * j + 1, g, jj), slot_of(L, 2 * j + 1, g, F.G + jj) };
-                mma_sync(c, ab, acc, cs, &afrag[cur][4 * j], &bfrag[cur][2 * n]);
+                mma_sync(c, ta, tb, acc, cs, &afrag[cur][4 * j], &bfrag[cur][2 * n]);
             }
             if (next)
                 load_b_unit(c, &F, k + ks, o1, bfrag[cur ^ 1]);

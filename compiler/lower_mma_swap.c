@@ -142,7 +142,7 @@ static void swapped_wgmma(Lower *c, Tile *acc, SmemMatrix a, const BtFrags *F, i
         for (int j = 0; j < tall; j++) {
             Ins *in = emit_ins(f, OP_WGMMA, PT_F32);
             in->a_regs = true;
-            in->ty2 = PT_B32;
+            in->ty2 = in->ty3 = PT_B32;
             for (int i = 0; i < 4; i++)
                 in->src[i] = R(frag[n + 4 * j + i]);
             in->src[4] = R(dak);
@@ -192,7 +192,7 @@ static void swapped_mma_sync(Lower *c, Tile *acc, SmemMatrix a, const BtFrags *F
             for (int j = 0; j < tall; j++) {
                 int cs[4];
                 acc_slots(L, j, jc, cs);
-                mma_sync(c, PT_B32, acc, cs, &bt[4 * j], b);
+                mma_sync(c, PT_B32, PT_B32, acc, cs, &bt[4 * j], b);
             }
         }
     }

@@ -328,7 +328,7 @@ static bool keeps_group(Lower *c, Stmt *body, const PipeOperand *ops, int nops, 
         return false;
     int64_t bytes = c->smem_top, staged = 0;
     for (int i = 0; i < nops; i++) {
-        if (ops[i].var || !ops[i].plan || ops[i].plan->row->path != MM_WGMMA)
+        if (ops[i].var || !ops[i].plan || ops[i].plan->row->path != MM_WGMMA || wgmma_promotes(ops[i].plan->type))
             return false;
         bytes += (ops[i].held ? 1 : S) * (int64_t)ops[i].bytes + 1024 + 8 * (S + 1);
         staged += ops[i].held ? 0 : ops[i].bytes;

@@ -45,10 +45,13 @@ enum { SLAB_BYTES = 128, TMA_BOX_MAX = 256 };
 /* Columns of one slab: one box is the window's rows by that many columns */
 static int slab_cols(const PipeOperand *p) { return SLAB_BYTES / type_size(p->type); }
 
-/* The maps' element type: f32 tiles are read as tf32 (rounded on the copy) */
-static const char *map_type(ElemType t) { return t == TY_F16 ? "f16" : t == TY_BF16 ? "bf16" : "tf32"; }
+/* The maps' element type: f32 tiles are read as tf32 (rounded on the copy), 8-bit ones as bytes */
+static const char *map_type(ElemType t)
+{
+    return t == TY_F16 ? "f16" : t == TY_BF16 ? "bf16" : type_size(t) == 1 ? "u8" : "tf32";
+}
 
-/* A window of a tensor argument wgmma reads from a slab (tf32, f16, bf16): rank 2, both dimensions
+/* A window of a tensor argument wgmma reads from a slab (tf32, f16, bf16, 8-bit): rank 2, both dimensions
  * windowed, unit inner stride, at most 256 rows a box, rows 16-byte aligned (the map's base and
  * pitch must be: the same facts that let cp.async move 16-byte pieces). */
 static bool window_ok(Lower *c, const PipeOperand *p)
@@ -61,7 +64,7 @@ static bool window_ok(Lower *c, const PipeOperand *p)
     Sym *t = win->sym;
     bool tf32 = win->type == TY_F32 && p->plan->tf32;
     if (!t || t->kind != SYM_TENSOR || t->rank < 2 || t->rank > 2 + TMAP_MAX_OUTER || win->nidx != t->rank ||
-        t->type != win->type || !(tf32 || win->type == TY_F16 || win->type == TY_BF16))
+        t->type != win->type || !(tf32 || win->type == TY_F16 || win->type == TY_BF16 || type_size(win->type) == 1))
         return false;
     /* the window spans the last two dimensions; the others are single indices (a batch, a head) */
     int r = t->rank;

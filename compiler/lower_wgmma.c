@@ -1,6 +1,9 @@
 /* lower_wgmma.c: tensor-core matmul with wgmma (sm_90a), f16, bf16 and tf32 operands, f32
  * accumulators.
  *
+ * 8-bit operands (fp8 into f32, i8/u8 into s32) are m64nNk32, both K-major: in bytes a k step
+ * is 32 bytes as for 16-bit types, so the slabs, descriptors and offsets are theirs.
+ *
  * A warpgroup (4 warps, 128 threads) multiplies a 64 x 16 slice of A by a 16 x N slice of B
  * (N <= 256) with one wgmma.mma_async, both read by the tensor cores straight from shared memory
  * through matrix descriptors: no fragment loads, no ldmatrix, no operand registers. The block's
@@ -47,6 +50,9 @@ bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K)
        (lower_mma_swap.c), N along wgmma's M (64-row blocks per warpgroup), M along its N */
     if (t == TY_F32 && tf32)
         return N % (16 * warps) == 0 && M % 8 == 0 && M <= WG_MAX_N && K * es % SLAB == 0;
+    /* 8-bit operands are K-major only: B transposed, its N rows in slabs of K like A's */
+    if (es == 1)
+        return M % (16 * warps) == 0 && N % 64 == 0 && N <= WG_MAX_N && K % SLAB == 0;
     if (t != TY_F16 && t != TY_BF16)
         return false;
     return M % (16 * warps) == 0 && N * es % SLAB == 0 && N <= WG_MAX_N && K * es % SLAB == 0;
@@ -62,6 +68,16 @@ bool wgmma_shape_tf32_kmajor(Lower *c, int M, int N, int K)
 
 static int accumulator_slot(const Layout *L, int o0, int o1, int i1) { return (o0 * L->O[1] + o1) * L->V[1] + i1; }
 
+/* Hopper's tensor cores add fp8 products into the accumulator keeping about 13 of its bits: a
+ * small product is cut off against a large running sum, so that one long chain of wgmma loses
+ * most of a sum of many positive terms (K = 16384: 0.32 of sum |a b| on an H100, 0.0141 at K =
+ * 1024). Each fp8 product, the K of one window (a k step of a pipelined loop: 128 in the
+ * examples), is therefore summed in registers of its own, started by a wgmma with scale-d 0, and
+ * added to the accumulator by FADD after its wait, as cuBLAS does: the error is then that of
+ * one window's chain plus f32 additions (docs/language.md, "Accuracy"). The wait cannot leave
+ * a group in flight (the next group writes the same registers). 8-bit integers are exact. */
+bool wgmma_promotes(ElemType t) { return t == TY_F8E4M3 || t == TY_F8E5M2; }
+
 /* The 64-bit descriptor of a K-major (lbo unused) or N-major tile starting at shared address base:
  * start address and the two byte offsets in 16-byte units, 128-byte swizzle (bits 62-63 = 1). */
 int wgmma_descriptor(Lower *c, int base, int lbo)
@@ -75,7 +91,7 @@ int wgmma_descriptor(Lower *c, int base, int lbo)
 
 void wgmma_acc_group(Func *f, const Tile *acc, const int slots[4])
 {
-    Ins *g = emit_ins(f, OP_WGACC, PT_F32);
+    Ins *g = emit_ins(f, OP_WGACC, acc->type == TY_I32 ? PT_S32 : PT_F32);
     for (int q = 0; q < 4; q++) {
         if (acc->v[slots[q]].kind != O_REG)
             die("wgmma: accumulator slot %d is not a register", slots[q]);
@@ -136,14 +152,17 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
     int M = L->S[0], N = L->S[1], K = a.cols;
     /* tf32 (f32 operands, rounded in shared memory): m64nNk8, both K-major, so B transposed */
     bool tf = a.type == TY_F32;
-    int wk = tf ? 8 : WG_K;
+    int wk = tf ? 8 : es == 1 ? 2 * WG_K : WG_K;    /* 32 bytes of k a step: k8, k16, k32 */
     /* A not in its slab (transposed: M-major) comes from registers, read as mma.sync reads it */
     bool regs_a = av || a.swz != SWZ_SLAB_WG;
     if ((!regs_a && (a.pitch != K || a.trans)) || b.pitch != (b.trans ? K : N) || b.rows != K || L->T[0] != 8 * warps ||
-        L->T[1] != 4 || L->V[0] != 1 || L->V[1] != 2 || L->O[1] != N / 8 || L->reps != 1 || (tf && (!b.trans || !regs_a)) ||
+        L->T[1] != 4 || L->V[0] != 1 || L->V[1] != 2 || L->O[1] != N / 8 || L->reps != 1 || (tf && (!b.trans || !regs_a)) || (es == 1 && (!b.trans || regs_a)) ||
         !(tf ? wgmma_shape_tf32_kmajor(c, M, N, K) : wgmma_shape(c, a.type, false, M, N, K)))
         die("lower_wgmma: operands or accumulator not in wgmma's layouts");
     int tall = M / (16 * warps);     /* wgmma per k step: 64-row blocks of this warpgroup */
+    /* fp8 products are summed apart and added to acc after the wait: see wgmma_promotes */
+    bool promote = wgmma_promotes(a.type);
+    Tile part = promote ? tile_new(c, TY_F32, *L) : *acc;
     Frags *af = regs_a && !av ? mma_a_frags(c, L, a) : NULL;
     int nfrag = regs_a ? 4 * tall * (K / wk) : 0;
     int *frag = arena_alloc(c->a, sizeof(int) * (size_t)(nfrag + 1));
@@ -181,8 +200,9 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
             int64_t boff = b.trans ? kb / SLAB * N * SLAB + kb % SLAB : (int64_t)k * SLAB;
             int dbk = boff ? ir_bin(f, OP_ADD, PT_S64, R(db), IMM(boff >> 4)) : db;
             int dak = regs_a ? -1 : aoff ? ir_bin(f, OP_ADD, PT_S64, R(da), IMM(aoff >> 4)) : da;
-            Ins *in = emit_ins(f, OP_WGMMA, PT_F32);
-            in->ty2 = (uint8_t)(tf ? PT_B32 : a.type == TY_BF16 ? PT_BF16 : PT_F16);
+            Ins *in = emit_ins(f, OP_WGMMA, acc->type == TY_I32 ? PT_S32 : PT_F32);
+            in->ty2 = (uint8_t)mma_operand_ptype(a.type);
+            in->ty3 = (uint8_t)mma_operand_ptype(b.type);
             if (regs_a) {
                 in->a_regs = true;
                 for (int i = 0; i < 4; i++)
@@ -196,10 +216,13 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
             }
             in->n = N;
             in->trans = !b.trans;     /* imm-trans-b: B N-major (never for tf32: K-major only) */
+            in->fresh = promote && k == 0;
             for (int i = 0; i < N / 8; i++) {
                 int s[4] = { accumulator_slot(L, 2 * j, i, 0), accumulator_slot(L, 2 * j, i, 1),
                              accumulator_slot(L, 2 * j + 1, i, 0), accumulator_slot(L, 2 * j + 1, i, 1) };
-                wgmma_acc_group(f, acc, s);
+                wgmma_acc_group(f, &part, s);
+                if (promote && k == 0)
+                    f->code.v[f->code.n - 1].nsrc = 0;     /* written, not read */
             }
         }
     }
@@ -209,8 +232,10 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
     /* a loop with a stage to spare lets this group run on into the next iteration
        (lower_pipeline.c, keeps_group); the wait then finishes the previous iteration's. A's
        fragment registers would be rewritten by the next iteration's loads: those wait here. */
-    int keep = c->pipe && !regs_a ? c->pipe->wg_keep : 0;
+    int keep = c->pipe && !regs_a && !promote ? c->pipe->wg_keep : 0;
     emit_ins(f, OP_WGWAIT, PT_B32)->inflight = keep;
+    for (int s = 0; promote && s < layout_slots(L); s++)
+        ir_bin_to(f, OP_ADD, PT_F32, acc->v[s].reg, acc->v[s], part.v[s]);
     /* the tensor cores read A's fragment registers until the wait: none may be reused before */
     if (regs_a)
         wg_hold(f, frag, nfrag);

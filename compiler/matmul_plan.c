@@ -31,12 +31,14 @@ static bool fits_wgmma_tf32(Lower *c, const MatmulPlan *p)
            wgmma_shape(c, p->type, true, p->M, p->N, p->K);
 }
 
-/* A in warpgroup row order (K-major); B N-major, or K-major when transposed. A transposed A, or
- * one that is a value, takes the register-A row below. */
+/* A in warpgroup row order (K-major); B N-major, or K-major when transposed (8-bit: only that).
+ * A transposed A, or one that is a value, takes the register-A row below. */
 static bool fits_wgmma(Lower *c, const MatmulPlan *p)
 {
-    return (p->type == TY_F16 || p->type == TY_BF16) && !p->trans[0] && !p->a_value && fits_mma_sync(c, p) &&
-           wgmma_shape(c, p->type, false, p->M, p->N, p->K);
+    /* 8-bit products read both operands K-major only: B transposed */
+    bool b8 = type_size(p->type) == 1;
+    return (p->type == TY_F16 || p->type == TY_BF16 || (b8 && p->trans[1])) && !p->trans[0] && !p->a_value &&
+           fits_mma_sync(c, p) && wgmma_shape(c, p->type, false, p->M, p->N, p->K);
 }
 
 /* A transposed A (M-major) on wgmma: its fragments loaded into registers as mma.sync loads them
@@ -123,7 +125,7 @@ static int swizzle_none(Lower *c, const MatmulPlan *p, ElemType t, int side)
 
 static int swizzle_mma_sync(Lower *c, const MatmulPlan *p, ElemType t, int side)
 {
-    if (p->trans[side] && t == TY_F32)
+    if (p->trans[side] && (t == TY_F32 || type_size(t) == 1))    /* no ldmatrix reads these */
         return SWZ_NONE;
     if (p->trans[side]) {      /* rows of M (A) or K (B) elements, read by ldmatrix */
         int row_bytes = (side == 0 ? p->M : p->K) * type_size(t);
@@ -244,11 +246,11 @@ Expr *matmul_operand(Expr *e, bool *tf32)
     return e;
 }
 
-/* The element type an operand sits in shared memory as: its own for 16-bit floats and i32,
- * f32 for everything else (widened). */
+/* The element type an operand sits in shared memory as: its own for 16-bit floats, 8-bit types
+ * and i32, f32 for everything else (widened). */
 ElemType matmul_stored_type(Expr *e)
 {
-    return e->type == TY_F16 || e->type == TY_BF16 ? e->type : e->type == TY_I32 ? TY_I32 : TY_F32;
+    return e->type == TY_F16 || e->type == TY_BF16 || type_is_8bit(e->type) ? e->type : e->type == TY_I32 ? TY_I32 : TY_F32;
 }
 
 MatmulPlan *matmul_plan(Lower *c, Expr *mm)

@@ -17,7 +17,7 @@
  *   fields      the Ins fields besides ty, guard, dst and src that carry meaning for it (the dump
  *               prints exactly these), one flag a field: FL_OFF, FL_OFF2, FL_LABEL, FL_INFLIGHT,
  *               FL_ARRAY, FL_N, FL_COUNT, FL_BYTES, FL_CMP, FL_RND, FL_TRANS, FL_A_REGS, FL_VEC, FL_SPACE,
- *               FL_REDOP, FL_TY2, FL_TEXT, FL_OWN
+ *               FL_REDOP, FL_TY2, FL_TY3, FL_TEXT, FL_OWN, FL_FRESH
  *   dsts, srcs  how many destination registers and source operands it has (Ins.ndst, Ins.nsrc):
  *               N_VEC, one per vector element (LD, LDMATRIX: vec; ST: the address and vec
  *               values); N_VAR, fixed by other fields, which ir_verify.c checks it against */
@@ -80,10 +80,10 @@
     X(RET,     NULL,      NULL,      SFX_NONE,   OPF_JUMP, 0, 0, 0) \
     X(COMMENT, NULL,      NULL,      SFX_NONE,   0, FL_TEXT, 0, 0) \
     X(LDMATRIX, NULL,     NULL,      SFX_NONE,   OPF_LOAD, FL_OFF | FL_VEC | FL_TRANS, N_VEC, 1) \
-    X(MMA,     NULL,      NULL,      SFX_NONE,   0, FL_TY2, 4, 10) \
+    X(MMA,     NULL,      NULL,      SFX_NONE,   0, FL_TY2 | FL_TY3, 4, 10) \
     X(WGFENCE, NULL,      NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
-    X(WGMMA,   NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_SYNC, FL_N | FL_TRANS | FL_A_REGS | FL_TY2, 0, N_VAR) \
-    X(WGACC,   NULL,      NULL,      SFX_NONE,   0, 0, 4, 4) \
+    X(WGMMA,   NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_SYNC, FL_N | FL_TRANS | FL_A_REGS | FL_FRESH | FL_TY2 | FL_TY3, 0, N_VAR) \
+    X(WGACC,   NULL,      NULL,      SFX_NONE,   0, 0, 4, N_VAR) \
     X(WGCOMMIT, NULL,     NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
     X(WGWAIT,  NULL,      NULL,      SFX_NONE,   OPF_SYNC, FL_INFLIGHT, 0, 0) \
     X(WGHOLD,  NULL,      NULL,      SFX_NONE,   0, 0, 0, N_VAR) \
@@ -105,7 +105,7 @@ enum {
     FL_OFF = 1 << 0, FL_OFF2 = 1 << 1, FL_LABEL = 1 << 2, FL_INFLIGHT = 1 << 3, FL_ARRAY = 1 << 4,
     FL_N = 1 << 5, FL_COUNT = 1 << 6, FL_BYTES = 1 << 7, FL_CMP = 1 << 8, FL_RND = 1 << 9,
     FL_TRANS = 1 << 10, FL_VEC = 1 << 11, FL_SPACE = 1 << 12, FL_REDOP = 1 << 13, FL_TY2 = 1 << 14,
-    FL_TEXT = 1 << 15, FL_OWN = 1 << 16, FL_A_REGS = 1 << 17
+    FL_TEXT = 1 << 15, FL_OWN = 1 << 16, FL_A_REGS = 1 << 17, FL_FRESH = 1 << 18, FL_TY3 = 1 << 19
 };
 
 typedef struct {

@@ -6,17 +6,20 @@
  * estimate takes 1 KiB per block off it, as the hardware reserves). sm_86 and sm_89
  * multiprocessors hold 1536 threads, the others 2048. wgmma and TMA are used only on sm_90a,
  * whose PTX may use the architecture-specific instructions; sm_90 PTX must also run on later
- * GPUs. */
+ * GPUs. Only Ada (sm_89) has fp8 mma.sync in hardware: Hopper's fp8 is wgmma's, and ptxas makes
+ * an fp8 mma.sync there out of conversions and f16 products where the register allocation
+ * cannot see them (up to 255 registers and spills for a 138 predicted), so tilec writes those
+ * itself (lower_mma.c, mma_sync). */
 #include <string.h>
 #include "tilec.h"
 
 static const Target targets[] = {
-    /* name      sm  threads  regs    smem/block  smem/SM      mma.sync wgmma  tma    clusters */
-    { "sm_80",   80, 2048,    65536,  166912,     164 * 1024,  true,    false, false, false },
-    { "sm_86",   86, 1536,    65536,  101376,     100 * 1024,  true,    false, false, false },
-    { "sm_89",   89, 1536,    65536,  101376,     100 * 1024,  true,    false, false, false },
-    { "sm_90",   90, 2048,    65536,  232448,     228 * 1024,  true,    false, false, true },
-    { "sm_90a",  90, 2048,    65536,  232448,     228 * 1024,  true,    true,  true,  true },
+    /* name      sm  threads  regs    smem/block  smem/SM      mma.sync wgmma  tma    clusters mma fp8 */
+    { "sm_80",   80, 2048,    65536,  166912,     164 * 1024,  true,    false, false, false,   false },
+    { "sm_86",   86, 1536,    65536,  101376,     100 * 1024,  true,    false, false, false,   false },
+    { "sm_89",   89, 1536,    65536,  101376,     100 * 1024,  true,    false, false, false,   true },
+    { "sm_90",   90, 2048,    65536,  232448,     228 * 1024,  true,    false, false, true,    false },
+    { "sm_90a",  90, 2048,    65536,  232448,     228 * 1024,  true,    true,  true,  true,    false },
 };
 
 const Target *target_of(const char *arch)

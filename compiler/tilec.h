@@ -531,6 +531,7 @@ typedef enum {
     PT_PRED, PT_B16, PT_F16, PT_BF16, PT_B32, PT_S32, PT_U32, PT_F32, PT_B64, PT_S64, PT_U64,
     PT_U16, PT_U8, PT_S8,
     PT_F16X2, PT_BF16X2,   /* two 16-bit floats in 32 bits (packed atomic adds) */
+    PT_E4M3, PT_E5M2,      /* fp8 operands of the tensor cores (MMA, WGMMA), four to a register */
     PT_COUNT
 } PType;
 typedef enum { RC_P, RC_H, RC_R, RC_F, RC_D, RC_COUNT } RegClass;
@@ -568,6 +569,8 @@ typedef struct {
     uint16_t op;
     uint8_t ty;            /* PType of the operation (for CVT: destination type) */
     uint8_t ty2;           /* CVT: source type; SETP: compared type is ty, ty2 unused */
+    uint8_t ty3;           /* MMA, WGMMA: B's operand type (ty2: A's; they differ for i8 x u8,
+                              e4m3 x e5m2) */
     uint8_t cmp;           /* SETP: Cmp */
     uint8_t rnd;           /* CVT: CvtRound */
     uint8_t vec;           /* LD/ST: 1, 2 or 4 */
@@ -576,6 +579,8 @@ typedef struct {
     uint8_t inflight;      /* CPWAIT, WGWAIT: groups allowed to stay in flight */
     bool trans;            /* LDMATRIX: .trans; WGMMA: B is N-major (imm-trans-b) */
     bool a_regs;           /* WGMMA: A from registers (the tf32 swapped product) */
+    bool fresh;            /* WGMMA: scale-d 0, the accumulators written, not read (its WGACC
+                              read nothing) */
     bool guard_neg;        /* the guard's negation guards it */
     bool divergent;        /* BRA: a warp's threads may go both ways (bra, not bra.uni) */
     uint16_t n;            /* WGMMA: N of m64nNk16 (m64nNk8) */
@@ -596,8 +601,9 @@ typedef struct {
      * ARRSET: src[0] value, off = element index. ARRGET: dst[0], src[0] index register.
      * LDMATRIX (ldmatrix.sync.aligned.m8n8, b16): dst[0..vec-1] (.b32), src[0] shared address
      * (u32) + off, vec = matrices (1, 2, 4), trans for .trans.
-     * MMA (mma.sync.aligned, row.col, f32 accumulators): ty2 = operand type: PT_F16 or PT_BF16
-     * (m16n8k16), PT_B32 for tf32 (m16n8k8); dst[0..3] = d, src[0..3] = a, src[4..5] = b,
+     * MMA (mma.sync.aligned, row.col): ty = the accumulators' type, PT_F32 or PT_S32 (8-bit
+     * integers); ty2, ty3 = A's and B's operand types: PT_F16 or PT_BF16 (m16n8k16), PT_B32 for
+     * tf32 (m16n8k8), PT_S8, PT_U8, PT_E4M3, PT_E5M2 (m16n8k32); dst[0..3] = d, src[0..3] = a, src[4..5] = b,
      * src[6..9] = c (the accumulators are read too: lowering passes d as c).
      * WGMMA (wgmma.mma_async.sync.aligned.m64nNk16, f32 accumulators, sm_90a): ty2 = PT_F16 or
      * PT_BF16, src[0], src[1] = the A and B matrix descriptors (b64), n = N, trans when B is
@@ -743,6 +749,7 @@ typedef struct {
     int smem_block;            /* shared memory one block may opt into, bytes */
     int smem_sm;               /* shared memory per multiprocessor, bytes */
     bool mma_sync, wgmma, tma, clusters;   /* which tensor-core, copy and cluster features tilec uses */
+    bool mma_fp8;              /* mma.sync multiplies fp8 itself (else as f16: lower_mma.c) */
 } Target;
 const Target *target_of(const char *arch);     /* NULL: not an architecture tilec knows */
 const Target *target_default(void);            /* sm_80: runs on every supported GPU */

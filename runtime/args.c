@@ -258,6 +258,7 @@ static tilert_status plan_tmap(const rt_kernel_meta *k, int i, const tilert_arg 
         [RT_TMAP_TF32] = CU_TENSOR_MAP_DATA_TYPE_TFLOAT32,
         [RT_TMAP_F16] = CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
         [RT_TMAP_BF16] = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        [RT_TMAP_U8] = CU_TENSOR_MAP_DATA_TYPE_UINT8,
     };
     const rt_tmap_meta *t = &k->tmaps[i];
     int64_t ext[3 + 2 * RT_TMAP_MAX_OUTER];

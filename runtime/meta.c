@@ -40,7 +40,7 @@ const char *rt_type_name(rt_type t)
 
 static const struct { const char *name; int size; } tmap_types[RT_TMAP_TYPE_COUNT] = {
     [RT_TMAP_F32] = {"f32", 4}, [RT_TMAP_TF32] = {"tf32", 4},
-    [RT_TMAP_F16] = {"f16", 2}, [RT_TMAP_BF16] = {"bf16", 2},
+    [RT_TMAP_F16] = {"f16", 2}, [RT_TMAP_BF16] = {"bf16", 2}, [RT_TMAP_U8] = {"u8", 1},
 };
 
 const char *rt_tmap_type_name(rt_tmap_type t)
@@ -334,9 +334,10 @@ static tilert_status tmap_type(Parser *P, const char *word, rt_type pointee, rt_
         if (strcmp(word, tmap_types[t].name) == 0)
             break;
     if (t == RT_TMAP_TYPE_COUNT)
-        return bad(P, "tensor map type must be f32, tf32, f16 or bf16");
-    bool fits = tmap_types[t].size == 4 ? pointee == RT_F32
-                                        : pointee == RT_F16 || pointee == RT_BF16;
+        return bad(P, "tensor map type must be f32, tf32, f16, bf16 or u8");
+    bool fits = tmap_types[t].size == 4   ? pointee == RT_F32
+                : tmap_types[t].size == 2 ? pointee == RT_F16 || pointee == RT_BF16
+                                          : pointee >= RT_I8 && pointee <= RT_F8E5M2;
     if (!fits) {
         char why[128];
         snprintf(why, sizeof why, "tensor map type %s does not fit the argument's %s elements",

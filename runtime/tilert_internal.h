@@ -61,9 +61,10 @@ typedef struct {
 } rt_arg_meta;
 
 /* Element types of a TMA tensor map as spelled in //@tmap lines. tf32 reads 4-byte f32 elements
- * and rounds them to tf32 (to nearest, ties to even) on the copy into shared memory. */
+ * and rounds them to tf32 (to nearest, ties to even) on the copy into shared memory; u8 copies
+ * bytes of any 8-bit type. */
 typedef enum {
-    RT_TMAP_F32, RT_TMAP_TF32, RT_TMAP_F16, RT_TMAP_BF16, RT_TMAP_TYPE_COUNT
+    RT_TMAP_F32, RT_TMAP_TF32, RT_TMAP_F16, RT_TMAP_BF16, RT_TMAP_U8, RT_TMAP_TYPE_COUNT
 } rt_tmap_type;
 
 /* One //@tmap line: a 2-D row-major view (rows x cols elements, rows pitch elements apart) of

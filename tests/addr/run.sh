@@ -40,6 +40,8 @@ fi
 for arch in $archs; do
 	for t in examples/*.tile; do
 		name=$(basename "$t" .tile)
+		# fp8 tensors start at sm_89
+		case $arch in sm_80|sm_86) grep -q 'f8e[45]m[23]' "$t" && continue ;; esac
 		if ! "$tilec" --arch="$arch" "$t" -o "$tmp/w.ptx" 2>"$tmp/err" ||
 		   ! "$tilec" --arch="$arch" -fno-addr-split "$t" -o "$tmp/wo.ptx" 2>>"$tmp/err"; then
 			bad "bound $name $arch" "tilec failed: $(head -n 3 "$tmp/err")"

@@ -101,7 +101,9 @@ check "matmul_tf32 BK=4" --arch=sm_90 -D BK=4 "$PWD/examples/matmul_tf32.tile" -
 for f in examples/*.tile; do
 	base=$(basename "$f" .tile)
 	check "$base -fno-addr-split sm_90a" --arch=sm_90a -fno-addr-split "$PWD/$f" -o "$tmp/out.ptx"
-	check "$base --emit=c" --emit=c --arch=sm_80,sm_90a "$PWD/$f" -o "$tmp/$base.c"
+	lo=sm_80
+	grep -q 'f8e[45]m[23]' "$f" && lo=sm_89    # fp8 tensors start at sm_89
+	check "$base --emit=c" --emit=c --arch=$lo,sm_90a "$PWD/$f" -o "$tmp/$base.c"
 	check "$base --emit=meta" --emit=meta --arch=sm_90a "$PWD/$f" -o "$tmp/$base.meta"
 	check "$base --dump=alloc" --no-ptxas --dump=alloc "$PWD/$f" -o "$tmp/out.ptx"
 done

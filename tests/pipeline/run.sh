@@ -27,6 +27,8 @@ check_clean() {   # name, ptx
 for arch in sm_80 sm_86 sm_89 sm_90 sm_90a; do
 	for f in $(grep -l 'pipeline(' examples/*.tile); do
 		name=$(basename "$f" .tile)
+		# fp8 tensors start at sm_89
+		case $arch in sm_80|sm_86) grep -q 'f8e[45]m[23]' "$f" && continue ;; esac
 		if ! "$TILEC" --arch=$arch "$f" -o "$tmp/$name.ptx" 2>"$tmp/err"; then
 			bad "$name $arch: tilec failed"; cat "$tmp/err"; continue
 		fi

@@ -158,7 +158,7 @@ static void wgmma(int groups, bool ok)
     for (int i = 0; i < 8; i++)
         acc[i] = ir_mov(f, PT_F32, FIMM(0));
     Ins *in = emit_ins(f, OP_WGMMA, PT_F32);
-    in->ty2 = PT_F16;
+    in->ty2 = in->ty3 = PT_F16;
     in->src[0] = R(da);
     in->src[1] = R(db);
     in->nsrc = 2;

@@ -139,9 +139,9 @@ static void parse_malformed(void)
     malformed("size argument", KERNEL "//@tmap a2 f32 0 8 8 | a2 | a2 | a2\n" END,
               "line 5: tensor map of an argument that is not a pointer");
     malformed("bad type", KERNEL "//@tmap a0 f64 0 8 8 | a2 | a2 | a2\n" END,
-              "line 5: tensor map type must be f32, tf32, f16 or bf16");
+              "line 5: tensor map type must be f32, tf32, f16, bf16 or u8");
     malformed("type TF32", KERNEL "//@tmap a0 TF32 0 8 8 | a2 | a2 | a2\n" END,
-              "must be f32, tf32, f16 or bf16");
+              "must be f32, tf32, f16, bf16 or u8");
     malformed("f16 map of f32", KERNEL "//@tmap a0 f16 0 8 8 | a2 | a2 | a2\n" END,
               "line 5: tensor map type f16 does not fit the argument's f32 elements");
     malformed("bf16 map of f32", KERNEL "//@tmap a0 bf16 0 8 8 | a2 | a2 | a2\n" END,
@@ -150,6 +150,8 @@ static void parse_malformed(void)
               "tensor map type tf32 does not fit the argument's f16 elements");
     malformed("f32 map of f16", KERNEL "//@tmap a1 f32 0 8 4 | a2 | a2 | a2\n" END,
               "tensor map type f32 does not fit the argument's f16 elements");
+    malformed("u8 map of f16", KERNEL "//@tmap a1 u8 0 8 16 | a2 | a2 | a2\n" END,
+              "tensor map type u8 does not fit the argument's f16 elements");
     malformed("f32 map of i32",
               "//@kernel k threads 32 smem 0 regs 8\n//@arg I ptr i32 16\n"
               "//@tmap a0 f32 0 8 4 | 1 | 4 | 4\n" END,
