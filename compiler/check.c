@@ -40,6 +40,15 @@ bool type_is_int(ElemType t) { return t == TY_I32 || t == TY_U32 || t == TY_I64 
 bool type_is_8bit(ElemType t) { return t == TY_I8 || t == TY_U8 || type_is_f8(t); }
 bool type_is_f8(ElemType t) { return t == TY_F8E4M3 || t == TY_F8E5M2; }
 
+int program_min_sm(const Program *p)
+{
+    for (int i = 0; i < p->nkernels; i++)
+        for (int j = 0; j < p->kernels[i]->nparams; j++)
+            if (type_is_f8(p->kernels[i]->params[j].type))
+                return 89;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- names */
 
 Sym *new_sym(Check *c, SymKind kind, const char *name, Loc loc)

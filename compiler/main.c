@@ -19,6 +19,7 @@ typedef struct {
     int narchs;
     EmitKind emit;
     bool report, report_json;
+    bool default_archs;    /* no --arch: the first is the portable one, raised where types need it */
     const char *tune;      /* --tune=FILE: the winners of tilec-tune (with --emit=c) */
     Options opt;           /* opt.no_ptxas: never run ptxas (timing tilec alone, machines without it) */
     Define defs[64];
@@ -31,7 +32,8 @@ static void usage(FILE *out)
             "usage: tilec [options] FILE.tile\n"
             "  -o FILE            output file (- for stdout); default: FILE with the extension of --emit\n"
             "  --arch=ARCH[,..]   sm_80 (default), sm_86, sm_89, sm_90, sm_90a, or native (this machine's\n"
-            "                     GPU); a list with --emit=c (default there: sm_80,sm_90a)\n"
+            "                     GPU); a list with --emit=c (default there: sm_80,sm_90a); fp8\n"
+            "                     tensors raise the default sm_80 to sm_89\n"
             "  -D NAME=VALUE      override a const\n"
             "  --emit=KIND        ptx (default), cubin (runs ptxas), c (NAME.c + NAME.h), meta\n"
             "  --report[=json]    per kernel: threads, shared memory, predicted registers, ptxas figures\n"
@@ -175,6 +177,7 @@ static int parse_args(Cli *cli, int argc, char **argv)
     if (!cli->input)
         return usage_error("no input file%s", "");
     if (!cli->narchs) {
+        cli->default_archs = true;
         cli->archs[cli->narchs++] = target_default()->name;
         /* launchers carry PTX every GPU runs and Hopper's fast paths, which only sm_90a code has */
         if (cli->emit == EMIT_C)
@@ -359,13 +362,19 @@ static void build_free(Build *b)
 
 /* Compiles src with defs for every architecture of cli, then assembles when cubins or ptxas'
  * figures are wanted. 0, or the exit status (errors reported). */
-static int build(Arena *a, const Cli *cli, const char *src, size_t len, Define *defs, int ndefs,
+static int build(Arena *a, Cli *cli, const char *src, size_t len, Define *defs, int ndefs,
                  Build *b)
 {
     memset(b, 0, sizeof *b);
     b->p = compile_front(a, cli->input, src, len, defs, ndefs);
     if (!b->p)
         return EXIT_COMPILE;
+    /* the default set's portable PTX is the lowest arch every kernel's types run on: sm_89 for
+       fp8 tensors, whose conversions and products start there */
+    int min_sm = program_min_sm(b->p);
+    for (int i = 0; cli->default_archs && target_of(cli->archs[0])->sm < min_sm && i < target_count(); i++)
+        if (target_at(i)->sm >= min_sm)
+            cli->archs[0] = target_at(i)->name;
     for (int i = 0; i < cli->narchs; i++) {
         Options opt = cli->opt;
         opt.arch = cli->archs[i];
@@ -460,7 +469,7 @@ static int class_defines(const Cli *cli, const TuneClass *tc, Define *out)
 /* --tune=FILE: reads the winners, checks them against the base program, and compiles one
  * variant per distinct code they make (a class whose consts make the base's code, or an earlier
  * variant's, shares it). Fills tune and the variants' builds. 0 or the exit status. */
-static int build_variants(Arena *a, const Cli *cli, const char *src, size_t len, Build *base,
+static int build_variants(Arena *a, Cli *cli, const char *src, size_t len, Build *base,
                           EmitTune *tune, Build **vbuilds)
 {
     size_t tlen;

@@ -792,6 +792,9 @@ void ptxas_warn_lost(ArchOutput *out, const char *arch);
 
 /* Reads src (len bytes, NUL-terminated; file names it in messages) into a checked Program:
  * lex, parse, check with the -D overrides. NULL after errors (reported through diag). */
+/* The lowest compute capability (x 10) the program's parameter types need: 89 with fp8
+ * tensors, else 0. The default architecture is raised to it. */
+int program_min_sm(const Program *p);
 Program *compile_front(Arena *a, const char *file, const char *src, size_t len, Define *defs,
                        int ndefs);
 /* Lowers, allocates and emits every kernel of p for opt->arch; unless opt->no_ptxas, loosens

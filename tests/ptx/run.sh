@@ -203,6 +203,21 @@ else fail "cli: compile error exits 1" "exit status $st"; fi
 if [ -e "$tmp/broken.ptx" ]; then fail "cli: no output after an error" "broken.ptx was written"
 else pass "cli: no output after an error"; fi
 
+# fp8 tensors raise the default arch to sm_89, and --emit=c's default list to sm_89,sm_90a; an
+# explicit sm_80 stays an error
+printf 'kernel f8(E: f8e4m3[N], Y: f32[N]) grid(1) threads(128) {\n    Y[0 +: 128] = f32(E[0 +: 128]);\n}\n' >"$tmp/f8.tile"
+if "$tilec" -w "$tmp/f8.tile" -o "$tmp/f8.ptx" >/dev/null 2>&1 && grep -q '^\.target sm_89$' "$tmp/f8.ptx"; then
+	pass "cli: fp8 tensors raise the default arch to sm_89"
+else fail "cli: fp8 tensors raise the default arch to sm_89" "$(grep -m 1 '^\.target' "$tmp/f8.ptx" 2>/dev/null)"; fi
+if [ -z "$PTXAS" ]; then skip "cli: fp8 tensors: --emit=c builds sm_89,sm_90a" "no ptxas"
+elif "$tilec" -w --emit=c "$tmp/f8.tile" -o "$tmp/f8.c" >/dev/null 2>&1 && grep -q 'sm_89' "$tmp/f8.c" &&
+     grep -q 'sm_90a' "$tmp/f8.c"; then pass "cli: fp8 tensors: --emit=c builds sm_89,sm_90a"
+else fail "cli: fp8 tensors: --emit=c builds sm_89,sm_90a" "no sm_89 and sm_90a code in the launcher"; fi
+"$tilec" --arch=sm_80 "$tmp/f8.tile" -o "$tmp/f8x.ptx" >/dev/null 2>&1
+st=$?
+if [ "$st" -eq 1 ]; then pass "cli: fp8 tensors with --arch=sm_80 exit 1"
+else fail "cli: fp8 tensors with --arch=sm_80 exit 1" "exit status $st"; fi
+
 "$tilec" --no-such-option "$ex" -o "$tmp/x.ptx" >/dev/null 2>&1
 st=$?
 if [ "$st" -eq 2 ]; then pass "cli: bad option exits 2"
