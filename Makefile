@@ -197,9 +197,13 @@ EX_DIR   := $(B)/examples$(if $(ARCH),/$(ARCH))
 EX_PTX   := $(patsubst examples/%.tile,$(EX_DIR)/%.ptx,$(EX_TILES))
 all: $(EX_PTX)
 
+# fp8 starts at sm_89: the fp8 example builds for sm_89 where ARCH names no later arch
+FP8_EXAMPLES := matmul_fp8
+ex_arch = $(if $(filter $(FP8_EXAMPLES),$(1)),$(if $(filter sm_89 sm_90 sm_90a,$(ARCH)),$(ARCH),sm_89),$(ARCH))
+
 $(EX_DIR)/%.ptx: examples/%.tile $(TILEC)
 	@mkdir -p $(@D)
-	$(TILEC) $(if $(ARCH),--arch=$(ARCH)) $< -o $@
+	$(TILEC) $(if $(call ex_arch,$*),--arch=$(call ex_arch,$*)) $< -o $@
 
 # ---------------------------------------------------------------- goals
 
@@ -336,7 +340,7 @@ ADDR_PTX := $(patsubst tests/addr/%.tile,$(EX_DIR)/addr/%.ptx,$(wildcard tests/a
 
 $(NOAS_DIR)/%.ptx: examples/%.tile $(TILEC)
 	@mkdir -p $(@D)
-	$(TILEC) $(if $(ARCH),--arch=$(ARCH)) -fno-addr-split $< -o $@
+	$(TILEC) $(if $(call ex_arch,$*),--arch=$(call ex_arch,$*)) -fno-addr-split $< -o $@
 $(EX_DIR)/addr/%.ptx: tests/addr/%.tile $(TILEC)
 	@mkdir -p $(@D)
 	$(TILEC) $(if $(ARCH),--arch=$(ARCH)) $< -o $@

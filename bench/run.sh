@@ -8,7 +8,8 @@
 # 2. where a GPU is, build/bench/bench: each example kernel against cuBLAS or a device copy,
 #    written to BUILD/bench/tilec.csv;
 # 3. with --all, bench/peers.py (torch and Triton on the same workloads) into BUILD/bench/peers.csv,
-#    then one merged table (bench/merge.py) and BUILD/bench/ratios.svg (bench/plot.py).
+#    then one merged table (bench/merge.py) and BUILD/bench/ratios.svg (bench/plot.py), and the
+#    8-bit products against torch (bench/mm8_torch.py) into BUILD/bench/mm8.txt.
 # PTXDIR defaults to BUILD/examples, or BUILD/examples/$ARCH when ARCH is set (as make does).
 
 cd "$(dirname "$0")/.." || exit 2
@@ -56,6 +57,8 @@ rm -f "$OUT/tilec.csv"
 
 echo "== torch and Triton"
 python3 bench/peers.py --csv "$OUT/peers.csv" || status=1
+echo "== 8-bit products against torch._scaled_mm and torch._int_mm"
+python3 bench/mm8_torch.py "$PTXDIR" | tee "$OUT/mm8.txt" || status=1
 echo "== merged"
 python3 bench/merge.py "$OUT/tilec.csv" "$OUT/peers.csv" --compile "$OUT/compile.csv" | tee "$OUT/merged.md"
 python3 bench/plot.py "$OUT/tilec.csv" "$OUT/peers.csv" -o "$OUT/ratios.svg" &&
