@@ -138,6 +138,11 @@ typedef struct PipeLoop {
      * the body otherwise. */
     bool copies_pending;
     int ahead; Opnd write;
+    /* an fp8 wgmma product kept in flight (wg_keep): each iteration's chain sums into `part`
+     * (zeroed before the loop), which the next iteration, after its wait, adds to `acc`, and the
+     * loop's exit the last (lower_wgmma.c, wgmma_promotes) */
+    bool promote;
+    Tile part, acc;
     struct PipeLoop *outer;
 } PipeLoop;
 

@@ -328,7 +328,7 @@ static bool keeps_group(Lower *c, Stmt *body, const PipeOperand *ops, int nops, 
         return false;
     int64_t bytes = c->smem_top, staged = 0;
     for (int i = 0; i < nops; i++) {
-        if (ops[i].var || !ops[i].plan || ops[i].plan->row->path != MM_WGMMA || wgmma_promotes(ops[i].plan->type))
+        if (ops[i].var || !ops[i].plan || ops[i].plan->row->path != MM_WGMMA)
             return false;
         bytes += (ops[i].held ? 1 : S) * (int64_t)ops[i].bytes + 1024 + 8 * (S + 1);
         staged += ops[i].held ? 0 : ops[i].bytes;
@@ -444,6 +444,20 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     if (keeps_group(c, body, ops, nops, S)) {
         pl.nbuf = S + 1;
         pl.wg_keep = 1;
+        /* fp8: the product's partial sums, zero for the first iteration's add */
+        const MatmulPlan *mp = ops[0].plan;
+        if (wgmma_promotes(mp->type)) {
+            pl.promote = true;
+            f->cur_what = "fp8 partial sums";
+            pl.part = tile_new(c, TY_F32, mp->acc);
+            for (int q = 0; q < layout_slots(&mp->acc); q++) {
+                Ins *in = emit_ins(f, OP_MOV, PT_F32);
+                in->dst[0] = pl.part.v[q].reg;
+                in->ndst = 1;
+                in->src[0] = FIMM(0);
+                in->nsrc = 1;
+            }
+        }
     }
     int B = pl.nbuf;
     /* the slabs TMA can bring (lower_tma.c) */
@@ -581,6 +595,9 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         emit_ins(f, OP_WGWAIT, PT_B32)->inflight = 0;
         if (inflight)
             wg_hold(f, held.regs, held.n);
+        /* and the last fp8 partial sums (zero if the loop never ran) */
+        for (int q = 0; pl.promote && pl.acc.v && q < layout_slots(&pl.acc.L); q++)
+            ir_bin_to(f, OP_ADD, PT_F32, pl.acc.v[q].reg, pl.acc.v[q], pl.part.v[q]);
     }
     /* copies issued for iterations past the end were predicated off; drain anyway so shared
        memory is quiet for whatever follows */

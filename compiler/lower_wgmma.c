@@ -74,8 +74,11 @@ static int accumulator_slot(const Layout *L, int o0, int o1, int i1) { return (o
  * 1024). Each fp8 product, the K of one window (a k step of a pipelined loop: 128 in the
  * examples), is therefore summed in registers of its own, started by a wgmma with scale-d 0, and
  * added to the accumulator by FADD after its wait, as cuBLAS does: the error is then that of
- * one window's chain plus f32 additions (docs/language.md, "Accuracy"). The wait cannot leave
- * a group in flight (the next group writes the same registers). 8-bit integers are exact. */
+ * one window's chain plus f32 additions (docs/language.md, "Accuracy"). Where the loop keeps a
+ * group in flight (PipeLoop.wg_keep), the add waits for the next iteration: after its barrier it
+ * waits for the previous chain, adds it and starts its own in the same registers (zeroed before
+ * the loop, added once more at its exit), so the chain runs on through the barrier and the
+ * stage's wait. 8-bit integers are exact. */
 bool wgmma_promotes(ElemType t) { return t == TY_F8E4M3 || t == TY_F8E5M2; }
 
 /* The 64-bit descriptor of a K-major (lbo unused) or N-major tile starting at shared address base:
@@ -160,9 +163,11 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
         !(tf ? wgmma_shape_tf32_kmajor(c, M, N, K) : wgmma_shape(c, a.type, false, M, N, K)))
         die("lower_wgmma: operands or accumulator not in wgmma's layouts");
     int tall = M / (16 * warps);     /* wgmma per k step: 64-row blocks of this warpgroup */
-    /* fp8 products are summed apart and added to acc after the wait: see wgmma_promotes */
+    /* fp8 products are summed apart and added to acc after the wait: see wgmma_promotes. In a
+       loop that keeps a group in flight the add is the next iteration's, after its wait */
     bool promote = wgmma_promotes(a.type);
-    Tile part = promote ? tile_new(c, TY_F32, *L) : *acc;
+    bool deferred = promote && !regs_a && c->pipe && c->pipe->promote && layout_eq(&c->pipe->part.L, L);
+    Tile part = deferred ? c->pipe->part : promote ? tile_new(c, TY_F32, *L) : *acc;
     Frags *af = regs_a && !av ? mma_a_frags(c, L, a) : NULL;
     int nfrag = regs_a ? 4 * tall * (K / wk) : 0;
     int *frag = arena_alloc(c->a, sizeof(int) * (size_t)(nfrag + 1));
@@ -179,6 +184,14 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
     /* B^T ([N][K]) is K-major like A: its N rows in slabs of K, 8 rows per 1024 bytes */
     int db = wgmma_descriptor(c, b.base, b.trans ? 16 : K * SLAB);
     f->cur_what = saved;
+    if (deferred) {
+        /* the previous iteration's chain (zeros before the first) into acc, before this one
+           writes the same registers */
+        c->pipe->acc = *acc;
+        emit_ins(f, OP_WGWAIT, PT_B32)->inflight = 0;
+        for (int s = 0; s < layout_slots(L); s++)
+            ir_bin_to(f, OP_ADD, PT_F32, acc->v[s].reg, acc->v[s], part.v[s]);
+    }
     if (!regs_a)
         emit_ins(f, OP_WGFENCE, PT_B32);
     for (int k = 0; k < K; k += wk) {
@@ -232,6 +245,8 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
     /* a loop with a stage to spare lets this group run on into the next iteration
        (lower_pipeline.c, keeps_group); the wait then finishes the previous iteration's. A's
        fragment registers would be rewritten by the next iteration's loads: those wait here. */
+    if (deferred)
+        return;        /* in flight until the next iteration's wait, or the loop's exit */
     int keep = c->pipe && !regs_a && !promote ? c->pipe->wg_keep : 0;
     emit_ins(f, OP_WGWAIT, PT_B32)->inflight = keep;
     for (int s = 0; promote && s < layout_slots(L); s++)
