@@ -24,13 +24,18 @@ Program *compile_front(Arena *a, const char *file, const char *src, size_t len, 
 static void emit_module(ArchOutput *out, const char *arch)
 {
     /* fp8 conversions on sm_89 came with PTX ISA 8.1; everything else is 8.0 */
-    bool fp8 = false;
+    bool fp8 = false, prints = false;
     for (int i = 0; i < out->nk; i++)
-        for (int j = 0; j < out->funcs[i]->code.n && !fp8; j++)
-            fp8 = out->funcs[i]->code.v[j].op == OP_F8WIDEN || out->funcs[i]->code.v[j].op == OP_F8NARROW;
+        for (int j = 0; j < out->funcs[i]->code.n; j++) {
+            int op = out->funcs[i]->code.v[j].op;
+            fp8 |= op == OP_F8WIDEN || op == OP_F8NARROW;
+            prints |= op == OP_VPRINTF;
+        }
     emit_ptx_header(&out->ptx, arch, fp8 ? "8.1" : "8.0");
     /* the metadata block leads, so the runtime finds it without parsing PTX */
     Buf body = { 0 };
+    if (prints)   /* print() calls the CUDA runtime's device printf */
+        emit_ptx_vprintf_decl(&body);
     for (int i = 0; i < out->nk; i++) {
         meta_write(&out->ptx, &out->metas[i]);
         emit_ptx_kernel(&body, out->funcs[i], &out->metas[i]);

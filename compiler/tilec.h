@@ -531,6 +531,7 @@ typedef enum {
     PT_PRED, PT_B16, PT_F16, PT_BF16, PT_B32, PT_S32, PT_U32, PT_F32, PT_B64, PT_S64, PT_U64,
     PT_U16, PT_U8, PT_S8,
     PT_F16X2, PT_BF16X2,   /* two 16-bit floats in 32 bits (packed atomic adds) */
+    PT_F64,                /* only as print()'s arguments: C varargs pass floats as doubles */
     PT_COUNT
 } PType;
 typedef enum { RC_P, RC_H, RC_R, RC_F, RC_D, RC_COUNT } RegClass;
@@ -616,7 +617,10 @@ typedef struct {
      * shared destination + off, src[1] = the tensor map's generic address (b64), src[2], src[3]
      * = the coordinates (column, row), src[4] = barrier, src[5..] = the outer dimensions'
      * coordinates (a map of rank 3 to 5). CVTA with space = SP_PARAM: cvta.param
-     * (the address of a by-value parameter). */
+     * (the address of a by-value parameter). CVTAGEN (cvta.global, cvta.local): dst[0] = the
+     * generic address of src[0], an address in space (SP_GLOBAL or SP_LOCAL), both 64 bits.
+     * VPRINTF (a call of the CUDA device function vprintf): src[0] = the format's generic
+     * address, src[1] = the generic address of its arguments (lower_print.c says how packed). */
     int line;              /* source line that produced it (report) */
     const char *text;      /* COMMENT */
     /* a shared access that touches only bytes the issuing thread's own async copies fill, until
@@ -654,6 +658,9 @@ typedef struct {
     bool eliminated;       /* every read rewritten; nothing to emit */
 } RegArray;
 
+/* One constant string of a kernel's module-scope data: len bytes, the last a NUL. */
+typedef struct { const char *s; int len; } PrintString;
+
 /* One kernel's thread-level code: a flat instruction list with labels and branches. */
 typedef struct {
     Kernel *k;
@@ -682,6 +689,11 @@ typedef struct {
     /* ir_verify: the order of barriers and shared accesses in the code race_check saw */
     uint64_t sync_order;
     bool sync_order_set;
+    /* print() (lower_print.c): the constant strings its vprintf calls name, module-scope .global
+       bytes (emitted as tilec_str<i>_<kernel>, NUL included), and the bytes of the .local buffer
+       the calls pass their arguments in (tilec_print_args; 0: the kernel prints nothing) */
+    Vec(PrintString) strings;
+    int print_args_bytes;
 } Func;
 
 Func *func_new(Kernel *k);
@@ -848,6 +860,7 @@ void arrays_to_local(Func *f);
 /* ---------------------------------------------------------------- emit_ptx.c */
 
 void emit_ptx_header(Buf *out, const char *arch, const char *version);   /* PTX ISA version */
+void emit_ptx_vprintf_decl(Buf *out);   /* once per module, before the kernels, when one prints */
 void emit_ptx_kernel(Buf *out, Func *f, KernelMeta *meta);
 
 /* ---------------------------------------------------------------- remat.c, schedule.c */
