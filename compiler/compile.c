@@ -209,13 +209,6 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
     bool ok = true;
     for (int i = 0; i < p->nkernels; i++) {
         Kernel *k = p->kernels[i];
-        if (k->first_print) {
-            /* the GPU side of print() is not built: refused, never silently dropped */
-            error_at(k->first_print->loc, "print() runs only in the interpreter (tilec --run); "
-                     "PTX cannot print yet: remove it to compile for the GPU");
-            ok = false;
-            continue;
-        }
         Sym *demoted[DEMOTE_MAX];
         int ndemoted = 0;
         /* Lowering state is per compilation: an --emit=c list compiles the same checked

@@ -235,7 +235,7 @@ typedef enum {
     S_IF,       /* cond, then, els (NULL or S_BLOCK/S_IF) */
     S_ATOMIC,   /* op ('+' atomic_add, 'M' atomic_max), lhs (E_INDEX), rhs */
     S_ASSUME,   /* cond; text = the source text of the condition */
-    S_PRINT,    /* print(init): shows a value (interpreter only); text = its source text */
+    S_PRINT,    /* print(init): shows a value; text = its source text */
 } StmtKind;
 
 struct Stmt {
@@ -322,7 +322,7 @@ typedef struct {
     Sym **sizes; int nsizes;         /* size symbols in order of first appearance */
     Sym **views; int nviews;         /* transposed views of its tensors (Sym.view_of) */
     Stmt **assumes; int nassumes;    /* every S_ASSUME in the body, in order */
-    Stmt *first_print;               /* the first S_PRINT in the body (PTX cannot print) */
+    Stmt *first_print;               /* the first S_PRINT in the body (NULL: it prints nothing) */
     Sym **syms; int nsyms;           /* every symbol of the kernel (parameters, sizes, views,
                                         locals): compile_arch clears their lowering state */
 } Kernel;
@@ -739,6 +739,7 @@ typedef struct {
     bool no_ptxas;         /* never run ptxas (the cap's spill check, --no-ptxas) */
     const char *dump;      /* --dump=tir|alloc: print the IR after that stage to stdout */
     bool verify_ir;        /* ir_verify after lowering and every pass (--verify-ir, TILEC_VERIFY_IR=1) */
+    bool print_all_blocks; /* print() in every block, not only block (0, 0, 0) (--print-all-blocks) */
 } Options;
 
 /* Lowers one checked kernel. Returns NULL after reporting errors (e.g. a tile too large). */
