@@ -289,7 +289,7 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
     }
     if (!ok)
         return false;
-    out->source = meta_source_block(a, p);
+    out->source = meta_source_block(a, p, opt.print_all_blocks);
     emit_module(out, arch);
     return regcap_fit(out, &opt, emit_module);
 }

@@ -443,14 +443,16 @@ typedef struct {
 enum { META_MAX_RPN = TILERT_MAX_RPN, META_MAX_LINE = TILERT_MAX_META_LINE };   /* tilert_limits.h */
 void meta_write(Buf *out, KernelMeta *k);
 
-/* meta_source.c: the program's source (its name, and the -D values it was compiled with) as the
- * module's //$ comment lines, which the interpreter reads back to run any module.
- * meta_source_read appends the source's name to file and its text to src and fills
- * defs[0..*ndefs) (their strings kept in names, which must outlive them); false when the module
- * carries no source block or a malformed one. */
+/* meta_source.c: the program's source (its name, the -D values it was compiled with, and
+ * whether it was compiled with --print-all-blocks) as the module's //$ comment lines, which the
+ * interpreter reads back to run any module as it was compiled.
+ * meta_source_read appends the source's name to file and its text to src, fills
+ * defs[0..*ndefs) (their strings kept in names, which must outlive them) and, where not NULL,
+ * *print_all_blocks; false when the module carries no source block or a malformed one. */
 enum { META_MAX_DEFINES = 64 };
-const char *meta_source_block(Arena *a, const Program *p);
-bool meta_source_read(const char *ptx, Buf *file, Buf *src, Define *defs, int *ndefs, Buf *names);
+const char *meta_source_block(Arena *a, const Program *p, bool print_all_blocks);
+bool meta_source_read(const char *ptx, Buf *file, Buf *src, Define *defs, int *ndefs, Buf *names,
+                      bool *print_all_blocks);
 
 /* ---------------------------------------------------------------- ptxas.c: the optional assembler */
 
