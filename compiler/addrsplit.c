@@ -71,7 +71,8 @@ static bool is_pure_int(const Ins *in)
     default:
         return false;
     }
-    if (in->ndst != 1 || in->ty == PT_PRED || in->ty == PT_F32 || in->ty == PT_F16 || in->ty == PT_BF16)
+    if (in->ndst != 1 || in->ty == PT_PRED || in->ty == PT_F32 || in->ty == PT_F16 || in->ty == PT_BF16 ||
+        in->ty == PT_F64)
         return false;
     if (in->op == OP_CVT && (in->ty2 == PT_F32 || in->ty2 == PT_F16 || in->ty2 == PT_BF16 || in->rnd))
         return false;

@@ -780,7 +780,7 @@ static void check_stmt(Check *c, Stmt *st)
     case S_ATOMIC: check_atomic(c, st); break;
     case S_ASSUME: check_assume(c, st); break;
     case S_PRINT:
-        /* any value; the interpreter shows it (compile.c refuses it for PTX) */
+        /* any value: the interpreter shows it, the GPU through vprintf (lower_print.c) */
         check_expr(c, st->init);
         if (!c->k->first_print)
             c->k->first_print = st;
@@ -807,10 +807,12 @@ static void check_arg_count(Check *c, Kernel *k)
 /* PTX names the compiler or the assembler owns: a kernel may not take one. */
 static void check_kernel_name(Kernel *k)
 {
-    if (!strcmp(k->name, "_") || !strcmp(k->name, "WARP_SZ") || !strncmp(k->name, "tilec_", 6))
+    if (!strcmp(k->name, "_") || !strcmp(k->name, "WARP_SZ") || !strncmp(k->name, "tilec_", 6) ||
+        !strcmp(k->name, "vprintf"))
         error_at(k->loc, "'%s' cannot name a kernel: %s", k->name,
                  k->name[0] == 't' ? "names starting with tilec_ are the compiler's own"
-                                   : "PTX reserves it");
+                 : k->name[0] == 'v' ? "it is the GPU's printf, which print() calls"
+                                     : "PTX reserves it");
 }
 
 static void check_kernel(Check *c, Kernel *k)

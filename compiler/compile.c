@@ -26,6 +26,7 @@ static void emit_module(ArchOutput *out, const char *arch)
     /* fp8 conversions on sm_89 came with PTX ISA 8.1, mma.sync on fp8 and wgmma on mixed 8-bit
        integers with 8.4; everything else is 8.0 */
     const char *version = "8.0";
+    bool prints = false;
     for (int i = 0; i < out->nk; i++)
         for (int j = 0; j < out->funcs[i]->code.n; j++) {
             const Ins *in = &out->funcs[i]->code.v[j];
@@ -34,10 +35,13 @@ static void emit_module(ArchOutput *out, const char *arch)
                 version = "8.4";
             else if ((in->op == OP_F8WIDEN || in->op == OP_F8NARROW) && strcmp(version, "8.4"))
                 version = "8.1";
+            prints |= in->op == OP_VPRINTF;
         }
     emit_ptx_header(&out->ptx, arch, version);
     /* the metadata block leads, so the runtime finds it without parsing PTX */
     Buf body = { 0 };
+    if (prints)   /* print() calls the CUDA runtime's device printf */
+        emit_ptx_vprintf_decl(&body);
     for (int i = 0; i < out->nk; i++) {
         meta_write(&out->ptx, &out->metas[i]);
         emit_ptx_kernel(&body, out->funcs[i], &out->metas[i]);
@@ -211,13 +215,6 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
     bool ok = true;
     for (int i = 0; i < p->nkernels; i++) {
         Kernel *k = p->kernels[i];
-        if (k->first_print) {
-            /* the GPU side of print() is not built: refused, never silently dropped */
-            error_at(k->first_print->loc, "print() runs only in the interpreter (tilec --run); "
-                     "PTX cannot print yet: remove it to compile for the GPU");
-            ok = false;
-            continue;
-        }
         Sym *demoted[DEMOTE_MAX];
         int ndemoted = 0;
         /* Lowering state is per compilation: an --emit=c list compiles the same checked
@@ -298,7 +295,7 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
     }
     if (!ok)
         return false;
-    out->source = meta_source_block(a, p);
+    out->source = meta_source_block(a, p, opt.print_all_blocks);
     emit_module(out, arch);
     return regcap_fit(out, &opt, emit_module);
 }

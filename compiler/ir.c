@@ -31,7 +31,7 @@ const char *ptype_suffix(PType t)
 {
     static const char *const s[PT_COUNT] = {
         ".pred", ".b16", ".f16", ".bf16", ".b32", ".s32", ".u32", ".f32", ".b64", ".s64", ".u64", ".u16", ".u8", ".s8",
-        ".f16x2", ".bf16x2", ".e4m3", ".e5m2",
+        ".f16x2", ".bf16x2", ".e4m3", ".e5m2", ".f64",
     };
     return t < PT_COUNT ? s[t] : "?";
 }
@@ -54,6 +54,7 @@ void func_free(Func *f)
     vec_free(&f->regs);
     vec_free(&f->arrays);
     vec_free(&f->smem_bufs);
+    vec_free(&f->strings);
     free(f);
 }
 

@@ -394,6 +394,14 @@ static bool check_ins(Verify *v, int i, const int *label_at)
         return src_kind(v, i, 0, O_SYM) && dst_bits(v, i, 0, tb, false);
     case OP_CVTA:
         return dst_bits(v, i, 0, 64, false) && src_bits(v, i, 0, 64, false);
+    case OP_CVTAGEN:
+        if (in->space != SP_GLOBAL && in->space != SP_LOCAL)
+            return fail(v, i, "a generic address of space %d", in->space);
+        return dst_bits(v, i, 0, 64, false) && src_bits(v, i, 0, 64, false);
+    case OP_VPRINTF:
+        if (in->guard >= 0)
+            return fail(v, i, "a guarded call");
+        return srcs_bits(v, i, 2, (const int[]){ 64, 64 });
     case OP_CPASYNC:
         return vec_of(v, i, 4, 8, 16) && srcs_bits(v, i, in->nsrc, (const int[]){ 32, 64, 32 });
     case OP_ARRSET: case OP_ARRGET:

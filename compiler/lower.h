@@ -10,6 +10,7 @@
  *   lower.c           the pipeline of one kernel (lower_kernel)
  *   lower_params.c    its arguments, parameter loads, launch-time RPN
  *   lower_stmt.c      statements (lower_limits.c: how far loops unroll, the instruction limit)
+ *   lower_print.c     print(x): vprintf calls from one thread, a tile read back from the scratch
  *   lower_pipeline.c  pipelined loops (lower_tma.c: their TMA copies)
  *   lower_matmul.c    `@`: its plan (matmul_plan.c), staging; the paths: lower_ffma.c, lower_mma.c,
  *                     lower_mma_swap.c, lower_wgmma.c
@@ -212,6 +213,11 @@ int smem_alloc(Lower *c, int bytes);
 void scratch_begin_write(Lower *c, int bytes);        /* barrier if needed; sizes the scratch */
 void scratch_end_write(Lower *c);                     /* barrier: writes visible */
 int scratch_base_reg(Lower *c);                       /* u32 address of the scratch area */
+/* lower_tile.c: v written to the scratch area, element (r, c) at word r * pitch + c (32-bit words,
+ * i64 64-bit ones, bools 0 or 1) by the thread holding its primary copy, after the barrier
+ * scratch_begin_write puts before it; returns the register holding the area's address. The
+ * caller ends the write (scratch_end_write) before anyone reads it. */
+int scratch_store_tile(Lower *c, const Tile *v, int pitch);
 
 /* ---- lower_tile.c (and held_ptype, held_class, tile_new, tile_splat, opnd_reg, to_layout,
  * broadcast_view, thread_coord, primary_pred above) */
@@ -471,6 +477,8 @@ const char *extent_rpn(Lower *c, Extent e);
 bool lower_pipelined_loop(Lower *c, Stmt *loop);
 int pipe_buffer(Lower *c, Expr *operand, Sym *var);
 void lower_stmt(Lower *c, Stmt *s);
+/* lower_print.c: a print statement */
+void lower_print(Lower *c, Stmt *s);
 int smem_base_reg(Lower *c, int off);
 int smem_alloc_aligned(Lower *c, int bytes, int align);   /* align: a power of two >= 128 */
 

@@ -259,7 +259,7 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
         break;
     }
     case S_ASSUME: break;   /* checked at launch; known_multiple reads the facts */
-    case S_PRINT: break;    /* refused before lowering (compile.c) */
+    case S_PRINT: lower_print(c, s); break;
     }
 }
 

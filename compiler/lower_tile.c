@@ -212,16 +212,14 @@ static bool aligned_broadcast(const Layout *src, const Layout *dst)
  * element order is the row-major order of both shapes). 32-bit words; i64 values take two. */
 typedef struct { int wpitch, rpitch, roff; bool rb, cb; } SmemMap;
 
-static Tile remap_smem(Lower *c, Tile v, const Layout *L, SmemMap m)
+int scratch_store_tile(Lower *c, const Tile *vp, int pitch)
 {
     Func *f = c->f;
-    Tile r = { v.type, *L, NULL };
-    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)layout_slots(L));
+    Tile v = *vp;
     PType pt = held_ptype(v.type);
     bool wide = pt == PT_S64;
     bool pred = pt == PT_PRED;
     int es = wide ? 8 : 4;
-    int pitch = m.wpitch;
     scratch_begin_write(c, v.L.S[0] * pitch * es);
     int base = scratch_base_reg(c);
     int prim = primary_pred(c, &v.L);
@@ -250,6 +248,19 @@ static Tile remap_smem(Lower *c, Tile v, const Layout *L, SmemMap m)
                     in->guard = prim;
                     ir_naive_addr(f);
                 }
+    return base;
+}
+
+static Tile remap_smem(Lower *c, Tile v, const Layout *L, SmemMap m)
+{
+    Func *f = c->f;
+    Tile r = { v.type, *L, NULL };
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)layout_slots(L));
+    PType pt = held_ptype(v.type);
+    bool wide = pt == PT_S64;
+    bool pred = pt == PT_PRED;
+    int es = wide ? 8 : 4;
+    int base = scratch_store_tile(c, &v, m.wpitch);
     scratch_end_write(c);
     /* read back */
     int dt0 = thread_coord(c, L, 0), dt1 = thread_coord(c, L, 1);

@@ -40,6 +40,7 @@ static void usage(FILE *out)
             "  --tune=FILE        with --emit=c: one variant per winner of tilec-tune's FILE, launchers\n"
             "                     that dispatch by shape\n"            "  --no-ptxas         never run ptxas (no cap check, no ptxas figures; not with cubin/c)\n"
             "  -w                 do not print warnings\n"
+            "  --print-all-blocks print() in every block, not only block (0, 0, 0)\n"
             "  --dump=STAGE       print the IR after a stage: lower, or a pass (race-check, const-reg-elim,\n"
             "                     arrays-to-local, addr-split (or tir), remat, schedule, regalloc (or alloc))\n"
             "  --max-regs=N       register budget per thread (default: what the block size allows)\n"
@@ -136,6 +137,8 @@ static int parse_args(Cli *cli, int argc, char **argv)
             else return usage_error("unknown --emit kind '%s' (ptx, cubin, c, meta)", k);
         } else if (!strcmp(a, "--verify-ir")) {
             cli->opt.verify_ir = true;     /* for tests: not in --help */
+        } else if (!strcmp(a, "--print-all-blocks")) {
+            cli->opt.print_all_blocks = true;
         } else if (!strcmp(a, "--no-ptxas")) {
             cli->opt.no_ptxas = true;
         } else if (!strcmp(a, "-w")) {

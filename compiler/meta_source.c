@@ -5,6 +5,7 @@
  * The lines:
  *   //$source 1
  *   //$file BASE64              the source's file name, for messages
+ *   //$print all-blocks         compiled with --print-all-blocks (print() in every block)
  *   //$define NAME VALUE        one per const a -D replaced, with the value it took
  *   //$ BASE64                  the source text, 57 bytes (76 characters) a line
  *   //$end
@@ -60,7 +61,7 @@ static bool get_base64(Buf *out, const char *q, const char *e)
     return true;
 }
 
-const char *meta_source_block(Arena *a, const Program *p)
+const char *meta_source_block(Arena *a, const Program *p, bool print_all_blocks)
 {
     enum { LINE_BYTES = 57 };
     Buf b = { 0 };
@@ -68,6 +69,8 @@ const char *meta_source_block(Arena *a, const Program *p)
     buf_puts(&b, "//$source 1\n//$file ");
     put_base64(&b, (const unsigned char *)file, strlen(file));
     buf_puts(&b, "\n");
+    if (print_all_blocks)
+        buf_puts(&b, "//$print all-blocks\n");
     for (int i = 0; i < p->nconsts; i++) {
         const ConstDecl *d = &p->consts[i];
         if (!d->overridden)
@@ -88,9 +91,12 @@ const char *meta_source_block(Arena *a, const Program *p)
     return r;
 }
 
-bool meta_source_read(const char *ptx, Buf *file, Buf *src, Define *defs, int *ndefs, Buf *names)
+bool meta_source_read(const char *ptx, Buf *file, Buf *src, Define *defs, int *ndefs, Buf *names,
+                      bool *print_all_blocks)
 {
     *ndefs = 0;
+    if (print_all_blocks)
+        *print_all_blocks = false;
     bool in = false, done = false, last = false;
     /* define names and values go into names, NUL-separated; offsets first, pointers after */
     size_t offs[2 * META_MAX_DEFINES];
@@ -116,6 +122,9 @@ bool meta_source_read(const char *ptx, Buf *file, Buf *src, Define *defs, int *n
                 buf_add(names, sp + 1, (size_t)(e - sp - 1));
                 buf_add(names, "", 1);
                 (*ndefs)++;
+            } else if (e - q == 16 && !memcmp(q, "print all-blocks", 16)) {
+                if (print_all_blocks)
+                    *print_all_blocks = true;
             } else if (e - q >= 5 && !memcmp(q, "file ", 5)) {
                 if (!get_base64(file, q + 5, e))
                     return false;

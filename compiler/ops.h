@@ -69,6 +69,7 @@
     X(BAR,     NULL,      NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
     X(LDPARAM, NULL,      NULL,      SFX_TYPE,   OPF_PURE | OPF_CHEAP, 0, 1, 1) \
     X(CVTA,    NULL,      NULL,      SFX_NONE,   OPF_PURE | OPF_CHEAP, FL_SPACE, 1, 1) \
+    X(CVTAGEN, NULL,      NULL,      SFX_NONE,   OPF_PURE | OPF_CHEAP, FL_SPACE, 1, 1) \
     X(MOVSYM,  NULL,      NULL,      SFX_TYPE,   OPF_PURE | OPF_CHEAP, 0, 1, 1) \
     X(CPASYNC, NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_STORE, FL_OFF | FL_OFF2 | FL_VEC, 0, N_VAR) \
     X(CPCOMMIT, NULL,     NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
@@ -93,7 +94,8 @@
     X(MBINVAL, NULL,      NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, 0, 0, 1) \
     X(MBEXPECT, NULL,     NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, FL_BYTES, 0, 1) \
     X(MBWAIT,  NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_SYNC, 0, 1, 2) \
-    X(TMALOAD, NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_STORE, FL_OFF, 0, N_VAR)
+    X(TMALOAD, NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_STORE, FL_OFF, 0, N_VAR) \
+    X(VPRINTF, NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_SYNC, 0, 0, 2)
 
 enum { SFX_NONE, SFX_TYPE, SFX_BITS };
 enum { N_VEC = -1, N_VAR = -2 };

@@ -32,7 +32,7 @@ static bool cheap_op(const Ins *in)
     if (op_has(in->op, OPF_CHEAP))
         return true;
     return op_has(in->op, OPF_CHEAP_INT) && in->ty != PT_F32 && in->ty != PT_F16 && in->ty != PT_BF16 &&
-           in->ty != PT_PRED;
+           in->ty != PT_F64 && in->ty != PT_PRED;
 }
 
 typedef struct {

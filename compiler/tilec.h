@@ -235,7 +235,7 @@ typedef enum {
     S_IF,       /* cond, then, els (NULL or S_BLOCK/S_IF) */
     S_ATOMIC,   /* op ('+' atomic_add, 'M' atomic_max), lhs (E_INDEX), rhs */
     S_ASSUME,   /* cond; text = the source text of the condition */
-    S_PRINT,    /* print(init): shows a value (interpreter only); text = its source text */
+    S_PRINT,    /* print(init): shows a value; text = its source text */
 } StmtKind;
 
 struct Stmt {
@@ -322,7 +322,7 @@ typedef struct {
     Sym **sizes; int nsizes;         /* size symbols in order of first appearance */
     Sym **views; int nviews;         /* transposed views of its tensors (Sym.view_of) */
     Stmt **assumes; int nassumes;    /* every S_ASSUME in the body, in order */
-    Stmt *first_print;               /* the first S_PRINT in the body (PTX cannot print) */
+    Stmt *first_print;               /* the first S_PRINT in the body (NULL: it prints nothing) */
     Sym **syms; int nsyms;           /* every symbol of the kernel (parameters, sizes, views,
                                         locals): compile_arch clears their lowering state */
 } Kernel;
@@ -443,14 +443,16 @@ typedef struct {
 enum { META_MAX_RPN = TILERT_MAX_RPN, META_MAX_LINE = TILERT_MAX_META_LINE };   /* tilert_limits.h */
 void meta_write(Buf *out, KernelMeta *k);
 
-/* meta_source.c: the program's source (its name, and the -D values it was compiled with) as the
- * module's //$ comment lines, which the interpreter reads back to run any module.
- * meta_source_read appends the source's name to file and its text to src and fills
- * defs[0..*ndefs) (their strings kept in names, which must outlive them); false when the module
- * carries no source block or a malformed one. */
+/* meta_source.c: the program's source (its name, the -D values it was compiled with, and
+ * whether it was compiled with --print-all-blocks) as the module's //$ comment lines, which the
+ * interpreter reads back to run any module as it was compiled.
+ * meta_source_read appends the source's name to file and its text to src, fills
+ * defs[0..*ndefs) (their strings kept in names, which must outlive them) and, where not NULL,
+ * *print_all_blocks; false when the module carries no source block or a malformed one. */
 enum { META_MAX_DEFINES = 64 };
-const char *meta_source_block(Arena *a, const Program *p);
-bool meta_source_read(const char *ptx, Buf *file, Buf *src, Define *defs, int *ndefs, Buf *names);
+const char *meta_source_block(Arena *a, const Program *p, bool print_all_blocks);
+bool meta_source_read(const char *ptx, Buf *file, Buf *src, Define *defs, int *ndefs, Buf *names,
+                      bool *print_all_blocks);
 
 /* ---------------------------------------------------------------- ptxas.c: the optional assembler */
 
@@ -532,6 +534,7 @@ typedef enum {
     PT_U16, PT_U8, PT_S8,
     PT_F16X2, PT_BF16X2,   /* two 16-bit floats in 32 bits (packed atomic adds) */
     PT_E4M3, PT_E5M2,      /* fp8 operands of the tensor cores (MMA, WGMMA), four to a register */
+    PT_F64,                /* only as print()'s arguments: C varargs pass floats as doubles */
     PT_COUNT
 } PType;
 typedef enum { RC_P, RC_H, RC_R, RC_F, RC_D, RC_COUNT } RegClass;
@@ -622,7 +625,10 @@ typedef struct {
      * shared destination + off, src[1] = the tensor map's generic address (b64), src[2], src[3]
      * = the coordinates (column, row), src[4] = barrier, src[5..] = the outer dimensions'
      * coordinates (a map of rank 3 to 5). CVTA with space = SP_PARAM: cvta.param
-     * (the address of a by-value parameter). */
+     * (the address of a by-value parameter). CVTAGEN (cvta.global, cvta.local): dst[0] = the
+     * generic address of src[0], an address in space (SP_GLOBAL or SP_LOCAL), both 64 bits.
+     * VPRINTF (a call of the CUDA device function vprintf): src[0] = the format's generic
+     * address, src[1] = the generic address of its arguments (lower_print.c says how packed). */
     int line;              /* source line that produced it (report) */
     const char *text;      /* COMMENT */
     /* a shared access that touches only bytes the issuing thread's own async copies fill, until
@@ -660,6 +666,9 @@ typedef struct {
     bool eliminated;       /* every read rewritten; nothing to emit */
 } RegArray;
 
+/* One constant string of a kernel's module-scope data: len bytes, the last a NUL. */
+typedef struct { const char *s; int len; } PrintString;
+
 /* One kernel's thread-level code: a flat instruction list with labels and branches. */
 typedef struct {
     Kernel *k;
@@ -688,6 +697,11 @@ typedef struct {
     /* ir_verify: the order of barriers and shared accesses in the code race_check saw */
     uint64_t sync_order;
     bool sync_order_set;
+    /* print() (lower_print.c): the constant strings its vprintf calls name, module-scope .global
+       bytes (emitted as tilec_str<i>_<kernel>, NUL included), and the bytes of the .local buffer
+       the calls pass their arguments in (tilec_print_args; 0: the kernel prints nothing) */
+    Vec(PrintString) strings;
+    int print_args_bytes;
 } Func;
 
 Func *func_new(Kernel *k);
@@ -733,6 +747,7 @@ typedef struct {
     bool no_ptxas;         /* never run ptxas (the cap's spill check, --no-ptxas) */
     const char *dump;      /* --dump=tir|alloc: print the IR after that stage to stdout */
     bool verify_ir;        /* ir_verify after lowering and every pass (--verify-ir, TILEC_VERIFY_IR=1) */
+    bool print_all_blocks; /* print() in every block, not only block (0, 0, 0) (--print-all-blocks) */
 } Options;
 
 /* Lowers one checked kernel. Returns NULL after reporting errors (e.g. a tile too large). */
@@ -858,6 +873,7 @@ void arrays_to_local(Func *f);
 /* ---------------------------------------------------------------- emit_ptx.c */
 
 void emit_ptx_header(Buf *out, const char *arch, const char *version);   /* PTX ISA version */
+void emit_ptx_vprintf_decl(Buf *out);   /* once per module, before the kernels, when one prints */
 void emit_ptx_kernel(Buf *out, Func *f, KernelMeta *meta);
 
 /* ---------------------------------------------------------------- remat.c, schedule.c */

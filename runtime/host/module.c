@@ -25,6 +25,7 @@ struct CUmod_st {
     Buf file, src, names;
     Define defs[META_MAX_DEFINES];
     int ndefs;
+    bool print_all_blocks;     /* compiled with --print-all-blocks: print() in every block */
     struct CUfunc_st *funcs;
 };
 
@@ -64,7 +65,8 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image, unsigne
     struct CUmod_st *m = calloc(1, sizeof *m);
     if (!m)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (!image || !meta_source_read(image, &m->file, &m->src, m->defs, &m->ndefs, &m->names)) {
+    if (!image || !meta_source_read(image, &m->file, &m->src, m->defs, &m->ndefs, &m->names,
+                                         &m->print_all_blocks)) {
         log_error(numOptions, options, optionValues,
                   "the module carries no tilec source (//$source): only modules tilec wrote can "
                   "run on the host; rebuild it with this tilec");
@@ -186,7 +188,9 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
     pthread_mutex_lock(&lock);
     struct CUmod_st *m = f->mod;
     diag_reset(m->file.s, m->src.s, m->src.len);
-    bool ok = interp_launch(m->p, f->k, args, n, NULL);
+    /* print() as the module was compiled: in block (0, 0, 0), or in every block */
+    InterpOptions opt = { NULL, m->print_all_blocks };
+    bool ok = interp_launch(m->p, f->k, args, n, &opt);
     fflush(stdout);
     pthread_mutex_unlock(&lock);
     free(args);

@@ -105,7 +105,7 @@ static void run_case(const char *dir, const Case *c)
     Kernel *k = NULL;
     tilert_module *mod = NULL;
     tilert_kernel *gk = NULL;
-    if (!ptx || !meta_source_read(ptx, &file, &src, defs, &ndefs, &names)) {
+    if (!ptx || !meta_source_read(ptx, &file, &src, defs, &ndefs, &names, NULL)) {
         printf("FAIL %s: %s has no source block\n", desc, path);
         failed++;
         goto done;

@@ -5,7 +5,8 @@
 # sm_86 sm_89 sm_90 sm_90a):
 #   compile    tilec --arch=ARCH FILE -o X.ptx succeeds and X.ptx says `.target ARCH`
 #   maxntid    every kernel's .maxntid equals the threads of its `//@kernel NAME threads T` line
-#   no-local   no .local memory anywhere in the code
+#   no-local   no .local memory anywhere in the code (tests/gpu/kernels/print.tile, whose kernels
+#              print, has checks of its own, below)
 #   ptxas      ptxas -arch=ARCH -v --warn-on-spills accepts it, no C7508/C7510-C7515/C7602 warning
 #              (C751x: a wgmma fast path lost, e.g. serialized for want of registers), and every
 #              kernel reports 0 bytes stack frame, spill stores and spill loads
@@ -136,6 +137,7 @@ for file in examples/*.tile tests/gpu/kernels/*.tile; do
 	for arch in $archs; do
 		case "$(basename "$file" .tile):$arch" in
 		types8:sm_80|types8:sm_86|reductions_sm90:sm_8*) continue ;;
+		print:*) continue ;;   # a stack frame by design: below
 		esac
 		# fp8 tensors start at sm_89
 		case $arch in sm_80|sm_86) grep -q 'f8e[45]m[23]' "$file" && continue ;; esac
@@ -145,6 +147,65 @@ for file in examples/*.tile tests/gpu/kernels/*.tile; do
 	done
 done
 wait
+
+# ---- print(): tests/gpu/kernels/print.tile, as it is and with --print-all-blocks
+# A kernel that prints calls vprintf, declared once in the module, with its arguments in a .local
+# buffer: a stack frame (no spills); the file's kernel without a print has neither .local memory
+# nor a stack frame, as every kernel above.
+check_print() {
+	arch=$1 flag=$2
+	name="print $arch${flag:+ $flag}"
+	res=$tmp/print.$arch$flag.res
+	out=$tmp/print.$arch$flag.ptx
+	: >"$res"
+	if ! "$tilec" --arch="$arch" $flag tests/gpu/kernels/print.tile -o "$out" >"$out.err" 2>&1; then
+		fail "$name compile" "$(head -n 1 "$out.err")"
+		return
+	fi
+	pass "$name compile"
+	decls=$(grep -c '^\.extern \.func (\.param \.b32 func_retval0) vprintf$' "$out")
+	calls=$(grep -c 'call (retval0), vprintf, (param0, param1);' "$out")
+	if [ "$decls" -eq 1 ] && [ "$calls" -gt 0 ]; then pass "$name vprintf"
+	else fail "$name vprintf" "$decls declarations, $calls calls"; fi
+	# per kernel: .local memory exactly where vprintf is called
+	bad=$(sed 's|//.*||' "$out" | awk '
+		/^\.visible \.entry / { k = $3; sub(/\(.*/, "", k); loc[k] = 0; call[k] = 0 }
+		/^}/ { k = "" }
+		k != "" && /\.local/ { loc[k] = 1 }
+		k != "" && /call \(retval0\), vprintf/ { call[k] = 1 }
+		END {
+			if (!("no_print" in loc)) print "no kernel no_print"
+			for (x in loc) if (loc[x] != call[x]) print x ": .local " loc[x] ", vprintf " call[x]
+		}')
+	if [ -z "$bad" ]; then pass "$name local"
+	else fail "$name local" "$(echo "$bad" | head -n 3 | tr '\n' ';')"; fi
+	if [ -z "$PTXAS" ]; then
+		skip "$name ptxas" "no ptxas"
+		return
+	fi
+	log=$out.ptxas
+	if ! "$PTXAS" -arch="$arch" -v --warn-on-spills "$out" -o "$out.cubin" >"$log" 2>&1; then
+		fail "$name ptxas" "$(grep -i -m 1 error "$log" || head -n 1 "$log")"
+		return
+	fi
+	bad=$(grep -E 'C7508|C751[0-5]|C7602' "$log" | head -n 1)
+	[ -z "$bad" ] && bad=$(awk '
+		/Function properties for / { l = $0; sub(/.*Function properties for /, "", l); cur = l }
+		/bytes stack frame/ {
+			l = $0; sub(/^[ \t]+/, "", l)
+			if (l !~ /0 bytes spill stores, 0 bytes spill loads/) print cur ": " l
+			else if (cur == "no_print" && l !~ /^0 bytes stack frame/) print cur ": " l
+			seen[cur] = 1
+		}
+		END { if (!("no_print" in seen) || !("print_values" in seen)) print "a kernel missing in the report" }' "$log" |
+		head -n 3 | tr '\n' ';')
+	if [ -n "$bad" ]; then fail "$name ptxas" "$bad"
+	else pass "$name ptxas"; fi
+}
+for arch in sm_80 sm_90a; do
+	check_print "$arch" ""
+	check_print "$arch" --print-all-blocks
+done
 
 # ---- architecture lists
 # `--emit=c --arch=sm_80,sm_90a` compiles one checked program once per architecture: each must

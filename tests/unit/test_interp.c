@@ -585,14 +585,24 @@ static void test_meta_source(void)
     Buf file = { 0 }, text = { 0 }, names = { 0 };
     Define got[META_MAX_DEFINES];
     int n = 0;
-    bool read = ok && meta_source_read(o.ptx.s, &file, &text, got, &n, &names);
+    bool all = true;
+    bool read = ok && meta_source_read(o.ptx.s, &file, &text, got, &n, &names, &all);
     unit_check(read && text.len == strlen(src) && !memcmp(text.s, src, strlen(src)) &&
                !strcmp(file.s, j.file) && n == 2 && !strcmp(got[0].name, "B") &&
-               !strcmp(got[0].value, "128") && !strcmp(got[1].name, "S") && strtod(got[1].value, NULL) == 0.25,
-               "the source, its name and the -D values read back", "read %d, n %d, file '%s'", read, n,
+               !strcmp(got[0].value, "128") && !strcmp(got[1].name, "S") && strtod(got[1].value, NULL) == 0.25 &&
+               !all, "the source, its name and the -D values read back", "read %d, n %d, file '%s'", read, n,
                file.s ? file.s : "");
-    unit_check(!meta_source_read("//@tilec 1\n//$source 1\n//$ x\n", &file, &text, got, &n, &names),
+    unit_check(!meta_source_read("//@tilec 1\n//$source 1\n//$ x\n", &file, &text, got, &n, &names, NULL),
                "a source block without its end is refused", "");
+    /* --print-all-blocks goes with the module, for the interpreter that runs it */
+    compile_output_free(&o);
+    j.opt.print_all_blocks = true;
+    ok = compile_buffer(&j, &o) == COMPILE_OK;
+    buf_free(&file);
+    buf_free(&text);
+    buf_free(&names);
+    read = ok && meta_source_read(o.ptx.s, &file, &text, got, &n, &names, &all);
+    unit_check(read && all && text.len == strlen(src), "--print-all-blocks read back", "read %d, all %d", read, all);
     buf_free(&file);
     buf_free(&text);
     buf_free(&names);

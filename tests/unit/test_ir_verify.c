@@ -149,6 +149,58 @@ static void form(void)
     refuse(f, "a label defined twice", "defined twice", "L0:");
 }
 
+/* print()'s call: vprintf(format, arguments) with generic addresses made by cvta */
+static int generic(Func *f, const char *sym, int space)
+{
+    int a = ir_mov(f, PT_U64, IMM(0));
+    f->code.v[f->code.n - 1].op = OP_MOVSYM;
+    f->code.v[f->code.n - 1].src[0] = SYM(sym);
+    int g = new_reg(f, RC_D);
+    Ins *in = emit_ins(f, OP_CVTAGEN, PT_U64);
+    in->space = (uint8_t)space;
+    in->dst[0] = g;
+    in->ndst = 1;
+    in->src[0] = R(a);
+    in->nsrc = 1;
+    return g;
+}
+
+static void vprintf_call(Func *f, int fmt, int args)
+{
+    Ins *in = emit_ins(f, OP_VPRINTF, PT_B64);
+    in->src[0] = R(fmt);
+    in->src[1] = R(args);
+    in->nsrc = 2;
+}
+
+static void print_ops(void)
+{
+    Func *f = fresh();
+    vprintf_call(f, generic(f, "tilec_str0_k", SP_GLOBAL), generic(f, "tilec_print_args", SP_LOCAL));
+    pass(f, "vprintf of a global format and local arguments passes");
+
+    f = fresh();
+    generic(f, "tilec_smem", SP_SHARED);
+    refuse(f, "a generic address of shared memory", "a generic address of space 1", "CVTAGEN.u64");
+
+    f = fresh();
+    int fmt = generic(f, "tilec_str0_k", SP_GLOBAL), args = generic(f, "tilec_print_args", SP_LOCAL);
+    int first = pred(f, tid(f));
+    vprintf_call(f, fmt, args);
+    f->code.v[f->code.n - 1].guard = first;
+    refuse(f, "a guarded vprintf", "a guarded call", "VPRINTF.b64");
+
+    f = fresh();
+    fmt = generic(f, "tilec_str0_k", SP_GLOBAL);
+    vprintf_call(f, fmt, tid(f));
+    refuse(f, "vprintf of a 32-bit argument address", "32-bit register where 64 bits belong", "VPRINTF.b64");
+
+    f = fresh();
+    int x = ir_mov(f, PT_F32, FIMM(1.5));
+    ir_cvt(f, PT_F64, PT_F32, R(x));
+    pass(f, "an f32 widened to f64 passes");
+}
+
 /* wgmma and its accumulator groups */
 static void wgmma(int groups, bool ok)
 {
@@ -341,6 +393,7 @@ int main(void)
     if (!diag.out)
         return 2;
     form();
+    print_ops();
     wgmma(2, true);
     wgmma(1, false);
     arrays(false);
