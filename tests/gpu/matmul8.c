@@ -93,15 +93,17 @@ static uint8_t random_code(etype t, values how)
 
 /* ---- the kernels */
 
-typedef enum { L_NT, L_NN, L_TN, L_TT, L_LOOSE, L_VALUES, L_SIMT } layout;
-static const char *const lname[] = { "nt", "nn", "tn", "tt", "loose", "values", "simt" };
+/* once: acc = A @ B^T with '=' over K <= 64; shared: A through a shared var */
+typedef enum { L_NT, L_NN, L_TN, L_TT, L_LOOSE, L_VALUES, L_ONCE, L_SHARED, L_SIMT } layout;
+static const char *const lname[] = { "nt", "nn", "tn", "tt", "loose", "values", "once", "shared", "simt" };
 /* A stored [K, M] (transposed), B stored [N, K] (transposed) */
-static const bool a_trans[] = { false, false, true, true, true, false, false };
-static const bool b_trans[] = { true, false, false, true, true, false, false };
+static const bool a_trans[] = { false, false, true, true, true, false, false, false, false };
+static const bool b_trans[] = { true, false, false, true, true, false, true, false, false };
 /* the dimensions each kernel's assume() wants multiples of 16: M, N, K */
 static const bool mult16[][3] = {
     { false, false, true }, { false, true, true }, { true, true, false }, { true, false, true },
-    { false, false, false }, { false, false, false }, { false, false, false },
+    { false, false, false }, { false, false, false }, { false, false, false }, { false, false, false },
+    { false, false, false },
 };
 
 static int up16(int x) { return (x + 15) / 16 * 16; }
@@ -376,6 +378,8 @@ static void run_module(tilert_module *mod, const char *arch)
                 int d[3];
                 for (int i = 0; i < 3; i++)
                     d[i] = mult16[l][i] ? up16(sizes[z][i]) : sizes[z][i];
+                if (l == L_ONCE && d[2] > 64)
+                    d[2] = 64;      /* one product of the first 64 k */
                 product_case(mod, arch, (etype)t, (etype)t, (layout)l, d[0], d[1], d[2], V_EXACT);
                 if (t >= T_E4M3 && z == 1)
                     product_case(mod, arch, (etype)t, (etype)t, (layout)l, d[0], d[1], d[2], V_WIDE);
