@@ -166,7 +166,8 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
     /* fp8 products are summed apart and added to acc after the wait: see wgmma_promotes. In a
        loop that keeps a group in flight the add is the next iteration's, after its wait */
     bool promote = wgmma_promotes(a.type);
-    bool deferred = promote && !regs_a && c->pipe && c->pipe->promote && layout_eq(&c->pipe->part.L, L);
+    bool deferred = promote && !regs_a && c->pipe && c->pipe->promote && c->pipe->wg_keep &&
+                    layout_eq(&c->pipe->part.L, L);
     Tile part = deferred ? c->pipe->part : promote ? tile_new(c, TY_F32, *L) : *acc;
     Frags *af = regs_a && !av ? mma_a_frags(c, L, a) : NULL;
     int nfrag = regs_a ? 4 * tall * (K / wk) : 0;
