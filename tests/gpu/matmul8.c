@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpu_util.h"
+#include "ref_util.h"
 
 #define COUNT(a) (sizeof (a) / sizeof *(a))
 
@@ -31,32 +32,51 @@ static void fail(const char *desc, const char *why)
     failed++;
 }
 
+/* A case's outcome: `bad` of n elements wrong, `why` describing the first. */
+static void verdict(const char *desc, int bad, size_t n, const char *why)
+{
+    if (!bad) {
+        passed++;
+        return;
+    }
+    char m[320];
+    snprintf(m, sizeof m, "%d of %zu wrong; first: %s", bad, n, why);
+    fail(desc, m);
+}
+
+/* Launches kernel kname of mod on args and downloads `bytes` of out into host; false after a FAIL
+ * line (a buffer that could not be made is a null pointer among the args). */
+static bool launch_fetch(const char *desc, tilert_module *mod, const char *kname, const tilert_arg *args, int n,
+                         CUdeviceptr out, void *host, size_t bytes)
+{
+    tilert_kernel *k;
+    if (tilert_get_kernel(mod, kname, &k) != TILERT_OK) {
+        fail(desc, tilert_last_error());
+        return false;
+    }
+    bool made = true;
+    for (int i = 0; i < n; i++)
+        made &= args[i].kind != TILERT_ARG_PTR || args[i].v.ptr;
+    tilert_status s = made ? tilert_launch(k, 0, args, n) : TILERT_ERR_CUDA;
+    if (s != TILERT_OK || !gpu_sync() || !gpu_download(host, out, bytes)) {
+        fail(desc, s ? tilert_last_error() : "allocation, launch, synchronisation or download failed");
+        return false;
+    }
+    return true;
+}
+
 /* ---- the element types */
 
 typedef enum { T_I8, T_U8, T_E4M3, T_E5M2 } etype;
 static const char *const tname[] = { "i8", "u8", "e4m3", "e5m2" };
-
-static double e4m3_value(unsigned c)
-{
-    int e = (c >> 3) & 15, m = c & 7;
-    double v = e == 15 && m == 7 ? NAN : e == 0 ? ldexp(m, -9) : ldexp(8 + m, e - 10);
-    return c & 0x80 ? -v : v;
-}
-
-static double e5m2_value(unsigned c)
-{
-    int e = (c >> 2) & 31, m = c & 3;
-    double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -16) : ldexp(4 + m, e - 17);
-    return c & 0x80 ? -v : v;
-}
 
 static double value(etype t, uint8_t c)
 {
     switch (t) {
     case T_I8: return (int8_t)c;
     case T_U8: return c;
-    case T_E4M3: return e4m3_value(c);
-    default: return e5m2_value(c);
+    case T_E4M3: return from_e4m3(c);
+    default: return from_e5m2(c);
     }
 }
 
@@ -125,11 +145,6 @@ static void product_case(tilert_module *mod, const char *arch, etype t, etype tb
     snprintf(kname, sizeof kname, "mm_%s%s_%s", tname[t], tb != t ? tname[tb] : "", lname[l]);
     snprintf(desc, sizeof desc, "%s %s M=%d N=%d K=%d%s", arch, kname, M, N, K,
              how == V_WIDE ? " wide" : how == V_POSITIVE ? " positive" : "");
-    tilert_kernel *k;
-    if (tilert_get_kernel(mod, kname, &k) != TILERT_OK) {
-        fail(desc, tilert_last_error());
-        return;
-    }
     size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
     uint8_t *a = malloc(na + 1), *b = malloc(nb + 1);
     uint32_t *c = malloc(4 * nc + 4);
@@ -141,11 +156,8 @@ static void product_case(tilert_module *mod, const char *arch, etype t, etype tb
     CUdeviceptr da = gpu_new_from(a, (na + 3) / 4), db = gpu_new_from(b, (nb + 3) / 4);
     CUdeviceptr dc = gpu_new_filled(nc, GPU_POISON);
     tilert_arg args[] = { tilert_ptr(dc), tilert_ptr(da), tilert_ptr(db), tilert_i32(M), tilert_i32(N), tilert_i32(K) };
-    tilert_status s = da && db && dc ? tilert_launch(k, 0, args, 6) : TILERT_ERR_CUDA;
-    if (s != TILERT_OK || !gpu_sync() || !gpu_download(c, dc, 4 * nc)) {
-        fail(desc, s ? tilert_last_error() : "launch, synchronisation or download failed");
+    if (!launch_fetch(desc, mod, kname, args, 6, dc, c, 4 * nc))
         goto done;
-    }
     bool integer = t == T_I8 || t == T_U8;
     int bad = 0;
     char why[256] = "";
@@ -175,92 +187,19 @@ static void product_case(tilert_module *mod, const char *arch, etype t, etype tb
                              (unsigned)w, sum, tol);
             }
         }
-    if (bad) {
-        char m[320];
-        snprintf(m, sizeof m, "%d of %zu wrong; first: %s", bad, nc, why);
-        fail(desc, m);
-    } else {
-        passed++;
-    }
+    verdict(desc, bad, nc, why);
 done:
     gpu_free(da), gpu_free(db), gpu_free(dc);
     free(a), free(b), free(c);
 }
 
-static float bf16_value(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* mm_e4m3_scaled: C = bf16((A @ B^T) * sa[:, None] * sb), operands small integers (the sum
- * exact), scales random f32 */
-static void scaled_case(tilert_module *mod, const char *arch, int M, int N, int K)
-{
-    char desc[160];
-    snprintf(desc, sizeof desc, "%s mm_e4m3_scaled M=%d N=%d K=%d", arch, M, N, K);
-    tilert_kernel *k;
-    if (tilert_get_kernel(mod, "mm_e4m3_scaled", &k) != TILERT_OK) {
-        fail(desc, tilert_last_error());
-        return;
-    }
-    size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N;
-    uint8_t *a = malloc(na + 1), *b = malloc(nb + 1);
-    uint16_t *c = malloc(2 * nc + 2);
-    float *sa = malloc(4 * (size_t)M + 4), *sb = malloc(4 * (size_t)N + 4);
-    for (size_t i = 0; i < na; i++)
-        a[i] = random_code(T_E4M3, V_EXACT);
-    for (size_t i = 0; i < nb; i++)
-        b[i] = random_code(T_E4M3, V_EXACT);
-    rng_fill(sa, (size_t)M, 0.01f, 2.0f);
-    rng_fill(sb, (size_t)N, 0.01f, 2.0f);
-    CUdeviceptr da = gpu_new_from(a, (na + 3) / 4), db = gpu_new_from(b, (nb + 3) / 4);
-    CUdeviceptr dsa = gpu_new_from(sa, (size_t)M), dsb = gpu_new_from(sb, (size_t)N);
-    CUdeviceptr dc = gpu_new_filled((nc + 1) / 2, GPU_POISON);
-    tilert_arg args[] = { tilert_ptr(dc), tilert_ptr(da), tilert_ptr(db), tilert_ptr(dsa), tilert_ptr(dsb),
-                          tilert_i32(M), tilert_i32(N), tilert_i32(K) };
-    tilert_status s = da && db && dc && dsa && dsb ? tilert_launch(k, 0, args, 8) : TILERT_ERR_CUDA;
-    if (s != TILERT_OK || !gpu_sync() || !gpu_download(c, dc, 2 * nc)) {
-        fail(desc, s ? tilert_last_error() : "launch, synchronisation or download failed");
-        goto done;
-    }
-    int bad = 0;
-    char why[256] = "";
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            double sum = 0;
-            for (int kk = 0; kk < K; kk++)
-                sum += value(T_E4M3, a[(size_t)i * K + kk]) * value(T_E4M3, b[(size_t)j * K + kk]);
-            double want = sum * sa[i] * sb[j], got = bf16_value(c[(size_t)i * N + j]);
-            /* the poison's halves are NaNs in bf16: an unwritten element fails the test */
-            if (!(fabs(got - want) <= ldexp(fabs(want), -8)) && bad++ == 0)
-                snprintf(why, sizeof why, "C[%d, %d] = %.9g, want %.9g", i, j, got, want);
-        }
-    if (bad) {
-        char m[320];
-        snprintf(m, sizeof m, "%d of %zu wrong; first: %s", bad, nc, why);
-        fail(desc, m);
-    } else {
-        passed++;
-    }
-done:
-    gpu_free(da), gpu_free(db), gpu_free(dc), gpu_free(dsa), gpu_free(dsb);
-    free(a), free(b), free(c), free(sa), free(sb);
-}
-
 /* ---- the examples: examples/matmul_int8.tile and examples/matmul_fp8.tile, K-major operands */
 
-typedef enum { X_INT8, X_INT8_DEQUANT, X_FP8, X_FP8_BLOCK } example;
-static const char *const xname[] = { "matmul_int8", "matmul_int8_dequant", "matmul_fp8", "matmul_fp8_block" };
-
-static float f16_value(uint16_t h)
-{
-    int e = (h >> 10) & 31, m = h & 1023;
-    double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
-    return (float)(h & 0x8000 ? -v : v);
-}
+/* and matmul8.tile's mm_e4m3_scaled, matmul_fp8's product in another tile and argument order
+ * (C first, then M, N, K) */
+typedef enum { X_INT8, X_INT8_DEQUANT, X_FP8, X_FP8_BLOCK, X_SCALED } example;
+static const char *const xname[] = { "matmul_int8", "matmul_int8_dequant", "matmul_fp8", "matmul_fp8_block",
+                                     "mm_e4m3_scaled" };
 
 /* One example at M x N x K: operands any i8 value, or fp8 small integers (exact sums); scales
  * random. Outputs: i32 exact; f16 within 2^-10 of the value (its rounding, the f32 products'
@@ -270,11 +209,6 @@ static void example_case(tilert_module *mod, const char *arch, example x, int M,
 {
     char desc[160];
     snprintf(desc, sizeof desc, "%s %s M=%d N=%d K=%d", arch, xname[x], M, N, K);
-    tilert_kernel *k;
-    if (tilert_get_kernel(mod, xname[x], &k) != TILERT_OK) {
-        fail(desc, tilert_last_error());
-        return;
-    }
     etype t = x <= X_INT8_DEQUANT ? T_I8 : T_E4M3;
     int KB = (K + 127) / 128, NB = (N + 127) / 128;
     size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N;
@@ -296,18 +230,21 @@ static void example_case(tilert_module *mod, const char *arch, example x, int M,
     CUdeviceptr dc = gpu_new_filled((nc * esz + 3) / 4, GPU_POISON);
     tilert_arg args[10];
     int n = 0;
+    if (x == X_SCALED)
+        args[n++] = tilert_ptr(dc);
     args[n++] = tilert_ptr(da), args[n++] = tilert_ptr(db);
     if (x != X_INT8)
         args[n++] = tilert_ptr(dsa), args[n++] = tilert_ptr(dsb);
-    args[n++] = tilert_ptr(dc);
-    args[n++] = tilert_i32(M), args[n++] = tilert_i32(K), args[n++] = tilert_i32(N);
+    if (x == X_SCALED) {
+        args[n++] = tilert_i32(M), args[n++] = tilert_i32(N), args[n++] = tilert_i32(K);
+    } else {
+        args[n++] = tilert_ptr(dc);
+        args[n++] = tilert_i32(M), args[n++] = tilert_i32(K), args[n++] = tilert_i32(N);
+    }
     if (x == X_FP8_BLOCK)
         args[n++] = tilert_i32(KB), args[n++] = tilert_i32(NB);
-    tilert_status s = da && db && dc && dsa && dsb ? tilert_launch(k, 0, args, n) : TILERT_ERR_CUDA;
-    if (s != TILERT_OK || !gpu_sync() || !gpu_download(c, dc, nc * esz)) {
-        fail(desc, s ? tilert_last_error() : "launch, synchronisation or download failed");
+    if (!launch_fetch(desc, mod, xname[x], args, n, dc, c, nc * esz))
         goto done;
-    }
     int bad = 0;
     char why[256] = "";
     for (int i = 0; i < M; i++)
@@ -329,20 +266,14 @@ static void example_case(tilert_module *mod, const char *arch, example x, int M,
             } else {
                 uint16_t h;
                 memcpy(&h, (const char *)c + 2 * e, 2);
-                got = x == X_INT8_DEQUANT ? f16_value(h) : bf16_value(h);
+                got = x == X_INT8_DEQUANT ? from_f16(h) : from_bf16(h);
                 tol = x == X_INT8_DEQUANT ? ldexp(fabs(want), -10) + ldexp(1, -24)
                                           : ldexp(fabs(want), -8) + ldexp(mag, -20);
             }
             if (!(fabs(got - want) <= tol) && bad++ == 0)
                 snprintf(why, sizeof why, "C[%d, %d] = %.9g, want %.9g", i, j, got, want);
         }
-    if (bad) {
-        char m[320];
-        snprintf(m, sizeof m, "%d of %zu wrong; first: %s", bad, nc, why);
-        fail(desc, m);
-    } else {
-        passed++;
-    }
+    verdict(desc, bad, nc, why);
 done:
     gpu_free(da), gpu_free(db), gpu_free(dc), gpu_free(dsa), gpu_free(dsb);
     free(a), free(b), free(c), free(sa), free(sb);
@@ -398,7 +329,7 @@ static void run_module(tilert_module *mod, const char *arch)
         for (int t = T_E4M3; t <= T_E5M2; t++)
             product_case(mod, arch, (etype)t, (etype)t, L_NT, 130, 200, 4096, V_POSITIVE);
     for (int z = 0; z < nsizes; z++)
-        scaled_case(mod, arch, sizes[z][0], sizes[z][1], up16(sizes[z][2]));
+        example_case(mod, arch, X_SCALED, sizes[z][0], sizes[z][1], up16(sizes[z][2]));
 }
 
 int main(int argc, char **argv)

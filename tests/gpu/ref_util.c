@@ -518,3 +518,17 @@ float from_bf16(uint16_t h)
     memcpy(&x, &u, 4);
     return x;
 }
+
+double from_e4m3(unsigned c)
+{
+    int e = (c >> 3) & 15, m = c & 7;
+    double v = e == 15 && m == 7 ? NAN : e == 0 ? ldexp(m, -9) : ldexp(8 + m, e - 10);
+    return c & 0x80 ? -v : v;
+}
+
+double from_e5m2(unsigned c)
+{
+    int e = (c >> 2) & 31, m = c & 3;
+    double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -16) : ldexp(4 + m, e - 17);
+    return c & 0x80 ? -v : v;
+}

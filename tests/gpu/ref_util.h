@@ -123,5 +123,8 @@ uint16_t to_f16(float x);
 float from_f16(uint16_t h);
 uint16_t to_bf16(float x);
 float from_bf16(uint16_t h);
+/* An fp8 code's value, exactly: e4m3 (bias 7, no infinity, NaN S.1111.111), e5m2 (bias 15). */
+double from_e4m3(unsigned c);
+double from_e5m2(unsigned c);
 
 #endif

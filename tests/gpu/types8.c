@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpu_util.h"
+#include "ref_util.h"
 
 #define COUNT(a) (sizeof (a) / sizeof *(a))
 
@@ -37,21 +38,7 @@ static void verdict(const char *desc, int bad, const char *why)
     fail(desc, m);
 }
 
-/* ---- the formats: decoding every code, and rounding an f32 to the nearest code */
-
-static double e4m3_value(unsigned c)
-{
-    int e = (c >> 3) & 15, m = c & 7;
-    double v = e == 15 && m == 7 ? NAN : e == 0 ? ldexp(m, -9) : ldexp(8 + m, e - 10);
-    return c & 0x80 ? -v : v;
-}
-
-static double e5m2_value(unsigned c)
-{
-    int e = (c >> 2) & 31, m = c & 3;
-    double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -16) : ldexp(4 + m, e - 17);
-    return c & 0x80 ? -v : v;
-}
+/* ---- the formats: rounding an f32 to the nearest code (ref_util.c decodes them) */
 
 /* x to the format whose positive finite codes are 0 .. top in increasing order: the nearest,
  * ties to the even code (the even mantissa); past the largest finite value, that value
@@ -71,8 +58,8 @@ static double round_fp8(double (*value)(unsigned), unsigned top, float x)
     return signbit(x) ? -r : r;
 }
 
-static double to_e4m3(float x) { return round_fp8(e4m3_value, 0x7e, x); }
-static double to_e5m2(float x) { return round_fp8(e5m2_value, 0x7b, x); }
+static double to_e4m3(float x) { return round_fp8(from_e4m3, 0x7e, x); }
+static double to_e5m2(float x) { return round_fp8(from_e5m2, 0x7b, x); }
 
 /* f32 to an integer of [lo, hi] as cvt.rzi does: toward zero, saturating, NaN to 0 */
 static long to_int_sat(float x, long lo, long hi)
@@ -158,7 +145,7 @@ static void widen_case(const char *name, int n)
             }
             for (int i = 0; i < n; i++) {
                 unsigned c = src[i];
-                double want = t == 0 ? e4m3_value(c) : t == 1 ? e5m2_value(c) : t == 2 ? (double)(int8_t)c : (double)c;
+                double want = t == 0 ? from_e4m3(c) : t == 1 ? from_e5m2(c) : t == 2 ? (double)(int8_t)c : (double)c;
                 if (!same(h[i], want) && bad++ == 0)
                     snprintf(why, sizeof why, "%s of byte 0x%02x (element %d): got %.9g, want %.9g", what[t], c, i,
                              (double)h[i], want);
@@ -187,7 +174,7 @@ static float input(int i)
     case 1: return rng_uniform(-300, 300);
     case 2: {   /* exactly halfway between two e4m3 or e5m2 neighbours */
         unsigned c = (unsigned)(rng_next() % 0x7e);
-        double (*v)(unsigned) = rng_next() % 2 ? e4m3_value : e5m2_value;
+        double (*v)(unsigned) = rng_next() % 2 ? from_e4m3 : from_e5m2;
         return (float)((v(c) + v(c + 1)) / 2 * (rng_next() % 2 ? 1 : -1));
     }
     default: return rng_uniform(-60000, 60000);
@@ -227,13 +214,13 @@ static void narrow_case(const char *name, int n)
                 double got, want;
                 long w32 = to_int_sat(x[i], -2147483647L - 1, 2147483647L);
                 switch (t) {
-                case 0: got = e4m3_value(h[i]), want = to_e4m3(x[i]); break;
-                case 1: got = e5m2_value(h[i]), want = to_e5m2(x[i]); break;
+                case 0: got = from_e4m3(h[i]), want = to_e4m3(x[i]); break;
+                case 1: got = from_e5m2(h[i]), want = to_e5m2(x[i]); break;
                 case 2: got = (int8_t)h[i], want = (double)to_int_sat(x[i], -128, 127); break;
                 case 3: got = h[i], want = (double)to_int_sat(x[i], 0, 255); break;
                 case 4: got = (int8_t)h[i], want = (double)(int8_t)(uint8_t)((unsigned long)w32 & 0xff); break;
                 case 5: got = h[i], want = (double)((unsigned long)w32 & 0xff); break;
-                default: got = e5m2_value(h[i]), want = to_e5m2((float)to_e4m3(x[i])); break;
+                default: got = from_e5m2(h[i]), want = to_e5m2((float)to_e4m3(x[i])); break;
                 }
                 if (!same(got, want) && bad++ == 0)
                     snprintf(why, sizeof why, "%s of %.9g (element %d): got %.9g (byte 0x%02x), want %.9g", what[t],
@@ -293,7 +280,7 @@ static void copy_case(int n)
         int bad = 0;
         char why[160] = "";
         for (int i = 0; i < n; i++) {
-            bool ok = ha[i] == a[i] && same(e4m3_value(he[i]), e4m3_value(e[i]));
+            bool ok = ha[i] == a[i] && same(from_e4m3(he[i]), from_e4m3(e[i]));
             if (!ok && bad++ == 0)
                 snprintf(why, sizeof why, "element %d: i8 0x%02x (want 0x%02x), e4m3 0x%02x (want 0x%02x)", i, ha[i],
                          a[i], he[i], e[i]);
