@@ -11,8 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_util.h"
-#include "interp.h"
+#include "dual_run.h"
 
 static int passed, failed;
 static tilert_context *ctx;
@@ -45,41 +44,6 @@ static const Case cases[] = {
     { "gather", "embedding_bwd", "T=33 D=264 V=7", 7, 1e-6, 1e-6 },
 };
 
-/* The value "NAME=VALUE" of values gives name, in *v; false when absent. */
-static bool value_of(const char *values, const char *name, double *v)
-{
-    size_t n = strlen(name);
-    for (const char *p = values; p && *p;) {
-        if (!strncmp(p, name, n) && p[n] == '=') {
-            *v = strtod(p + n + 1, NULL);
-            return true;
-        }
-        p = strchr(p, ' ');
-        if (p)
-            p++;
-    }
-    return false;
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    fclose(f);
-    if (s)
-        s[n] = 0;
-    return s;
-}
-
 static bool same(ElemType t, Elem g, Elem c, double rel, double abs_tol)
 {
     if (!type_is_float(t))
@@ -91,102 +55,51 @@ static bool same(ElemType t, Elem g, Elem c, double rel, double abs_tol)
     return fabs((double)g.f - c.f) <= rel * fabs((double)c.f) + abs_tol;
 }
 
+/* Random inputs: floats in [-1, 1) as the type holds them, integers in 0 .. int_hi - 1. */
+static Elem random_value(ElemType t, void *user)
+{
+    const Case *c = user;
+    Elem e;
+    e.i = 0;
+    if (type_is_float(t)) {
+        e.f = round_to_type(t, rng_uniform(-1, 1));
+        /* no exact tf32 ties (the 13 bits tf32 drops exactly half its ulp): mma.sync rounds
+           those away from zero, sm_90a's wgmma path to even, and the interpreter follows
+           mma.sync (docs/language.md, "Tensor cores and precision"); anywhere else the two
+           roundings agree */
+        uint32_t u;
+        memcpy(&u, &e.f, 4);
+        if ((u & 0x1fffu) == 0x1000u)
+            u ^= 1u;
+        memcpy(&e.f, &u, 4);
+    } else {
+        e.i = (int64_t)(rng_next() % (uint64_t)c->int_hi);
+    }
+    return e;
+}
+
 static void run_case(const char *dir, const Case *c)
 {
     char desc[160], path[1024];
     snprintf(desc, sizeof desc, "%s %s", c->kernel, c->values);
     snprintf(path, sizeof path, "%s/%s.ptx", dir, c->module);
-    char *ptx = slurp(path);
-    Buf file = { 0 }, src = { 0 }, names = { 0 };
-    Define defs[META_MAX_DEFINES];
-    int ndefs = 0;
-    Arena *a = arena_new();
-    Program *p = NULL;
-    Kernel *k = NULL;
-    tilert_module *mod = NULL;
-    tilert_kernel *gk = NULL;
-    if (!ptx || !meta_source_read(ptx, &file, &src, defs, &ndefs, &names, NULL)) {
-        printf("FAIL %s: %s has no source block\n", desc, path);
+    DualRun r;
+    if (!dual_open(&r, ctx, path, c->kernel, desc)) {
         failed++;
-        goto done;
+        dual_close(&r);
+        return;
     }
-    p = compile_front(a, file.s, src.s, src.len, defs, ndefs);
-    for (int i = 0; p && i < p->nkernels; i++)
-        if (!strcmp(p->kernels[i]->name, c->kernel))
-            k = p->kernels[i];
-    if (!k || tilert_load_ptx(ctx, ptx, &mod) != TILERT_OK || tilert_get_kernel(mod, c->kernel, &gk) != TILERT_OK) {
-        printf("FAIL %s: %s\n", desc, k ? tilert_last_error() : "the module's source does not compile");
-        failed++;
-        goto done;
-    }
-    int n = interp_nargs(k);
-    InterpArg *host = calloc((size_t)n + 1, sizeof *host);
-    tilert_arg *dev = calloc((size_t)n + 1, sizeof *dev);
-    bool ok = host && dev;
-    /* sizes and scalars */
-    for (int i = 0; ok && i < n; i++) {
-        bool tensor = i < k->nparams && k->params[i].is_tensor;
-        double v = 0;
-        if (tensor)
-            continue;
-        if (!value_of(c->values, interp_arg_name(k, i), &v)) {
-            printf("FAIL %s: no value for %s\n", desc, interp_arg_name(k, i));
-            ok = false;
-            break;
-        }
-        ElemType t = i < k->nparams ? k->params[i].type : TY_I32;
-        host[i].i = (int64_t)v;
-        host[i].f = v;
-        dev[i] = t == TY_F32 ? tilert_f32((float)v) : tilert_i32((int32_t)v);
-    }
-    /* tensors: the elements their extent reaches, random, the same on both sides */
-    Interp geo;
-    memset(&geo, 0, sizeof geo);
-    geo.p = p, geo.k = k, geo.args = host;
-    for (int i = 0; ok && i < k->nparams; i++) {
-        const Param *pa = &k->params[i];
-        if (!pa->is_tensor)
-            continue;
-        int64_t dim[MAX_TENSOR_RANK], stride[MAX_TENSOR_RANK], count = 1;
-        interp_tensor_geometry(&geo, pa->sym, dim, stride);
-        for (int d = 0; d < pa->rank; d++)
-            count += (dim[d] > 0 ? dim[d] - 1 : 0) * stride[d];
-        int es = type_size(pa->type);
-        size_t bytes = (size_t)count * (size_t)es;
-        host[i].ptr = malloc(bytes);
-        host[i].bytes = bytes;
-        CUdeviceptr d = 0;
-        if (!host[i].ptr || !gpu_alloc(&d, bytes)) {
-            ok = false;
-            break;
-        }
-        for (int64_t j = 0; j < count; j++) {
-            Elem e;
-            e.i = 0;
-            if (type_is_float(pa->type)) {
-                e.f = round_to_type(pa->type, rng_uniform(-1, 1));
-                /* no exact tf32 ties (the 13 bits tf32 drops exactly half its ulp): mma.sync
-                   rounds those away from zero, sm_90a's wgmma path to even, and the interpreter
-                   follows mma.sync (docs/language.md, "Tensor cores and precision"); anywhere
-                   else the two roundings agree */
-                uint32_t u;
-                memcpy(&u, &e.f, 4);
-                if ((u & 0x1fffu) == 0x1000u)
-                    u ^= 1u;
-                memcpy(&e.f, &u, 4);
-            } else
-                e.i = (int64_t)(rng_next() % (uint64_t)c->int_hi);
-            store_elem(pa->type, (char *)host[i].ptr + j * es, e);
-        }
-        dev[i] = tilert_ptr(d);
-        ok = gpu_upload(d, host[i].ptr, bytes);
-    }
+    bool ok = dual_args(&r, c->values, random_value, (void *)c, desc);
+    const Kernel *k = r.k;
+    InterpArg *host = r.host;
+    tilert_arg *dev = r.dev;
+    int n = r.n;
     if (ok) {
-        tilert_status s = tilert_launch(gk, 0, dev, n);
+        tilert_status s = tilert_launch(r.gk, 0, dev, n);
         if (s != TILERT_OK || !gpu_sync()) {
             printf("FAIL %s: GPU: %s %s\n", desc, tilert_status_name(s), s ? tilert_last_error() : "");
             ok = false;
-        } else if (!interp_launch(p, k, host, n, NULL)) {
+        } else if (!interp_launch(r.p, r.k, host, n, NULL)) {
             printf("FAIL %s: the interpreter stopped (its error is above)\n", desc);
             ok = false;
         }
@@ -226,22 +139,7 @@ static void run_case(const char *dir, const Case *c)
     } else {
         failed++;
     }
-    for (int i = 0; i < k->nparams; i++) {
-        if (k->params[i].is_tensor && dev && dev[i].v.ptr)
-            gpu_free(dev[i].v.ptr);
-        if (host)
-            free(host[i].ptr);
-    }
-    free(host);
-    free(dev);
-done:
-    if (mod)
-        tilert_unload(mod);
-    arena_free(a);
-    buf_free(&file);
-    buf_free(&src);
-    buf_free(&names);
-    free(ptx);
+    dual_close(&r);
 }
 
 int main(int argc, char **argv)

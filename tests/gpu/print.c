@@ -15,8 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu_util.h"
-#include "interp.h"
+#include "dual_run.h"
 
 static int passed, failed;
 static tilert_context *ctx;
@@ -36,22 +35,6 @@ static const Case cases[] = {
     { "print_all", "print_matmul", "M=64 N=64 K=32", true },
 };
 
-/* The value "NAME=VALUE" of values gives name, in *v; false when absent. */
-static bool value_of(const char *values, const char *name, double *v)
-{
-    size_t n = strlen(name);
-    for (const char *p = values; p && *p;) {
-        if (!strncmp(p, name, n) && p[n] == '=') {
-            *v = strtod(p + n + 1, NULL);
-            return true;
-        }
-        p = strchr(p, ' ');
-        if (p)
-            p++;
-    }
-    return false;
-}
-
 static bool read_all(FILE *f, Buf *out)
 {
     char chunk[4096];
@@ -63,18 +46,6 @@ static bool read_all(FILE *f, Buf *out)
     if (!out->s)
         buf_add(out, "", 0);
     return !ferror(f);
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    Buf b = { 0 };
-    bool ok = f && read_all(f, &b);
-    if (f)
-        fclose(f);
-    if (!ok)
-        buf_free(&b);
-    return b.s;
 }
 
 /* Standard output into a temporary file, from capture_begin to capture_end. */
@@ -161,8 +132,9 @@ static bool same_lines(const char *desc, char *gpu, char *cpu, bool ordered, int
 }
 
 /* Exact inputs: halves in [-8, 8) for floats, integers that use each type's range. */
-static Elem exact_value(ElemType t)
+static Elem exact_value(ElemType t, void *user)
 {
+    (void)user;
     Elem e;
     e.i = 0;
     uint64_t r = rng_next();
@@ -181,81 +153,18 @@ static void run_case(const char *dir, const Case *c)
     char desc[200], path[1024];
     snprintf(desc, sizeof desc, "%s %s %s", c->module, c->kernel, c->values);
     snprintf(path, sizeof path, "%s/print/%s.ptx", dir, c->module);
-    char *ptx = slurp(path);
-    Buf file = { 0 }, src = { 0 }, names = { 0 }, gpu_text = { 0 }, cpu_text = { 0 };
-    Define defs[META_MAX_DEFINES];
-    int ndefs = 0;
-    bool all = false;
-    Arena *a = arena_new();
-    Program *p = NULL;
-    Kernel *k = NULL;
-    tilert_module *mod = NULL;
-    tilert_kernel *gk = NULL;
-    InterpArg *host = NULL;
-    tilert_arg *dev = NULL;
-    if (!ptx || !meta_source_read(ptx, &file, &src, defs, &ndefs, &names, &all)) {
-        printf("FAIL %s: %s is missing or has no source block\n", desc, path);
+    Buf gpu_text = { 0 }, cpu_text = { 0 };
+    DualRun r;
+    if (!dual_open(&r, ctx, path, c->kernel, desc)) {
         failed++;
         goto done;
     }
-    p = compile_front(a, file.s, src.s, src.len, defs, ndefs);
-    for (int i = 0; p && i < p->nkernels; i++)
-        if (!strcmp(p->kernels[i]->name, c->kernel))
-            k = p->kernels[i];
-    if (!k || tilert_load_ptx(ctx, ptx, &mod) != TILERT_OK || tilert_get_kernel(mod, c->kernel, &gk) != TILERT_OK) {
-        printf("FAIL %s: %s\n", desc, k ? tilert_last_error() : "the module's source does not compile");
+    if (r.all_blocks != !strcmp(c->module, "print_all")) {
+        printf("FAIL %s: the module says --print-all-blocks %s\n", desc, r.all_blocks ? "on" : "off");
         failed++;
         goto done;
     }
-    if (all != !strcmp(c->module, "print_all")) {
-        printf("FAIL %s: the module says --print-all-blocks %s\n", desc, all ? "on" : "off");
-        failed++;
-        goto done;
-    }
-    int n = interp_nargs(k);
-    host = calloc((size_t)n + 1, sizeof *host);
-    dev = calloc((size_t)n + 1, sizeof *dev);
-    bool ok = host && dev;
-    for (int i = 0; ok && i < n; i++) {
-        if (i < k->nparams && k->params[i].is_tensor)
-            continue;
-        double v = 0;
-        if (!value_of(c->values, interp_arg_name(k, i), &v)) {
-            printf("FAIL %s: no value for %s\n", desc, interp_arg_name(k, i));
-            ok = false;
-            break;
-        }
-        ElemType t = i < k->nparams ? k->params[i].type : TY_I32;
-        host[i].i = (int64_t)v;
-        host[i].f = v;
-        dev[i] = t == TY_F32 ? tilert_f32((float)v) : tilert_i32((int32_t)v);
-    }
-    Interp geo;
-    memset(&geo, 0, sizeof geo);
-    geo.p = p, geo.k = k, geo.args = host;
-    for (int i = 0; ok && i < k->nparams; i++) {
-        const Param *pa = &k->params[i];
-        if (!pa->is_tensor)
-            continue;
-        int64_t dim[MAX_TENSOR_RANK], stride[MAX_TENSOR_RANK], count = 1;
-        interp_tensor_geometry(&geo, pa->sym, dim, stride);
-        for (int d = 0; d < pa->rank; d++)
-            count += (dim[d] > 0 ? dim[d] - 1 : 0) * stride[d];
-        int es = type_size(pa->type);
-        size_t bytes = (size_t)count * (size_t)es;
-        host[i].ptr = malloc(bytes);
-        host[i].bytes = bytes;
-        CUdeviceptr d = 0;
-        if (!host[i].ptr || !gpu_alloc(&d, bytes)) {
-            ok = false;
-            break;
-        }
-        for (int64_t j = 0; j < count; j++)
-            store_elem(pa->type, (char *)host[i].ptr + j * es, exact_value(pa->type));
-        dev[i] = tilert_ptr(d);
-        ok = gpu_upload(d, host[i].ptr, bytes);
-    }
-    if (!ok) {
+    if (!dual_args(&r, c->values, exact_value, NULL, desc)) {
         failed++;
         goto done;
     }
@@ -266,7 +175,7 @@ static void run_case(const char *dir, const Case *c)
         failed++;
         goto done;
     }
-    tilert_status s = tilert_launch(gk, 0, dev, n);
+    tilert_status s = tilert_launch(r.gk, 0, r.dev, r.n);
     bool synced = s == TILERT_OK && gpu_sync();
     bool captured = capture_end(&cap, &gpu_text);
     if (!synced || !captured) {
@@ -276,9 +185,9 @@ static void run_case(const char *dir, const Case *c)
     }
     /* the interpreter, on the same arguments, with the module's print options */
     FILE *out = tmpfile();
-    InterpOptions o = { out, all };
-    diag_reset(file.s, src.s, src.len);
-    if (!out || !interp_launch(p, k, host, n, &o) || !read_all(out, &cpu_text)) {
+    InterpOptions o = { out, r.all_blocks };
+    diag_reset(r.file.s, r.src.s, r.src.len);
+    if (!out || !interp_launch(r.p, r.k, r.host, r.n, &o) || !read_all(out, &cpu_text)) {
         printf("FAIL %s: the interpreter stopped (its error is above)\n", desc);
         failed++;
         if (out)
@@ -294,22 +203,9 @@ static void run_case(const char *dir, const Case *c)
         failed++;
     }
 done:
-    for (int i = 0; k && host && dev && i < k->nparams; i++) {
-        if (k->params[i].is_tensor && dev[i].v.ptr)
-            gpu_free(dev[i].v.ptr);
-        free(host[i].ptr);
-    }
-    free(host);
-    free(dev);
-    if (mod)
-        tilert_unload(mod);
-    arena_free(a);
-    buf_free(&file);
-    buf_free(&src);
-    buf_free(&names);
+    dual_close(&r);
     buf_free(&gpu_text);
     buf_free(&cpu_text);
-    free(ptx);
 }
 
 int main(int argc, char **argv)
