@@ -6,53 +6,19 @@ torch._scaled_mm with the same row-wise scales (cuBLASLt), matmul_int8 (i8, i32 
 torch._int_mm. Both operands K-major, as cuBLASLt's fast path wants them (B passed as the
 transpose of an [N, K] tensor). Median of 30 calls each, CUDA events; FLOPs 2 M N K. Each
 configuration is checked once against torch (fp8: the largest difference over the largest
-value; int8: the largest difference, exact is 0) before it is timed. Launches through libtilert (ctypes; build/libtilert.so, or $TILERT_LIB), which builds the
-tensor maps; needs python3 with torch."""
-import ctypes, os, sys
+value; int8: the largest difference, exact is 0) before it is timed. Launches through libtilert
+(tilert_torch.py), which builds the tensor maps; needs python3 with torch."""
+import os, sys
 import torch
 d = sys.argv[1]
 quick = "--quick" in sys.argv
-rt = ctypes.CDLL(os.environ.get("TILERT_LIB", os.path.join(os.path.dirname(__file__), "..", "build", "libtilert.so")))
-rt.tilert_last_error.restype = ctypes.c_char_p
-torch.zeros(1, device="cuda")
-
-class Arg(ctypes.Structure):   # tilert_arg (runtime/tilert.h)
-    class V(ctypes.Union):
-        _fields_ = [("ptr", ctypes.c_uint64), ("i32", ctypes.c_int32), ("u32", ctypes.c_uint32),
-                    ("i64", ctypes.c_int64), ("f32", ctypes.c_float), ("bits16", ctypes.c_uint16)]
-    _fields_ = [("kind", ctypes.c_int), ("v", V)]
-PTR, I32 = 0, 1
-
-def check(status, what):
-    assert status == 0, "%s: %s" % (what, rt.tilert_last_error().decode())
-
-ctx = ctypes.c_void_p()
-check(rt.tilert_init(0, ctypes.byref(ctx)), "tilert_init")   # the primary context, torch's
+from tilert_torch import kernels, launch, bench, I32
 fns = {}
 for f, name in (("matmul_fp8", b"matmul_fp8"), ("matmul_int8", b"matmul_int8")):
-    mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
-    path = os.path.join(d, f + ".ptx").encode()
-    check(rt.tilert_load_ptx_file(ctx, path, ctypes.byref(mod)), "load " + path.decode())
-    check(rt.tilert_get_kernel(mod, name, ctypes.byref(fn)), name.decode())
-    fns[name] = fn
+    fns.update(kernels(os.path.join(d, f + ".ptx"), [name]))
 
-def launch(name, ptrs, sizes):
-    args = (Arg * (len(ptrs) + len(sizes)))()
-    for i, t in enumerate(ptrs):
-        args[i].kind, args[i].v.ptr = PTR, t.data_ptr()
-    for i, x in enumerate(sizes):
-        args[len(ptrs) + i].kind, args[len(ptrs) + i].v.i32 = I32, x
-    st = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-    check(rt.tilert_launch(fns[name], st, args, len(args)), "launch " + name.decode())
-
-def bench(f, reps=30):
-    for _ in range(3): f()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
-        a.record(); f(); b.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(b))
-    ts.sort(); return ts[len(ts) // 2]
+def run_tilec(name, tensors, sizes):
+    launch(fns[name], name.decode(), list(tensors) + [(I32, x) for x in sizes])
 
 print(torch.cuda.get_device_name(), "torch", torch.__version__)
 print("kind      M     N     K  tilec ms  torch ms  ratio  tilec TFLOP/s  torch TFLOP/s  max diff")
@@ -66,7 +32,7 @@ for M, N, K in shapes:
     sa = torch.rand(M, 1, device="cuda") / 8 + 0.01
     sb = torch.rand(1, N, device="cuda") / 8 + 0.01
     c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
-    run = lambda: launch(b"matmul_fp8", (a, b, sa, sb, c), (M, K, N))
+    run = lambda: run_tilec(b"matmul_fp8", (a, b, sa, sb, c), (M, K, N))
     ref = lambda: torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
     run(); r = ref(); torch.cuda.synchronize()
     diff = ((c.float() - r.float()).abs().max() / r.float().abs().max()).item()
@@ -78,7 +44,7 @@ for M, N, K in shapes:
     a = torch.randint(-128, 128, (M, K), device="cuda", dtype=torch.int8)
     b = torch.randint(-128, 128, (N, K), device="cuda", dtype=torch.int8)
     c = torch.empty(M, N, device="cuda", dtype=torch.int32)
-    run = lambda: launch(b"matmul_int8", (a, b, c), (M, K, N))
+    run = lambda: run_tilec(b"matmul_int8", (a, b, c), (M, K, N))
     ref = lambda: torch._int_mm(a, b.t())
     run(); r = ref(); torch.cuda.synchronize()
     diff = (c - r).abs().max().item()
