@@ -112,6 +112,17 @@ int ir_bin(Func *f, int op, PType t, Opnd a, Opnd b)
     return def1(f, in, op == OP_MULWIDE ? (t == PT_U32 ? PT_U64 : PT_S64) : t);
 }
 
+int ir_bfi(Func *f, Opnd field, int into, int pos, int len)
+{
+    Ins *in = emit_ins(f, OP_BFI, PT_B32);
+    in->src[0] = field;
+    in->src[1] = R(into);
+    in->src[2] = IMM(pos);
+    in->src[3] = IMM(len);
+    in->nsrc = 4;
+    return def1(f, in, PT_B32);
+}
+
 int ir_tern(Func *f, int op, PType t, Opnd a, Opnd b, Opnd c)
 {
     Ins *in = emit_ins(f, op, t);

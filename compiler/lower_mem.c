@@ -315,18 +315,8 @@ static int pack_pair(Lower *c, ElemType t, Opnd lo, Opnd hi)
 static int pack_bytes(Lower *c, ElemType t, const Opnd *v)
 {
     int w = narrow(c, t, v[0]);
-    for (int k = 1; k < 4; k++) {
-        int byte = narrow(c, t, v[k]), d = new_reg(c->f, RC_R);
-        Ins *p = emit_ins(c->f, OP_BFI, PT_B32);
-        p->dst[0] = d;
-        p->ndst = 1;
-        p->src[0] = R(byte);
-        p->src[1] = R(w);
-        p->src[2] = IMM(8 * k);
-        p->src[3] = IMM(8);
-        p->nsrc = 4;
-        w = d;
-    }
+    for (int k = 1; k < 4; k++)
+        w = ir_bfi(c->f, R(narrow(c, t, v[k])), w, 8 * k, 8);
     return w;
 }
 

@@ -375,33 +375,11 @@ static int pair_b16(Lower *c, int addr, int64_t off_lo, int64_t off_hi)
  * its k dimension across rows (A^T, row-major B) is read a byte at a time. */
 static int quad_b8(Lower *c, int addr, int64_t off, int64_t stride)
 {
-    Func *f = c->f;
     int w = -1;
     for (int e = 0; e < 4; e++) {
         int d;
-        Ins *in = emit_ins(f, OP_LD, PT_U8);
-        in->space = SP_SHARED;
-        in->vec = 1;
-        in->dst[0] = d = new_reg(f, RC_R);
-        in->ndst = 1;
-        in->src[0] = R(addr);
-        in->nsrc = 1;
-        in->off = off + e * stride;
-        ir_naive_addr(f);
-        if (e == 0) {
-            w = d;
-            continue;
-        }
-        int r = new_reg(f, RC_R);
-        Ins *p = emit_ins(f, OP_BFI, PT_B32);
-        p->dst[0] = r;
-        p->ndst = 1;
-        p->src[0] = R(d);
-        p->src[1] = R(w);
-        p->src[2] = IMM(8 * e);
-        p->src[3] = IMM(8);
-        p->nsrc = 4;
-        w = r;
+        ld_shared(c, PT_U8, &d, 1, false, addr, off + e * stride);
+        w = e ? ir_bfi(c->f, R(d), w, 8 * e, 8) : d;
     }
     return w;
 }

@@ -717,6 +717,7 @@ Opnd SYM(const char *s);
 int ir_mov(Func *f, PType t, Opnd a);
 int ir_bin(Func *f, int op, PType t, Opnd a, Opnd b);          /* ADD SUB MUL MIN MAX ... */
 int ir_tern(Func *f, int op, PType t, Opnd a, Opnd b, Opnd c); /* MAD FMA SELP(c = pred) */
+int ir_bfi(Func *f, Opnd field, int into, int pos, int len);    /* `into` with bits pos .. pos + len - 1 from field */
 void ir_bin_to(Func *f, int op, PType t, int dst, Opnd a, Opnd b); /* into an existing register */
 int ir_un(Func *f, int op, PType t, Opnd a);                   /* NEG ABS NOT EX2 ... */
 int ir_setp(Func *f, Cmp c, PType t, Opnd a, Opnd b);
