@@ -11,25 +11,6 @@
 #include <string.h>
 #include "tilec.h"
 
-typedef struct { int first, last; int succ[2]; int nsucc; } Block;
-
-typedef struct { uint64_t *w; } Bits;
-
-static int nwords;
-
-static void set(uint64_t *b, int i) { b[i >> 6] |= 1ull << (i & 63); }
-
-/* The index of the lowest set bit of x != 0 (a de Bruijn sequence picks it out). */
-static int lowest_bit(uint64_t x)
-{
-    static const int index[64] = {
-        0, 1, 48, 2, 57, 49, 28, 3, 61, 58, 50, 42, 38, 29, 17, 4, 62, 55, 59, 36, 53, 51, 43, 22,
-        45, 39, 33, 30, 24, 18, 12, 5, 63, 47, 56, 27, 60, 41, 37, 16, 54, 35, 52, 21, 44, 32, 23,
-        11, 46, 26, 40, 15, 34, 20, 31, 10, 25, 14, 19, 9, 13, 8, 7, 6,
-    };
-    return index[((x & -x) * 0x03f79d71b4cb0a89u) >> 58];
-}
-static void clr(uint64_t *b, int i) { b[i >> 6] &= ~(1ull << (i & 63)); }
 
 const char *reg_value_name(Arena *a, const char *name, ElemType t, Shape s)
 {
@@ -97,9 +78,7 @@ static int ptx_maxnreg(int pred, int budget, int threads, int sm_threads, int *b
     return cap > limit ? limit : cap;
 }
 
-static int weight(RegClass rc) { return rc == RC_D ? 2 : rc == RC_P ? 0 : 1; }
 
-typedef struct { int v, start, end; } Interval;
 
 static int by_start(const void *a, const void *b)
 {
@@ -175,209 +154,17 @@ static int by_regs(const void *a, const void *b)
     return y->regs - x->regs;
 }
 
-typedef Vec(Block) Blocks;
-
-/* The most weight live at once over intervals iv, and where (delta: n + 2 zeroed ints, left
- * zeroed). */
-static int peak_of(const Func *f, const Interval *iv, int *delta, int *at)
-{
-    int n = f->code.n;
-    for (int v = 0; v < f->regs.n; v++) {
-        if (iv[v].end < 0)
-            continue;
-        int w = weight(f->regs.v[v].rc);
-        delta[iv[v].start] += w;
-        delta[iv[v].end + 1] -= w;
-    }
-    int cur = 0, peak = 0;
-    *at = 0;
-    for (int i = 0; i < n; i++) {
-        cur += delta[i];
-        if (cur > peak) {
-            peak = cur;
-            *at = i;
-        }
-    }
-    memset(delta, 0, sizeof(int) * ((size_t)n + 2));
-    return peak;
-}
-
-/* Each register's hull: from its first to its last touch, live-in/out sets counted at the block
- * ends. */
-static void hull_intervals(Func *f, const Blocks *blocks, const uint64_t *livein, const uint64_t *liveout,
-                           const int *greg, Interval *iv)
-{
-    int n = f->code.n, uses[24];
-    for (int v = 0; v < f->regs.n; v++)
-        iv[v] = (Interval){ v, n, -1 };
-#define TOUCH(v, pos) do { if ((pos) < iv[v].start) iv[v].start = (pos); if ((pos) > iv[v].end) iv[v].end = (pos); } while (0)
-    for (int bi = 0; bi < blocks->n; bi++) {
-        const Block *b = &blocks->v[bi];
-        for (int side = 0; side < 2; side++) {
-            const uint64_t *set_ = (side ? liveout : livein) + (size_t)bi * nwords;
-            for (int w = 0; w < nwords; w++)
-                for (uint64_t x = set_[w]; x; x &= x - 1) {
-                    int v = greg[w * 64 + lowest_bit(x)];
-                    TOUCH(v, side ? b->last : b->first);
-                }
-        }
-        for (int i = b->first; i <= b->last; i++) {
-            Ins *in = &f->code.v[i];
-            for (int d = 0; d < in->ndst; d++)
-                TOUCH(in->dst[d], i);
-            int nu = ir_uses(in, uses);
-            for (int u = 0; u < nu; u++)
-                TOUCH(uses[u], i);
-        }
-    }
-#undef TOUCH
-}
 
 bool regalloc(Func *f, int budget)
 {
     int n = f->code.n, nv = f->regs.n;
-    /* basic blocks */
-    int *label_block = malloc(sizeof(int) * (size_t)(f->nlabels + 1));
-    int *block_of = malloc(sizeof(int) * (size_t)(n + 1));
-    Blocks blocks = { 0 };
-    for (int i = 0; i < n;) {
-        Block b = { i, i, { -1, -1 }, 0 };
-        int j = i;
-        while (j < n) {
-            Ins *in = &f->code.v[j];
-            if (j > i && in->op == OP_LABEL)
-                break;
-            j++;
-            if (in->op == OP_BRA || in->op == OP_RET)
-                break;
-        }
-        b.last = j - 1;
-        vec_push(&blocks, b);
-        for (int k = i; k < j; k++)
-            block_of[k] = blocks.n - 1;
-        if (f->code.v[i].op == OP_LABEL)
-            label_block[f->code.v[i].label] = blocks.n - 1;
-        i = j;
-    }
-    for (int bi = 0; bi < blocks.n; bi++) {
-        Block *b = &blocks.v[bi];
-        Ins *in = &f->code.v[b->last];
-        bool falls = !(in->op == OP_RET || (in->op == OP_BRA && in->guard < 0));
-        if (in->op == OP_BRA)
-            b->succ[b->nsucc++] = label_block[in->label];
-        if (falls && bi + 1 < blocks.n)
-            b->succ[b->nsucc++] = bi + 1;
-    }
-    /* Only a register read in a block before any write of it there (upward exposed) can be
-       live into a block, so the dataflow's bit sets hold those alone, renumbered densely: tile
-       code's registers mostly live and die inside one block, and sets over every register made
-       ifs and loops by the thousand take blocks x registers of time and memory. */
-    int nb = blocks.n;
-    int uses[24];
-    int *gid = malloc(sizeof(int) * (size_t)(nv + 1)), *greg = malloc(sizeof(int) * (size_t)(nv + 1));
-    int *seen_def = malloc(sizeof(int) * (size_t)(nv + 1));
-    int ng = 0;
-    for (int v = 0; v < nv; v++)
-        gid[v] = -1, seen_def[v] = -1;
-    for (int bi = 0; bi < nb; bi++) {
-        Block *b = &blocks.v[bi];
-        for (int i = b->first; i <= b->last; i++) {
-            Ins *in = &f->code.v[i];
-            int nu = ir_uses(in, uses);
-            for (int u = 0; u < nu; u++)
-                if (seen_def[uses[u]] != bi && gid[uses[u]] < 0) {
-                    gid[uses[u]] = ng;
-                    greg[ng++] = uses[u];
-                }
-            for (int d = 0; d < in->ndst; d++)
-                seen_def[in->dst[d]] = bi;
-        }
-    }
-    free(seen_def);
-    nwords = (ng + 63) / 64 + 1;
-    /* backward dataflow: live-in = use ∪ (live-out − def) */
-    uint64_t *livein = calloc((size_t)nb * (size_t)nwords, 8), *liveout = calloc((size_t)nb * (size_t)nwords, 8);
-    uint64_t *tmp = calloc((size_t)nwords, 8);
-    if (!gid || !greg || !livein || !liveout || !tmp)
-        die("out of memory");
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (int bi = nb - 1; bi >= 0; bi--) {
-            Block *b = &blocks.v[bi];
-            uint64_t *out = liveout + (size_t)bi * nwords;
-            for (int s = 0; s < b->nsucc; s++) {
-                uint64_t *in = livein + (size_t)b->succ[s] * nwords;
-                for (int w = 0; w < nwords; w++)
-                    out[w] |= in[w];
-            }
-            memcpy(tmp, out, (size_t)nwords * 8);
-            for (int i = b->last; i >= b->first; i--) {
-                Ins *in = &f->code.v[i];
-                for (int d = 0; d < in->ndst; d++)
-                    if (gid[in->dst[d]] >= 0)
-                        clr(tmp, gid[in->dst[d]]);
-                int nu = ir_uses(in, uses);
-                for (int u = 0; u < nu; u++)
-                    if (gid[uses[u]] >= 0)
-                        set(tmp, gid[uses[u]]);
-            }
-            uint64_t *li = livein + (size_t)bi * nwords;
-            if (memcmp(li, tmp, (size_t)nwords * 8)) {
-                memcpy(li, tmp, (size_t)nwords * 8);
-                changed = true;
-            }
-        }
-    }
-    /* Forward: a register no path has written yet holds no value, so it is not live there even
-       where a read follows on some path. The case: a pipelined loop's carried fragments, written
-       in its first iteration's block or by the previous iteration, are read at the top of the
-       body; backwards alone they are live from the kernel's entry, through every loop before
-       (each unrolled copy of a loop adding its fragments to all the copies before it). */
-    uint64_t *defin = calloc((size_t)nb * (size_t)nwords, 8), *defout = calloc((size_t)nb * (size_t)nwords, 8);
-    if (!defin || !defout)
-        die("out of memory");
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (int bi = 0; bi < nb; bi++) {
-            Block *b = &blocks.v[bi];
-            uint64_t *din = defin + (size_t)bi * nwords, *dout = defout + (size_t)bi * nwords;
-            memcpy(tmp, din, (size_t)nwords * 8);
-            for (int i = b->first; i <= b->last; i++) {
-                Ins *in = &f->code.v[i];
-                for (int d = 0; d < in->ndst; d++)
-                    if (gid[in->dst[d]] >= 0)
-                        set(tmp, gid[in->dst[d]]);
-            }
-            if (memcmp(dout, tmp, (size_t)nwords * 8)) {
-                memcpy(dout, tmp, (size_t)nwords * 8);
-                changed = true;
-            }
-            for (int s = 0; s < b->nsucc; s++) {
-                uint64_t *sin = defin + (size_t)b->succ[s] * nwords;
-                for (int w = 0; w < nwords; w++)
-                    if ((sin[w] | dout[w]) != sin[w]) {
-                        sin[w] |= dout[w];
-                        changed = true;
-                    }
-            }
-        }
-    }
-    /* hull intervals: of the plain liveness for the registers the PTX names (ptxas allocates its
-       own, and measured the names alone move its schedule: the names the intersection gives
-       made tf32 matmuls 1-3% slower on an H100), of the intersected one for the demand */
-    Interval *iv = malloc(sizeof(Interval) * (size_t)(nv + 1)), *ivp = malloc(sizeof(Interval) * (size_t)(nv + 1));
-    hull_intervals(f, &blocks, livein, liveout, greg, iv);
-    for (size_t w = 0; w < (size_t)nb * (size_t)nwords; w++) {
-        livein[w] &= defin[w];
-        liveout[w] &= defout[w];
-    }
-    free(defin);
-    free(defout);
-    hull_intervals(f, &blocks, livein, liveout, greg, ivp);
+    Liveness lv;
+    liveness(f, &lv);
+    Interval *iv = lv.plain, *ivp = lv.demand;
     /* pressure per position, and the peak: the demand's, and the plain liveness' (the cap's) */
     int *delta = calloc((size_t)n + 2, sizeof(int));
     int peak_at = 0, plain_at = 0;
-    int peak = peak_of(f, ivp, delta, &peak_at), plain = peak_of(f, iv, delta, &plain_at);
+    int peak = pressure(f, ivp, delta, &peak_at), plain = pressure(f, iv, delta, &plain_at);
     /* linear scan: a free list per class; intervals that end before one starts free their reg */
     Interval *order = malloc(sizeof(Interval) * (size_t)(nv + 1));
     int m = 0;
@@ -424,7 +211,7 @@ bool regalloc(Func *f, int budget)
     Map index = { 0 };   /* what -> 1 + its position in h */
     int nh = 0;
     for (int v = 0; v < nv; v++) {
-        if (ivp[v].end < 0 || ivp[v].start > peak_at || ivp[v].end < peak_at || !weight(f->regs.v[v].rc))
+        if (ivp[v].end < 0 || ivp[v].start > peak_at || ivp[v].end < peak_at || !reg_weight(f->regs.v[v].rc))
             continue;
         const char *w = f->regs.v[v].what;
         int j = (int)(intptr_t)map_get(&index, w) - 1;
@@ -433,7 +220,7 @@ bool regalloc(Func *f, int budget)
             h[nh++] = (Holder){ w, 0 };
             map_put(&index, w, (void *)(intptr_t)nh);
         }
-        h[j].regs += weight(f->regs.v[v].rc);
+        h[j].regs += reg_weight(f->regs.v[v].rc);
     }
     map_free(&index);
     qsort(h, (size_t)nh, sizeof *h, by_regs);
@@ -471,17 +258,8 @@ bool regalloc(Func *f, int budget)
         ok = false;
         f->over_budget = true;
     }
-    free(gid);
-    free(greg);
     free(order);
     free(delta);
-    free(iv);
-    free(ivp);
-    free(tmp);
-    free(livein);
-    free(liveout);
-    free(label_block);
-    free(block_of);
-    vec_free(&blocks);
+    liveness_free(&lv);
     return ok;
 }

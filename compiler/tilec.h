@@ -843,6 +843,21 @@ bool pass_dump_point(const char *name);           /* --dump=NAME names a pass, l
 bool pass_disable(Options *opt, const char *name);  /* -fno-NAME: false when NAME has no switch */
 void compile_output_free(CompileOutput *out);
 
+/* ---------------------------------------------------------------- liveness.c */
+
+/* A register's hull: the first and last positions where it is live (end < 0: never). */
+typedef struct { int v, start, end; } Interval;
+/* Per register (f->regs.n entries), its hull under the plain backwards liveness and under the
+ * demand's (a register is not live where no path has written it yet). */
+typedef struct { Interval *plain, *demand; } Liveness;
+void liveness(Func *f, Liveness *lv);
+void liveness_free(Liveness *lv);
+/* Registers one value of class rc takes: 2 for 64-bit, 0 for predicates, else 1. */
+int reg_weight(RegClass rc);
+/* p[i] (f->code.n + 1 ints): the weight live at position i over intervals iv; returns the peak and
+ * puts its position in *at (when not NULL). */
+int pressure(const Func *f, const Interval *iv, int *p, int *at);
+
 /* ---------------------------------------------------------------- regalloc.c, regcap.c */
 
 /* Liveness over the CFG, then linear-scan allocation per register class; fills VReg.phys,
