@@ -46,6 +46,32 @@ static bool raise_named_cap(ArchOutput *out, const char *log, const Options *opt
     return raised;
 }
 
+/* ptxas can also give up on a cap without naming the function: "(C7600) Register allocation
+ * failed with register count of '72'" (a wgmma kernel whose demand remat brought to 70). Every
+ * kernel held at that count is loosened as a spilling one would be; the next round assembles
+ * them again. False when no kernel is held there (then the failure is real). */
+static bool raise_unnamed_cap(ArchOutput *out, const char *log, const Options *opt)
+{
+    static const char what[] = "Register allocation failed with register count of '";
+    const char *p = log ? strstr(log, what) : NULL;
+    if (!p)
+        return false;
+    int count = atoi(p + sizeof what - 1);
+    bool raised = false;
+    for (int i = 0; i < out->nk; i++) {
+        Func *f = out->funcs[i];
+        int budget = opt->max_regs ? opt->max_regs : reg_budget(f->threads);
+        if (f->maxnreg != count || count >= budget)
+            continue;
+        int cap = f->maxnreg < f->reg_boundary ? f->reg_boundary : f->maxnreg + 8;
+        f->maxnreg = cap < budget ? cap : budget;
+        f->cap_tight = false;
+        out->metas[i].pred_regs = f->peak_regs;
+        raised = true;
+    }
+    return raised;
+}
+
 bool regcap_fit(ArchOutput *out, const Options *opt,
                 void (*emit)(ArchOutput *out, const char *arch))
 {
@@ -57,7 +83,7 @@ bool regcap_fit(ArchOutput *out, const Options *opt,
         Buf cub = { 0 }, log = { 0 };
         bool missing = false, changed = false;
         bool assembled = ptxas_run(out->ptx.s, arch, &cub, &log, &missing);
-        if (!assembled && !missing && raise_named_cap(out, log.s, opt)) {
+        if (!assembled && !missing && (raise_named_cap(out, log.s, opt) || raise_unnamed_cap(out, log.s, opt))) {
             buf_free(&cub);
             buf_free(&log);
             buf_free(&out->ptx);
