@@ -100,6 +100,7 @@ typedef struct {
     bool *top;                /* in no loop and under no forward branch: runs once, always */
     bool *fwd;                /* under a forward branch (the body of an if, or of a loop) */
     int *outer_loop;          /* index of the label heading the outermost loop around i, or -1 */
+    int *loop_last;           /* at a loop's head: the last position of that outermost loop */
     int *first_use, *last_use;
 } Facts;
 
@@ -157,7 +158,7 @@ static int reaching(Facts *x, int r, int u)
 static void facts_free(Facts *x)
 {
     free(x->dstart); free(x->dpos); free(x->dguard); free(x->block); free(x->top); free(x->fwd);
-    free(x->outer_loop); free(x->first_use); free(x->last_use);
+    free(x->outer_loop); free(x->loop_last); free(x->first_use); free(x->last_use);
     memset(x, 0, sizeof *x);
 }
 
@@ -179,6 +180,7 @@ static void facts_build(Facts *x, Func *f)
     x->top = calloc((size_t)n + 1, sizeof(bool));
     x->fwd = calloc((size_t)n + 1, sizeof(bool));
     x->outer_loop = malloc(((size_t)n + 1) * sizeof(int));
+    x->loop_last = malloc(((size_t)n + 1) * sizeof(int));
     x->first_use = malloc(((size_t)nr + 1) * sizeof(int));
     x->last_use = malloc(((size_t)nr + 1) * sizeof(int));
     for (int r = 0; r < nr; r++)
@@ -244,6 +246,9 @@ static void facts_build(Facts *x, Func *f)
                 if (x->outer_loop[k] < 0 || t < x->outer_loop[k])
                     x->outer_loop[k] = t;
     }
+    for (int i = 0; i < n; i++)
+        if (x->outer_loop[i] >= 0)
+            x->loop_last[x->outer_loop[i]] = i;
     for (int i = 0, c = 0; i < n; i++) {
         c += cover[i];
         x->fwd[i] = c != 0;
@@ -365,6 +370,129 @@ static void rename_srcs(Ins *in, const int *repl)
             in->src[s].reg = repl[in->src[s].reg];
 }
 
+/* ---------------------------------------------------------------- register pressure */
+
+/* What a longer life costs. Sharing one register between two computations, or hoisting one out
+ * of a loop, saves instructions but keeps a register live where it was not; where that crosses
+ * the kernel's pressure peak it raises the registers every thread needs (measured before this
+ * check: 101 of 180 example and test kernels needed more ptxas registers with the pass than
+ * without, matmul_f16 232 against 220 on sm_90). So each sub-pass that lengthens lives works
+ * against the pressure per position (the demand's liveness, as regalloc measures it) and takes
+ * a share or a hoist only where every position its new life crosses stays within the limit: the
+ * peak before the pass. Positions are those of the code the sub-pass started on (its edits are
+ * applied at its end). */
+/* Both liveness measures count: the demand's is the peak the report and the budget use, the plain
+ * one sets the cap ptxas is given (regalloc.c), and ptxas fills a looser cap. */
+enum { NMEASURE = 2 };
+typedef struct {
+    Liveness lv;
+    Interval *iv[NMEASURE];   /* lv.demand, lv.plain */
+    int *p[NMEASURE];         /* weight live at each position, updated as lives grow */
+    int limit[NMEASURE];
+} Pressure;
+
+typedef struct { int peak[NMEASURE]; } Peaks;
+
+static Peaks pressure_peaks(Func *f)
+{
+    Liveness lv;
+    liveness(f, &lv);
+    int *p = malloc(((size_t)f->code.n + 1) * sizeof(int));
+    Peaks pk = { { pressure(f, lv.demand, p, NULL), pressure(f, lv.plain, p, NULL) } };
+    free(p);
+    liveness_free(&lv);
+    return pk;
+}
+
+static void pressure_build(Pressure *pr, Func *f, Peaks limit)
+{
+    liveness(f, &pr->lv);
+    pr->iv[0] = pr->lv.demand;
+    pr->iv[1] = pr->lv.plain;
+    for (int m = 0; m < NMEASURE; m++) {
+        pr->p[m] = malloc(((size_t)f->code.n + 1) * sizeof(int));
+        pressure(f, pr->iv[m], pr->p[m], NULL);
+        pr->limit[m] = limit.peak[m];
+    }
+}
+
+static void pressure_free(Pressure *pr)
+{
+    liveness_free(&pr->lv);
+    for (int m = 0; m < NMEASURE; m++)
+        free(pr->p[m]);
+}
+
+/* Can w more registers be live over positions lo..hi (empty when lo > hi)? */
+static bool pressure_room(const Pressure *pr, int m, int lo, int hi, int w)
+{
+    for (int i = lo; i <= hi; i++)
+        if (pr->p[m][i] + w > pr->limit[m])
+            return false;
+    return true;
+}
+
+static void pressure_add(Pressure *pr, int m, int lo, int hi, int w)
+{
+    for (int i = lo; i <= hi; i++)
+        pr->p[m][i] += w;
+}
+
+/* Register e takes over the readers of d: e lives on to d's last reader, and to `to` (the end of
+ * the loop around d when e is written outside it: a loop reads e on every pass), and d is gone.
+ * Where e's life ends before d's begins, and past d's end up to `to`, is the new cost; where
+ * they overlapped, one register fewer is live. False, changing nothing, when there is no room. */
+static bool pressure_share(Pressure *pr, Func *f, int e, int d, int to)
+{
+    int w = reg_weight(f->regs.v[e].rc);
+    for (int pass = 0; pass < 2; pass++)       /* check every measure, then change them */
+        for (int m = 0; m < NMEASURE; m++) {
+            Interval *ie = &pr->iv[m][e], *id = &pr->iv[m][d];
+            if (ie->end < 0 || id->end < 0)
+                continue;
+            int gap_hi = id->start - 1, tail_lo = (ie->end > id->end ? ie->end : id->end) + 1;
+            if (!pass) {
+                if (!pressure_room(pr, m, ie->end + 1, gap_hi, w) || !pressure_room(pr, m, tail_lo, to, w))
+                    return false;
+                continue;
+            }
+            pressure_add(pr, m, ie->end + 1, gap_hi, w);
+            pressure_add(pr, m, tail_lo, to, w);
+            int both_end = ie->end < id->end ? ie->end : id->end;
+            pressure_add(pr, m, id->start, both_end, -w);
+            if (id->end > ie->end)
+                ie->end = id->end;
+            if (to > ie->end)
+                ie->end = to;
+            id->end = -1;
+        }
+    return true;
+}
+
+/* Register d, defined inside the loop at positions head..last, is defined in front of it
+ * instead: it is live over the whole loop. */
+static bool pressure_hoist(Pressure *pr, Func *f, int d, int head, int last)
+{
+    int w = reg_weight(f->regs.v[d].rc);
+    for (int pass = 0; pass < 2; pass++)
+        for (int m = 0; m < NMEASURE; m++) {
+            Interval *id = &pr->iv[m][d];
+            int s = id->end < 0 ? last + 1 : id->start, e = id->end < 0 ? last : id->end;
+            if (!pass) {
+                if (!pressure_room(pr, m, head, s - 1, w) || !pressure_room(pr, m, e + 1, last, w))
+                    return false;
+                continue;
+            }
+            pressure_add(pr, m, head, s - 1, w);
+            pressure_add(pr, m, e + 1, last, w);
+            if (id->end < 0 || id->start > head)
+                id->start = head;
+            if (id->end < last)
+                id->end = last;
+        }
+    return true;
+}
+
 /* Instruction I recomputes what J computed: can I's readers read J's result instead? */
 static bool can_share(Facts *x, int j, int i)
 {
@@ -415,10 +543,12 @@ static bool *address_feeders(Func *f)
     return feeds;
 }
 
-static void cse(Func *f)
+static void cse(Func *f, Peaks limit)
 {
     Facts x;
     facts_build(&x, f);
+    Pressure pr;
+    pressure_build(&pr, f, limit);
     bool *feeds = address_feeders(f);
     Edits ed;
     edits_init(&ed, x.n);
@@ -446,7 +576,9 @@ static void cse(Func *f)
         while (table[slot] >= 0 && !same_work(&f->code.v[table[slot]], in))
             slot = (slot + 1) & (cap - 1);
         int j = table[slot];
-        if (j >= 0 && can_share(&x, j, i)) {
+        int loop = x.outer_loop[i];
+        int to = j >= 0 && loop >= 0 && x.outer_loop[j] != loop ? x.loop_last[loop] : -1;
+        if (j >= 0 && can_share(&x, j, i) && pressure_share(&pr, f, f->code.v[j].dst[0], d, to)) {
             repl[d] = f->code.v[j].dst[0];
             ed.drop[i] = true;
             continue;
@@ -456,6 +588,7 @@ static void cse(Func *f)
     free(table);
     free(repl);
     free(feeds);
+    pressure_free(&pr);
     facts_free(&x);
     edits_apply(f, &ed);
 }
@@ -465,10 +598,13 @@ static void cse(Func *f)
 /* Pure integer work inside a loop whose operands never change moves in front of the outermost
  * loop (only a loop at top level: the new place then runs once, so its result is stable).
  * Pure and trap-free, so running it when the loop would not run is harmless. */
-static void licm(Func *f)
+static void licm(Func *f, Peaks limit)
 {
     Facts x;
     facts_build(&x, f);
+    Pressure pr;
+    pressure_build(&pr, f, limit);
+
     Edits ed;
     edits_init(&ed, x.n);
     /* hoisted[r]: r is now defined once, in front of loop head hoisted[r] */
@@ -496,13 +632,14 @@ static void licm(Func *f)
                 continue;
             inv = stable(&x, r) && x.dpos[x.dstart[r]] < head;
         }
-        if (!inv)
+        if (!inv || !pressure_hoist(&pr, f, d, head, x.loop_last[head]))
             continue;
         insert_at(&ed, head, false, *in);
         ed.drop[i] = true;
         hoisted[d] = head;
     }
     free(hoisted);
+    pressure_free(&pr);
     facts_free(&x);
     edits_apply(f, &ed);
 }
@@ -861,10 +998,27 @@ static void dce(Func *f)
 
 void addr_split(Arena *a, Func *f)
 {
-    cse(f);
-    licm(f);
-    cse(f);
+    Peaks limit = pressure_peaks(f);
+    cse(f, limit);
+    licm(f, limit);
+    cse(f, limit);
+    /* The fold makes each new base right after the definition it splits, shared by every
+       access that definition reaches, so a base can live long; where the fold as a whole
+       raises the peak, the code goes back to what it was before it (measured: 3 of the 180
+       example and test kernels on sm_80, up to 6 registers) */
+    size_t bytes = sizeof(Ins) * (size_t)f->code.n;
+    Ins *before = malloc(bytes + 1);
+    int nbefore = f->code.n;
+    memcpy(before, f->code.v, bytes);
     fold(a, f);
-    cse(f);
+    cse(f, limit);
     dce(f);
+    Peaks now = pressure_peaks(f);
+    if (now.peak[0] > limit.peak[0] || now.peak[1] > limit.peak[1]) {
+        f->code.n = 0;
+        for (int i = 0; i < nbefore; i++)
+            vec_push(&f->code, before[i]);
+        dce(f);
+    }
+    free(before);
 }

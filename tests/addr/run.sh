@@ -3,10 +3,15 @@
 #   unit       BUILD/tests/addr/test_addrsplit: the pass on hand-built code (wrap, redefinition,
 #              guards, large and negative offsets, one base, hoisting, sharing)
 #   bound      for every example and arch (ARCHS): address instructions per memory access, counted
-#              in the PTX by count.sh, at most 1 (docs/internals.md, "Address splitting", says why),
-#              and fewer than with -fno-addr-split
-#   one base   tests/addr/smem16.tile: its 16+ unrolled shared accesses each way all use one base
-#              register, with -fno-addr-split they do not
+#              in the PTX by count.sh, at most 1.2 (1 where no share would raise the register
+#              peak; docs/internals.md, "Address splitting", says why), and fewer than with
+#              -fno-addr-split
+#   one base   tests/addr/smem16.tile: its 16+ unrolled shared accesses each way use one base
+#              (one for the stores, one for the loads: one base for both would live through the
+#              peak, where the 64 stored values are), with -fno-addr-split they do not
+#   peak       for every example and GPU test kernel on sm_80, sm_90 and sm_90a: the register
+#              demand tilec predicts (--report=json's peak_demand) is no higher with the pass
+#              than without (the pass weighs each longer life against the peak)
 #   ptxas      the addr/*.tile kernels assemble (when ptxas is found)
 # Prints one line per check, then `N passed, M failed`.
 cd "$(dirname "$0")/../.." || exit 2
@@ -53,13 +58,33 @@ for arch in $archs; do
 		naive=$2
 		if [ "$mem" -eq 0 ]; then
 			bad "bound $name $arch" "no memory access found"
-		elif [ "$addr" -gt "$mem" ]; then
-			bad "bound $name $arch" "$addr address instructions for $mem accesses (bound: 1 each)"
+		elif [ $((5 * addr)) -gt $((6 * mem)) ]; then
+			bad "bound $name $arch" "$addr address instructions for $mem accesses (bound: 1.2 each)"
 		elif [ "$addr" -ge "$naive" ]; then
 			bad "bound $name $arch" "$addr address instructions, no fewer than $naive with -fno-addr-split"
 		else
 			ok "bound $name $arch ($addr address instructions for $mem accesses; $naive without the pass)"
 		fi
+	done
+done
+
+# peak
+demand() { sed -n 's/.*"kernel": "\([^"]*\)".*"peak_demand": \([0-9]*\).*/\1 \2/p'; }
+for arch in sm_80 sm_90 sm_90a; do
+	for t in examples/*.tile tests/gpu/kernels/*.tile tests/addr/*.tile; do
+		name=$(basename "$t" .tile)
+		"$tilec" --arch="$arch" --no-ptxas --report=json "$t" -o "$tmp/p.ptx" >"$tmp/jw" 2>/dev/null &&
+		"$tilec" --arch="$arch" --no-ptxas --report=json -fno-addr-split "$t" -o "$tmp/p.ptx" >"$tmp/jo" 2>/dev/null ||
+			continue        # an arch the file's types need more than (fp8 before sm_89)
+		demand <"$tmp/jw" >"$tmp/pw"
+		demand <"$tmp/jo" >"$tmp/po"
+		if [ ! -s "$tmp/pw" ]; then
+			bad "peak $name $arch" "no kernel in --report=json"
+			continue
+		fi
+		raised=$(paste "$tmp/pw" "$tmp/po" | awk '$2 > $4 { printf "%s %s (%d without the pass) ", $1, $2, $4 }')
+		[ -z "$raised" ] && ok "peak $name $arch ($(wc -l <"$tmp/pw") kernels)" ||
+			bad "peak $name $arch" "the pass raises the demand: $raised"
 	done
 done
 
@@ -74,9 +99,11 @@ for kind in st ld; do
 	[ "$n" -ge 16 ] && ok "one base: smem16 makes $n unrolled $kind.shared accesses" ||
 		bad "one base" "smem16 makes only $n $kind.shared accesses (want 16 or more)"
 done
-nb=$(bases "$tmp/s.ptx")
-[ "$nb" -eq 1 ] && ok "one base: $(accesses "$tmp/s.ptx") shared accesses use 1 base register" ||
-	bad "one base" "$(accesses "$tmp/s.ptx") shared accesses use $nb base registers"
+for kind in st ld; do
+	nb=$(grep -E "^[[:space:]]*(@!?%p[0-9]+ )?$kind\.shared" "$tmp/s.ptx" | sed 's/.*\[\(%r[0-9]*\).*/\1/' | sort -u | wc -l)
+	[ "$nb" -eq 1 ] && ok "one base: smem16's $kind.shared accesses use 1 base register" ||
+		bad "one base" "smem16's $kind.shared accesses use $nb base registers"
+done
 nb0=$(bases "$tmp/s0.ptx")
 [ "$nb0" -gt 1 ] && ok "one base: without the pass they use $nb0" ||
 	bad "one base" "without the pass they use $nb0 base registers: the test shows nothing"
