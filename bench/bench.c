@@ -217,7 +217,7 @@ out:
 
 static void print_header(void)
 {
-    printf("%-12s %-15s %9s  %-20s %9s %6s %15s %15s %8s\n", "kernel", "size", "tilec ms",
+    printf("%-15s %-16s %9s  %-20s %9s %6s %15s %15s %8s\n", "kernel", "size", "tilec ms",
            "reference", "ref ms", "ratio", "tilec", "reference", "regs");
 }
 
@@ -236,7 +236,7 @@ static void print_row(const Workload *w, const Result *res)
     perf_text(a, sizeof a, w, res->tilec_ms);
     perf_text(b, sizeof b, w, res->ref_ms);
     snprintf(regs, sizeof regs, "%d/%d", res->regs_pred, res->regs_ptxas);
-    printf("%-12s %-15s %9.3f  %-20s %9.3f %6.2f %15s %15s %8s%s\n", w->kernel, res->size,
+    printf("%-15s %-16s %9.3f  %-20s %9.3f %6.2f %15s %15s %8s%s\n", w->kernel, res->size,
            res->tilec_ms, res->ref, res->ref_ms, res->ref_ms / res->tilec_ms, a, b, regs,
            res->checked ? "" : "  CHECK FAILED");
     fflush(stdout);
@@ -294,7 +294,7 @@ static bool parse_opts(Opts *o, int argc, char **argv)
             for (int j = 0; j < nworkloads; j++) {
                 char size[48], ref[48];
                 kind_of(&workloads[j])->describe(&workloads[j], size, sizeof size, ref, sizeof ref);
-                printf("%-12s %-16s %s\n", workloads[j].kernel, size, ref);
+                printf("%-15s %-16s %s\n", workloads[j].kernel, size, ref);
             }
             exit(0);
         } else if (v && !strcmp(a, "--csv")) { o->csv = v; i++;

@@ -16,17 +16,20 @@ enum { MAX_SETS = 16, MAX_BUFS = 8, MAX_ARGS = 16 };
 typedef enum { DT_F32, DT_TF32, DT_F16, DT_BF16 } DType;
 
 /* What a workload is: which kind it is (one of the Kind rows in workloads_util.c) and its sizes. */
-typedef enum { K_GEMM, K_AXPY, K_SUM, K_ROWSUM, K_SOFTMAX, K_LAYERNORM, K_LSE_BWD, K_GEMV, K_RMSNORM } KindId;
+typedef enum { K_GEMM, K_AXPY, K_SUM, K_ROWSUM, K_SOFTMAX, K_LAYERNORM, K_LSE_BWD, K_GEMV, K_RMSNORM,
+               K_COLSUM } KindId;
 
 typedef struct {
     const char *kernel;    /* the kernel's name; <ptx-dir>/<file or kernel>.ptx holds it */
     KindId kind;
-    int64_t m, n, k;       /* GEMM: M, N, K.  vectors: n.  row-wise, GEMV: m rows of n columns */
+    int64_t m, n, k;       /* GEMM: M, N, K.  vectors: n.  row-wise, GEMV: m rows of n columns;
+                              GEMV with k > 0: a batch of k vectors (gemv_batch: X [k, n]) */
     DType in, out;         /* GEMM operand and result types; GEMV, rmsnorm: the input type */
     const char *file;      /* the PTX file's name when it is not the kernel's */
     bool ta, tb;           /* GEMM: A stored column-major ([K, M] in memory), B stored [N, K] */
     bool bias;             /* GEMM: a bias argument after B (all zeros: cuBLAS has none) */
     bool patches;          /* lse_bwd: the convolution variant (m images, n pixels, k outputs) */
+    bool stats;            /* layernorm: also writes each row's mean and rstd (layernorm_stats) */
 } Workload;
 
 /* The live state of one workload: device buffers per input set and host copies of set 0. */

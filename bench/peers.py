@@ -46,12 +46,20 @@ WORKLOADS = [
     dict(kernel="rowsum", kind="rowsum", m=32768, n=8192, size="32768x8192 f32"),
     dict(kernel="softmax", kind="softmax", m=32768, n=8192, size="32768x8192 f32"),
     dict(kernel="layernorm", kind="layernorm", m=32768, n=8192, size="32768x8192 f32"),
+    dict(kernel="colsum", kind="colsum", m=8192, n=8192, size="8192x8192 f32"),
+    dict(kernel="colsum", kind="colsum", m=32768, n=8192, size="32768x8192 f32"),
+    dict(kernel="layernorm_stats", kind="layernorm_stats", m=8192, n=8192, size="8192x8192 f32"),
+    dict(kernel="layernorm_stats", kind="layernorm_stats", m=32768, n=8192, size="32768x8192 f32"),
     dict(kernel="rmsnorm", kind="rmsnorm", m=8192, n=8192, size="8192x8192 f32", es=4),
     dict(kernel="rmsnorm", kind="rmsnorm", m=32768, n=8192, size="32768x8192 f32", es=4),
     dict(kernel="rmsnorm_f16", kind="rmsnorm", m=32768, n=8192, size="32768x8192 f16", es=2),
     dict(kernel="gemv", kind="gemv", m=8192, n=8192, size="8192x8192 f16", es=2),
     dict(kernel="gemv", kind="gemv", m=28672, n=8192, size="28672x8192 f16", es=2),
     dict(kernel="gemv_bf16", kind="gemv", m=8192, n=8192, size="8192x8192 bf16", es=2),
+    # Y = X W^T at a batch of b vectors: size is batch x rows x columns, as bench.c spells it
+    *[dict(kernel="gemv_batch", kind="gemv", m=8192, n=8192, batch=b, size=f"{b}x8192x8192 f16", es=2)
+      for b in (1, 2, 4, 8)],
+    dict(kernel="gemv_batch_bf16", kind="gemv", m=8192, n=8192, batch=8, size="8x8192x8192 bf16", es=2),
 ]
 
 
@@ -65,9 +73,11 @@ def work(w):
         "sum": 4 * n,
         "rowsum": 4 * m * n + 4 * m,
         "softmax": 8 * m * n,
+        "colsum": 4 * m * n + 4 * n,
         "layernorm": 8 * m * n + 8 * n,
+        "layernorm_stats": 8 * m * n + 8 * n + 8 * m,
         "rmsnorm": w.get("es", 4) * (2 * m * n + n),
-        "gemv": w.get("es", 2) * (m * n + n) + 4 * m,
+        "gemv": w.get("es", 2) * (m * n + w.get("batch", 1) * n) + 4 * w.get("batch", 1) * m,
     }[w["kind"]]
     return float(moved), 1e6, "GB/s"
 
@@ -276,6 +286,9 @@ def make(w, torch, triton, tk, gen):
         dt = torch.bfloat16 if "bf16" in w["size"] else torch.float16 if "f16" in w["size"] \
             else torch.float32
         x = rand(torch, (m, n), gen, dtype=dt)
+        if kind == "gemv" and "batch" in w:   # a linear layer at batch b: X [b, n] @ W^T
+            v = rand(torch, (w["batch"], n), gen, dtype=dt)
+            return (lambda: torch.nn.functional.linear(v, x)), "F.linear", None, None, None
         if kind == "gemv":
             v = rand(torch, (n,), gen, dtype=dt)
             return (lambda: torch.mv(x, v)), "torch.mv", None, None, None
@@ -283,6 +296,13 @@ def make(w, torch, triton, tk, gen):
         return (lambda: torch.nn.functional.rms_norm(x, (n,), wt, LN_EPS)), "F.rms_norm", \
             None, None, None
     x = rand(torch, (m, n), gen)
+    if kind == "colsum":
+        return (lambda: torch.sum(x, dim=0)), "torch.sum(dim=0)", None, None, None
+    if kind == "layernorm_stats":
+        # torch only: the output, mean and rstd in one call, as layer_norm's forward for autograd
+        wt, bs = rand(torch, (n,), gen, 0.5, 1.5), rand(torch, (n,), gen, -0.5, 0.5)
+        return (lambda: torch.native_layer_norm(x, (n,), wt, bs, LN_EPS)), \
+            "torch.native_layer_norm", None, None, None
     if kind == "rowsum":
         y = torch.empty(m, device="cuda", dtype=torch.float32)
 
@@ -357,7 +377,7 @@ def main():
     rows, failed = [], 0
     print(f"{device}; torch {torch.__version__}, triton {triton.__version__}; "
           "do_bench medians")
-    print(f"{'kernel':<12} {'size':<15} {'impl':<7} {'ms':>9} {'perf':>15}  what")
+    print(f"{'kernel':<15} {'size':<16} {'impl':<7} {'ms':>9} {'perf':>15}  what")
     for w in WORKLOADS:
         if only and w["kernel"] not in only:
             continue
@@ -387,7 +407,7 @@ def main():
                 continue
             perf = amount / (ms * scale)
             status = "reference" if chk is None else ("ok" if chk[0] else "FAIL: " + chk[1])
-            print(f"{w['kernel']:<12} {w['size']:<15} {impl:<7} {ms:9.3f} "
+            print(f"{w['kernel']:<15} {w['size']:<16} {impl:<7} {ms:9.3f} "
                   f"{perf:10.2f} {unit:<7} {what}{'' if status in ('ok', 'reference') else '  ' + status}")
             sys.stdout.flush()
             rows.append(dict(device=device, kernel=w["kernel"], size=w["size"], impl=impl,

@@ -80,6 +80,13 @@ const Workload workloads[] = {
     { .kernel = "rowsum", .kind = K_ROWSUM, .m = 32768, .n = 8192, .in = DT_F32, .out = DT_F32 },
     { .kernel = "softmax", .kind = K_SOFTMAX, .m = 32768, .n = 8192, .in = DT_F32, .out = DT_F32 },
     { .kernel = "layernorm", .kind = K_LAYERNORM, .m = 32768, .n = 8192, .in = DT_F32, .out = DT_F32 },
+    /* column sums (examples/colsum.tile), and layernorm that also writes each row's mean and rstd */
+    { .kernel = "colsum", .kind = K_COLSUM, .m = 8192, .n = 8192, .in = DT_F32, .out = DT_F32 },
+    { .kernel = "colsum", .kind = K_COLSUM, .m = 32768, .n = 8192, .in = DT_F32, .out = DT_F32 },
+    { .kernel = "layernorm_stats", .kind = K_LAYERNORM, .m = 8192, .n = 8192, .in = DT_F32,
+      .out = DT_F32, .stats = true },
+    { .kernel = "layernorm_stats", .kind = K_LAYERNORM, .m = 32768, .n = 8192, .in = DT_F32,
+      .out = DT_F32, .stats = true },
     /* RMSNorm in f32 and in f16 (examples/rmsnorm.tile) */
     { .kernel = "rmsnorm", .kind = K_RMSNORM, .m = 8192, .n = 8192, .in = DT_F32, .out = DT_F32 },
     { .kernel = "rmsnorm", .kind = K_RMSNORM, .m = 32768, .n = 8192, .in = DT_F32, .out = DT_F32 },
@@ -90,6 +97,17 @@ const Workload workloads[] = {
     { .kernel = "gemv", .kind = K_GEMV, .m = 28672, .n = 8192, .in = DT_F16, .out = DT_F32 },
     { .kernel = "gemv_bf16", .kind = K_GEMV, .m = 8192, .n = 8192, .in = DT_BF16, .out = DT_F32,
       .file = "gemv" },
+    /* Y = X W^T at a batch of 1 to 8 vectors (examples/gemv.tile, gemv_batch): .k is the batch */
+    { .kernel = "gemv_batch", .kind = K_GEMV, .m = 8192, .n = 8192, .k = 1, .in = DT_F16, .out = DT_F32,
+      .file = "gemv" },
+    { .kernel = "gemv_batch", .kind = K_GEMV, .m = 8192, .n = 8192, .k = 2, .in = DT_F16, .out = DT_F32,
+      .file = "gemv" },
+    { .kernel = "gemv_batch", .kind = K_GEMV, .m = 8192, .n = 8192, .k = 4, .in = DT_F16, .out = DT_F32,
+      .file = "gemv" },
+    { .kernel = "gemv_batch", .kind = K_GEMV, .m = 8192, .n = 8192, .k = 8, .in = DT_F16, .out = DT_F32,
+      .file = "gemv" },
+    { .kernel = "gemv_batch_bf16", .kind = K_GEMV, .m = 8192, .n = 8192, .k = 8, .in = DT_BF16,
+      .out = DT_F32, .file = "gemv" },
     /* the register-pressure kernel (examples/lse_bwd.tile) against the same computation in CUDA
        C++ built by nvcc (bench/lse_bwd_ref.cu): B = 512 images of 16 x 16, 128 output channels,
        1152 product channels (128 image channels x 9 taps when patches) */
@@ -249,6 +267,9 @@ static void fmt_bytes(char *out, size_t len, double bytes)
 
 /* ---------------------------------------------------------------- memory-bound: copy reference */
 
+/* GEMV: the vectors multiplied at once (1 for gemv, .k for gemv_batch). */
+static int64_t batch(const Workload *w) { return w->k > 0 ? w->k : 1; }
+
 /* Traffic of the memory-bound kinds: the bytes the kernel must read plus those it must write. */
 static double traffic(const Workload *w)
 {
@@ -258,9 +279,11 @@ static double traffic(const Workload *w)
     case K_SUM: return 4.0 * (double)w->n;
     case K_ROWSUM: return 4.0 * mn + 4.0 * (double)w->m;
     case K_SOFTMAX: return 8.0 * mn;
-    case K_LAYERNORM: return 8.0 * mn + 8.0 * (double)w->n;
+    case K_COLSUM: return 4.0 * mn + 4.0 * (double)w->n;
+    case K_LAYERNORM: return 8.0 * mn + 8.0 * (double)w->n + (w->stats ? 8.0 * (double)w->m : 0);
     case K_RMSNORM: return (double)dt_size(w->in) * (2.0 * mn + (double)w->n);
-    case K_GEMV: return (double)dt_size(w->in) * (mn + (double)w->n) + 4.0 * (double)w->m;
+    case K_GEMV: return (double)dt_size(w->in) * (mn + (double)batch(w) * (double)w->n)
+                        + 4.0 * (double)batch(w) * (double)w->m;
     case K_GEMM:
     case K_LSE_BWD: break;   /* compute-bound: flops */
     }
@@ -296,6 +319,9 @@ static void copy_describe(const Workload *w, char *size, size_t len, char *ref, 
     static const char *names[] = { "f32", "tf32", "f16", "bf16" };
     if (w->kind == K_AXPY || w->kind == K_SUM)
         snprintf(size, len, "2^%d f32", (int)round(log2((double)w->n)));
+    else if (w->kind == K_GEMV && w->k > 0)   /* batch x rows x columns, as GEMM's M x N x K */
+        snprintf(size, len, "%lldx%lldx%lld %s", (long long)w->k, (long long)w->m, (long long)w->n,
+                 names[w->in]);
     else
         snprintf(size, len, "%lldx%lld %s", (long long)w->m, (long long)w->n, names[w->in]);
     fmt_bytes(b, sizeof b, traffic(w) / 2);
@@ -511,7 +537,9 @@ static size_t rows_set_bytes(const Workload *w)
     return (size_t)(traffic(w) + 0.5);
 }
 
-/* X, then (rowsum) Y[R] | (softmax) Y[R, N] | (layernorm) W[N], B[N], Y[R, N]. */
+/* X, then (rowsum) Y[R] | (colsum) Y[N] | (softmax) Y[R, N] | (layernorm) W[N], B[N], Y[R, N]
+ * (layernorm_stats: and Mean[R], Rstd[R]) | (rmsnorm) W[N], Y[R, N] | (gemv) x[N], y[R] (gemv_batch:
+ * X[B, N], Y[B, R]). */
 static bool rows_setup(Run *r)
 {
     const Workload *w = r->w;
@@ -528,13 +556,18 @@ static bool rows_setup(Run *r)
                 || !fill_random(b[1], n, w->in, 401 + 4 * s, 0.5f, 1.5f, s ? NULL : &r->host[1]))
                 return false;
             break;
-        case K_GEMV:      /* W [m, n], x [n], y [m] */
-            if (!dalloc(&b[1], es * n) || !dalloc(&b[2], 4 * (size_t)w->m)
-                || !fill_random(b[1], n, w->in, 401 + 4 * s, -1, 1, s ? NULL : &r->host[1]))
+        case K_GEMV: {    /* W [m, n], x [batch, n], y [batch, m] */
+            size_t nb = (size_t)batch(w);
+            if (!dalloc(&b[1], es * n * nb) || !dalloc(&b[2], 4 * (size_t)w->m * nb)
+                || !fill_random(b[1], n * nb, w->in, 401 + 4 * s, -1, 1, s ? NULL : &r->host[1]))
                 return false;
             break;
+        }
         case K_ROWSUM:
             if (!dalloc(&b[1], 4 * (size_t)w->m)) return false;
+            break;
+        case K_COLSUM:
+            if (!dalloc(&b[1], 4 * n)) return false;
             break;
         case K_SOFTMAX:
             if (!dalloc(&b[1], 4 * mn)) return false;
@@ -543,6 +576,8 @@ static bool rows_setup(Run *r)
             if (!dalloc(&b[1], 4 * n) || !dalloc(&b[2], 4 * n) || !dalloc(&b[3], 4 * mn)
                 || !fill_random(b[1], n, DT_F32, 401 + 4 * s, 0.5f, 1.5f, s ? NULL : &r->host[1])
                 || !fill_random(b[2], n, DT_F32, 402 + 4 * s, -0.5f, 0.5f, s ? NULL : &r->host[2]))
+                return false;
+            if (w->stats && (!dalloc(&b[4], 4 * (size_t)w->m) || !dalloc(&b[5], 4 * (size_t)w->m)))
                 return false;
         }
     }
@@ -562,11 +597,23 @@ static int rows_args(Run *r, int s, tilert_arg *a)
     if (w->kind == K_LAYERNORM) {
         a[i++] = tilert_ptr(r->buf[s][2]);
         a[i++] = tilert_ptr(r->buf[s][3]);
+        if (w->stats) {
+            a[i++] = tilert_ptr(r->buf[s][4]);
+            a[i++] = tilert_ptr(r->buf[s][5]);
+        }
         a[i++] = tilert_f32(LN_EPS);
     }
     a[i++] = tilert_i32((int32_t)w->m);
     a[i++] = tilert_i32((int32_t)w->n);
+    if (w->kind == K_GEMV && w->k > 0)
+        a[i++] = tilert_i32((int32_t)w->k);
     return i;
+}
+
+/* colsum adds into Y: clear it (untimed, as sum's out) before every launch. */
+static bool colsum_before(Run *r, int s)
+{
+    return cu_ok(cuMemsetD32Async(r->buf[s][1], 0, (size_t)r->w->n, r->stream), "cuMemsetD32Async");
 }
 
 /* Host reference in double, row by row; error is |got - want| <= atol + rtol |want|. */
@@ -575,17 +622,31 @@ static bool rows_check(Run *r, char *msg, size_t len)
     const Workload *w = r->w;
     size_t R = (size_t)w->m, N = (size_t)w->n;
     CUdeviceptr yd = w->kind == K_LAYERNORM ? r->buf[0][3] : w->kind == K_RMSNORM || w->kind == K_GEMV ? r->buf[0][2] : r->buf[0][1];
-    bool one = w->kind == K_ROWSUM || w->kind == K_GEMV;
-    float *y = download(yd, one ? R : R * N, w->kind == K_RMSNORM ? w->in : DT_F32);
+    size_t nb = w->kind == K_GEMV ? (size_t)batch(w) : 1;
+    size_t ny = w->kind == K_ROWSUM ? R : w->kind == K_GEMV ? R * nb : R * N;
+    float *y = download(yd, ny, w->kind == K_RMSNORM ? w->in : DT_F32);
+    bool stats = w->kind == K_LAYERNORM && w->stats;
+    float *gmean = stats ? download(r->buf[0][4], R, DT_F32) : NULL;
+    float *grstd = stats ? download(r->buf[0][5], R, DT_F32) : NULL;
     double worst = 0, err_at_worst = 0;   /* worst = error / limit */
-    if (!y) return false;
+    if (!y || (stats && (!gmean || !grstd))) {
+        free(y); free(gmean); free(grstd);
+        return false;
+    }
     for (size_t i = 0; i < R; i++) {
         const float *x = r->host[0] + i * N;
         double a = 0, b = 0;
         if (w->kind == K_GEMV) {
-            for (size_t j = 0; j < N; j++) { a += (double)x[j] * r->host[1][j]; b += fabs((double)x[j] * r->host[1][j]); }
-            double e = fabs(y[i] - a), lim = 1e-6 * b + 1e-5;
-            if (!(e / lim <= worst)) { worst = isnan(e) ? INFINITY : e / lim; err_at_worst = e; }
+            /* gemv_batch adds on the tensor cores, which truncate to 24 bits about every 16
+               products (docs/language.md, "Accuracy"): a wider limit than gemv's FFMA sums */
+            double rel = w->k > 0 ? 1e-5 : 1e-6;
+            for (size_t v = 0; v < nb; v++) {
+                const float *xv = r->host[1] + v * N;
+                a = b = 0;
+                for (size_t j = 0; j < N; j++) { a += (double)x[j] * xv[j]; b += fabs((double)x[j] * xv[j]); }
+                double e = fabs(y[v * R + i] - a), lim = rel * b + 1e-5;
+                if (!(e / lim <= worst)) { worst = isnan(e) ? INFINITY : e / lim; err_at_worst = e; }
+            }
             continue;
         }
         if (w->kind == K_RMSNORM) {
@@ -619,14 +680,42 @@ static bool rows_check(Run *r, char *msg, size_t len)
         for (size_t j = 0; j < N; j++) a += x[j];
         a /= (double)N;
         for (size_t j = 0; j < N; j++) b += (x[j] - a) * (x[j] - a);
-        double rstd = 1 / sqrt(b / (double)N + LN_EPS);
+        double rs = 1 / sqrt(b / (double)N + LN_EPS);
         for (size_t j = 0; j < N; j++) {
-            double want = (x[j] - a) * rstd * r->host[1][j] + r->host[2][j];
+            double want = (x[j] - a) * rs * r->host[1][j] + r->host[2][j];
             double e = fabs(y[i * N + j] - want), lim = 1e-4 + 1e-4 * fabs(want);
             if (!(e / lim <= worst)) { worst = isnan(e) ? INFINITY : e / lim; err_at_worst = e; }
         }
+        if (stats) {   /* the row's mean (about 0 here) and rstd (about 1.7) */
+            double e = fabs(gmean[i] - a), lim = 1e-6 + 1e-5 * fabs(a);
+            if (!(e / lim <= worst)) { worst = isnan(e) ? INFINITY : e / lim; err_at_worst = e; }
+            e = fabs(grstd[i] - rs), lim = 1e-5 * rs;
+            if (!(e / lim <= worst)) { worst = isnan(e) ? INFINITY : e / lim; err_at_worst = e; }
+        }
     }
-    free(y);
+    free(y); free(gmean); free(grstd);
+    snprintf(msg, len, "worst error %.3g (%.2f of its limit)", err_at_worst, worst);
+    return worst <= 1;
+}
+
+/* Column sums in double; |got - want| <= 1e-6 sum |x| + 1e-5, as rowsum's. */
+static bool colsum_check(Run *r, char *msg, size_t len)
+{
+    const Workload *w = r->w;
+    size_t R = (size_t)w->m, N = (size_t)w->n;
+    float *y = download(r->buf[0][1], N, DT_F32);
+    double *a = calloc(N, sizeof *a), *b = calloc(N, sizeof *b), worst = 0, err_at_worst = 0;
+    bool ok = y && a && b;
+    for (size_t i = 0; ok && i < R; i++) {
+        const float *x = r->host[0] + i * N;
+        for (size_t j = 0; j < N; j++) { a[j] += x[j]; b[j] += fabs(x[j]); }
+    }
+    for (size_t j = 0; ok && j < N; j++) {
+        double e = fabs(y[j] - a[j]), lim = 1e-6 * b[j] + 1e-5;
+        if (!(e / lim <= worst)) { worst = isnan(e) ? INFINITY : e / lim; err_at_worst = e; }
+    }
+    free(y); free(a); free(b);
+    if (!ok) return false;
     snprintf(msg, len, "worst error %.3g (%.2f of its limit)", err_at_worst, worst);
     return worst <= 1;
 }
@@ -650,6 +739,8 @@ static const Kind kinds[] = {
                     rows_check, copy_describe, copy_work, false },
     [K_GEMV] = { "gemv", rows_set_bytes, rows_setup, rows_args, no_before, copy_ref, rows_check,
                  copy_describe, copy_work, false },
+    [K_COLSUM] = { "colsum", rows_set_bytes, rows_setup, rows_args, colsum_before, copy_ref,
+                   colsum_check, copy_describe, copy_work, false },
     [K_LSE_BWD] = { "lse_bwd", lse_set_bytes, lse_setup, lse_args, lse_before, lse_ref, lse_check,
                     lse_describe, lse_work, true },
 };

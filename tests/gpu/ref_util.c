@@ -290,33 +290,55 @@ void ref_center_rows(const float *x, double *y, double *bound, int rows, int n)
  *   r' = rsqrt.approx(V'), 2 ulp: r' / r within rho = (1 + 2^-22)(1 - EV / V)^-1/2 - 1 of 1;
  *   p'_j = fl(fl(d'_j r') w_j): |p' - p| <= P_j = |w| (e_j r + (|d_j| + e_j) rho r
  *     + gamma(2) (|d_j| + e_j)(1 + rho) r);
- *   y'_j = fl(p'_j + b_j) (or an fma): |y' - y| <= P_j + u (|y_j| + P_j). */
+ *   y'_j = fl(p'_j + b_j) (or an fma): |y' - y| <= P_j + u (|y_j| + P_j).
+ * layernorm_row computes a row's mean, Em, r and rho. */
+static void layernorm_row(const float *xr, float eps, int n, double *mean, double *em, double *rstd,
+                          double *rho)
+{
+    double g2 = gamma_n(2, U_F32), gn = gamma_n(n, U_F32);
+    double abs_mean, q = 0, eq = 0, mag = 0;
+    row_mean(xr, n, mean, &abs_mean);
+    *em = mean_error(*mean, abs_mean, n);
+    for (int j = 0; j < n; j++) {
+        double d = xr[j] - *mean, e = *em + U_F32 * (fabs(d) + *em);
+        q += d * d;
+        eq += e * (2 * fabs(d) + e);
+        mag += (fabs(d) + e) * (fabs(d) + e);
+    }
+    eq += gn * mag;
+    double v = q / n + eps, ev = eq / n * (1 + g2) + g2 * q / n + U_F32 * eps;
+    double nu = ev / v;
+    *rstd = 1 / sqrt(v);
+    *rho = nu < 1 ? (1 + 0x1p-22) / sqrt(1 - nu) - 1 : INFINITY;
+}
+
 void ref_layernorm(const float *x, const float *w, const float *b, float eps, double *y,
                    double *bound, int rows, int n)
 {
-    double g2 = gamma_n(2, U_F32), gn = gamma_n(n, U_F32);
+    double g2 = gamma_n(2, U_F32);
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * n;
         double *yr = y + (size_t)r * n, *br = bound + (size_t)r * n;
-        double mean, abs_mean, q = 0, eq = 0, mag = 0;
-        row_mean(xr, n, &mean, &abs_mean);
-        double em = mean_error(mean, abs_mean, n);
-        for (int j = 0; j < n; j++) {
-            double d = xr[j] - mean, e = em + U_F32 * (fabs(d) + em);
-            q += d * d;
-            eq += e * (2 * fabs(d) + e);
-            mag += (fabs(d) + e) * (fabs(d) + e);
-        }
-        eq += gn * mag;
-        double v = q / n + eps, ev = eq / n * (1 + g2) + g2 * q / n + U_F32 * eps;
-        double rstd = 1 / sqrt(v), nu = ev / v;
-        double rho = nu < 1 ? (1 + 0x1p-22) / sqrt(1 - nu) - 1 : INFINITY;
+        double mean, em, rstd, rho;
+        layernorm_row(xr, eps, n, &mean, &em, &rstd, &rho);
         for (int j = 0; j < n; j++) {
             double d = xr[j] - mean, e = em + U_F32 * (fabs(d) + em), aw = fabs(w[j]);
             double p = aw * (e * rstd + (fabs(d) + e) * rho * rstd + g2 * (fabs(d) + e) * (1 + rho) * rstd);
             yr[j] = d * rstd * w[j] + b[j];
             br[j] = (p + U_F32 * (fabs(yr[j]) + p)) * REF_SLACK;
         }
+    }
+}
+
+/* The statistics the kernel stores are the mean' and r' above: within Em and rho r. */
+void ref_layernorm_stats(const float *x, float eps, double *mean, double *mean_bound, double *rstd,
+                         double *rstd_bound, int rows, int n)
+{
+    for (int r = 0; r < rows; r++) {
+        double em, rho;
+        layernorm_row(x + (size_t)r * n, eps, n, &mean[r], &em, &rstd[r], &rho);
+        mean_bound[r] = em * REF_SLACK;
+        rstd_bound[r] = rho * rstd[r] * REF_SLACK;
     }
 }
 

@@ -78,6 +78,10 @@ void ref_softmax(const float *x, double *y, double *bound, int rows, int n);
 void ref_layernorm(const float *x, const float *w, const float *b, float eps, double *y,
                    double *bound, int rows, int n);
 void ref_center_rows(const float *x, double *y, double *bound, int rows, int n);
+/* The per-row mean and 1 / sqrt(var + eps) that layernorm computes on the way (what
+ * examples/layernorm_stats.tile stores), with their bounds. */
+void ref_layernorm_stats(const float *x, float eps, double *mean, double *mean_bound, double *rstd,
+                         double *rstd_bound, int rows, int n);
 /* x / sqrt(mean(x^2) + eps) * w per row (rsqrt.approx), with the bound per element. */
 void ref_rmsnorm(const float *x, const float *w, float eps, double *y, double *bound, int rows, int n);
 

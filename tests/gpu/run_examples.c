@@ -136,6 +136,10 @@ static Example examples[] = {
     {"gemv_bf16", "W x y N K", NULL, NULL, false, "gemv"},
     {"rmsnorm", "X W Y eps R N", NULL, NULL, false, NULL},
     {"rmsnorm_f16", "X W Y eps R N", NULL, NULL, false, "rmsnorm"},
+    {"colsum", "X Y R N", NULL, NULL, false, NULL},
+    {"layernorm_stats", "X W B Y Mean Rstd eps R N", NULL, NULL, false, NULL},
+    {"gemv_batch", "W X Y N K B", NULL, NULL, false, "gemv"},
+    {"gemv_batch_bf16", "W X Y N K B", NULL, NULL, false, "gemv"},
     {"attention", "Q K V O L scale causal BH S D BHKV", NULL, NULL, false, NULL},
     {"attention_d128", "Q K V O L scale causal BH S D BHKV", NULL, NULL, false, "attention"},
     {"attention_bf16", "Q K V O L scale causal BH S D BHKV", NULL, NULL, false, "attention"},
@@ -1119,6 +1123,137 @@ done:
     free(x), free(w), free(ref), free(bound);
 }
 
+/* examples/colsum.tile: Y[c] += sum of column c. Y starts at zero (its guard poisoned), so a
+ * column never added to stays 0, far outside the bound of a sum of positive terms. Each column
+ * is a sum in which the program fixes part of the order (docs/language.md, "Builtin functions"):
+ * windows of BR = 32 rows, at most RB / BR = 16 steps a block, one atomic per block of RB = 512
+ * rows. */
+static void case_colsum(tilert_context *ctx, int rows, int n, bool expect_refusal)
+{
+    tilert_kernel *k = kernel(ctx, "colsum");
+    if (!k)
+        return;
+    char desc[96];
+    snprintf(desc, sizeof desc, "colsum R=%d N=%d%s", rows, n, expect_refusal ? " refused by assume" : "");
+    size_t sx = (size_t)rows * n;
+    float *x = malloc(sx * 4 + 4), *xt = malloc(sx * 4 + 4);
+    double *ref = malloc((size_t)n * 8 + 8), *bound = malloc((size_t)n * 8 + 8);
+    CUdeviceptr dx, dy;
+    if (!x || !xt || !ref || !bound) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    rng_fill(x, sx, 0, 1);
+    if (!(dx = dev_input(x, sx)) || !(dy = dev_floats((size_t)n)) || !gpu_fill32(dy, 0, (size_t)n)) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    tilert_arg a[] = {tilert_ptr(dx), tilert_ptr(dy), tilert_i32(rows), tilert_i32(n)};
+    if (expect_refusal) {
+        refused(desc, k, a, 4);
+        goto done;
+    }
+    for (int r = 0; r < rows; r++)         /* the columns as rows, for ref_rowsum */
+        for (int c = 0; c < n; c++)
+            xt[(size_t)c * rows + r] = x[(size_t)r * n + c];
+    double steps = ceil((rows < 512 ? rows : 512) / 32.0), blocks = ceil(rows / 512.0);
+    ref_rowsum(xt, ref, bound, n, rows, sum_depth(rows, 32, steps, blocks));
+    if (launch(desc, k, a, 4))
+        check_output(desc, dy, (size_t)n, ref, bound, 0);
+done:
+    free_case();
+    free(x), free(xt), free(ref), free(bound);
+}
+
+/* examples/layernorm_stats.tile: Y as layernorm's, and the Mean and Rstd it computes on the way,
+ * each within its own bound (ref_util.c). */
+static void case_layernorm_stats(tilert_context *ctx, int rows, int n, bool expect_refusal)
+{
+    tilert_kernel *k = kernel(ctx, "layernorm_stats");
+    if (!k)
+        return;
+    char desc[96], what[128];
+    snprintf(desc, sizeof desc, "layernorm_stats R=%d N=%d%s", rows, n, expect_refusal ? " refused by assume" : "");
+    size_t sx = (size_t)rows * n;
+    float *x = malloc(sx * 4 + 4), *w = malloc((size_t)n * 4 + 4), *b = malloc((size_t)n * 4 + 4);
+    double *ref = malloc(sx * 8 + 8), *bound = malloc(sx * 8 + 8);
+    double *mean = malloc((size_t)rows * 8 + 8), *mean_b = malloc((size_t)rows * 8 + 8);
+    double *rstd = malloc((size_t)rows * 8 + 8), *rstd_b = malloc((size_t)rows * 8 + 8);
+    float eps = 1e-5f;
+    CUdeviceptr dx, dw, db, dy, dm, dr;
+    if (!x || !w || !b || !ref || !bound || !mean || !mean_b || !rstd || !rstd_b) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    rng_fill(x, sx, -2, 2);
+    rng_fill(w, (size_t)n, 0.5f, 1.5f);
+    rng_fill(b, (size_t)n, -1, 1);
+    if (!(dx = dev_input(x, sx)) || !(dw = dev_input(w, (size_t)n)) || !(db = dev_input(b, (size_t)n)) ||
+        !(dy = dev_floats(sx)) || !(dm = dev_floats((size_t)rows)) || !(dr = dev_floats((size_t)rows))) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    tilert_arg a[] = {tilert_ptr(dx), tilert_ptr(dw), tilert_ptr(db), tilert_ptr(dy), tilert_ptr(dm),
+                      tilert_ptr(dr), tilert_f32(eps), tilert_i32(rows), tilert_i32(n)};
+    if (expect_refusal) {
+        refused(desc, k, a, 9);
+        goto done;
+    }
+    ref_layernorm(x, w, b, eps, ref, bound, rows, n);
+    ref_layernorm_stats(x, eps, mean, mean_b, rstd, rstd_b, rows, n);
+    if (!launch(desc, k, a, 9))
+        goto done;
+    snprintf(what, sizeof what, "%s Y", desc);
+    check_output(what, dy, sx, ref, bound, (size_t)n);
+    snprintf(what, sizeof what, "%s Mean", desc);
+    check_output(what, dm, (size_t)rows, mean, mean_b, 0);
+    snprintf(what, sizeof what, "%s Rstd", desc);
+    check_output(what, dr, (size_t)rows, rstd, rstd_b, 0);
+done:
+    free_case();
+    free(x), free(w), free(b), free(ref), free(bound), free(mean), free(mean_b), free(rstd), free(rstd_b);
+}
+
+/* examples/gemv.tile's gemv_batch: Y = X W^T, X [batch, k] and W [n, k] in f16 or bf16 (rounded
+ * on the host, so the reference sees what the GPU reads), Y [batch, n] in f32, on the tensor
+ * cores: the products are exact and their accumulation within gamma(2K, 2^-23) of sum |x||w|
+ * (docs/language.md, "Accuracy"). Batches past 16 take more than one block along grid y. */
+static void case_gemv_batch(tilert_context *ctx, bool bf, int batch, int n, int kk, bool expect_refusal)
+{
+    const char *name = bf ? "gemv_batch_bf16" : "gemv_batch";
+    tilert_kernel *k = kernel(ctx, name);
+    if (!k)
+        return;
+    char desc[96];
+    snprintf(desc, sizeof desc, "%s B=%d N=%d K=%d%s", name, batch, n, kk, expect_refusal ? " refused by assume" : "");
+    MmaType t = bf ? T_BF16 : T_F16;
+    size_t sw = (size_t)n * kk, sx = (size_t)batch * kk, sy = (size_t)batch * n;
+    float *hw = malloc(sw * 4 + 4), *hx = malloc(sx * 4 + 4);
+    double *ref = malloc(sy * 8 + 8), *bound = malloc(sy * 8 + 8);
+    CUdeviceptr dw, dx, dy;
+    if (!hw || !hx || !ref || !bound) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    if (!(dw = mma_input(t, hw, sw)) || !(dx = mma_input(t, hx, sx)) || !(dy = dev_floats(sy)) ||
+        !transpose_b(hw, kk, n)) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    tilert_arg a[] = {tilert_ptr(dw), tilert_ptr(dx), tilert_ptr(dy), tilert_i32(n), tilert_i32(kk),
+                      tilert_i32(batch)};
+    if (expect_refusal) {
+        refused(desc, k, a, 6);
+        goto done;
+    }
+    ref_matmul_bound(hx, NULL, hw, NULL, ref, bound, batch, n, kk, SUM_TENSOR);
+    if (launch(desc, k, a, 6))
+        check_output(desc, dy, sy, ref, bound, (size_t)n);
+done:
+    free_case();
+    free(hw), free(hx), free(ref), free(bound);
+}
+
 /* examples/attention.tile against float64: O = softmax(scale Q K^T, masked) V per query head,
  * K and V from head bh / G (G = BH / BHKV), L = the rows' logsumexp. The bound of each output
  * follows the kernel's arithmetic: scores by the tensor cores on exact 16-bit inputs (f32
@@ -1525,6 +1660,33 @@ int main(int argc, char **argv)
         case_rmsnorm(ctx, true, small ? rh_small[i][0] : rh[i][0], small ? rh_small[i][1] : rh[i][1], false);
     case_rmsnorm(ctx, false, 2, 8193, true);
     case_rmsnorm(ctx, true, 2, 1001, true);
+
+    /* N a multiple of 4 (the kernel assumes it); blocks of 512 rows x 256 columns, 32-row windows */
+    static const int cs[][2] = {{1, 4}, {3, 1000}, {100, 260}, {513, 512}, {1000, 8}, {2049, 1028}};
+    static const int cs_small[][2] = {{1, 4}, {33, 260}, {600, 512}};
+    for (size_t i = 0; i < (small ? COUNT(cs_small) : COUNT(cs)); i++)
+        case_colsum(ctx, small ? cs_small[i][0] : cs[i][0], small ? cs_small[i][1] : cs[i][1], false);
+    case_colsum(ctx, 2, 1001, true);
+    /* N <= 8192 and a multiple of 4 */
+    static const int ls[][2] = {{1, 4}, {3, 1000}, {64, 2048}, {5, 4100}, {257, 8192}};
+    static const int ls_small[][2] = {{1, 4}, {2, 1000}, {2, 8192}};
+    for (size_t i = 0; i < (small ? COUNT(ls_small) : COUNT(ls)); i++)
+        case_layernorm_stats(ctx, small ? ls_small[i][0] : ls[i][0], small ? ls_small[i][1] : ls[i][1], false);
+    case_layernorm_stats(ctx, 2, 8196, true);
+    case_layernorm_stats(ctx, 2, 1002, true);
+    /* batch, N, K: K a multiple of 8 (assumed); blocks of 16 batch rows x 32 rows of W, 128 k a
+       step; batches below, at and past 16 */
+    if (tilert_device_arch(ctx) >= 80) {   /* mma.sync, ldmatrix and cp.async need sm_80 */
+        static const int gb[][3] = {{1, 1, 8}, {2, 100, 1000}, {3, 129, 4104}, {8, 1000, 64},
+                                    {16, 33, 136}, {17, 70, 264}};
+        static const int gb_small[][3] = {{1, 1, 8}, {8, 32, 256}, {5, 70, 1032}, {17, 33, 136}};
+        for (int bf = 0; bf < 2; bf++)
+            for (size_t i = 0; i < (small ? COUNT(gb_small) : COUNT(gb)); i++) {
+                const int *g = small ? gb_small[i] : gb[i];
+                case_gemv_batch(ctx, bf, g[0], g[1], g[2], false);
+            }
+        case_gemv_batch(ctx, false, 2, 16, 1001, true);
+    }
 
     for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++)
         tilert_unload(examples[i].mod);
