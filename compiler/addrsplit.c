@@ -374,13 +374,17 @@ static void rename_srcs(Ins *in, const int *repl)
 
 /* What a longer life costs. Sharing one register between two computations, or hoisting one out
  * of a loop, saves instructions but keeps a register live where it was not; where that crosses
- * the kernel's pressure peak it raises the registers every thread needs (measured before this
- * check: 101 of 180 example and test kernels needed more ptxas registers with the pass than
- * without, matmul_f16 232 against 220 on sm_90). So each sub-pass that lengthens lives works
- * against the pressure per position (the demand's liveness, as regalloc measures it) and takes
- * a share or a hoist only where every position its new life crosses stays within the limit: the
- * peak before the pass. Positions are those of the code the sub-pass started on (its edits are
- * applied at its end). */
+ * the kernel's pressure peak it raises the registers every thread needs. Registers cost nothing
+ * until they cost blocks per multiprocessor, and then they cost a great deal: before this check
+ * the pass took every share and hoist, and 50 of the 180 example and test kernels lost a block
+ * per multiprocessor on sm_90 to it; held to the peak itself instead, the hoists it refused
+ * out of a wgmma mainloop that is the peak made matmul_f16 17% slower at 8192^3 (H100) at one
+ * block per multiprocessor either way. So each sub-pass that lengthens lives works against the
+ * pressure per position (the demand's liveness, as regalloc measures it) and takes a share or a
+ * hoist only where every position its new life crosses stays within the limit: the most
+ * registers that keep the occupancy the peak before the pass allows (reg_room, the register
+ * cap's own slack included). Positions are those of the code the sub-pass started on (its edits
+ * are applied at its end). */
 /* Both liveness measures count: the demand's is the peak the report and the budget use, the plain
  * one sets the cap ptxas is given (regalloc.c), and ptxas fills a looser cap. */
 enum { NMEASURE = 2 };
@@ -401,6 +405,36 @@ static Peaks pressure_peaks(Func *f)
     Peaks pk = { { pressure(f, lv.demand, p, NULL), pressure(f, lv.plain, p, NULL) } };
     free(p);
     liveness_free(&lv);
+    return pk;
+}
+
+/* The peaks the code would reach without the pass: remat runs after it and brings the peak
+ * down again (lse_bwd: 70 before, 62 after), so it is measured on a copy that remat has been
+ * over; remat reads and writes only the code and the registers. */
+static Peaks peaks_without(Func *f, bool remat_after)
+{
+    if (!remat_after)
+        return pressure_peaks(f);
+    Func g = *f;
+    g.code.v = malloc(sizeof(Ins) * ((size_t)f->code.n + 1));
+    g.regs.v = malloc(sizeof(VReg) * ((size_t)f->regs.n + 1));
+    memcpy(g.code.v, f->code.v, sizeof(Ins) * (size_t)f->code.n);
+    memcpy(g.regs.v, f->regs.v, sizeof(VReg) * (size_t)f->regs.n);
+    g.code.cap = f->code.n + 1;
+    g.regs.cap = f->regs.n + 1;
+    remat_cheap(&g);
+    Peaks pk = pressure_peaks(&g);
+    free(g.code.v);
+    free(g.regs.v);
+    return pk;
+}
+
+/* The limits: each peak raised to the room its occupancy leaves (2 registers for the program
+ * counter, as regalloc counts them). */
+static Peaks pressure_limits(Func *f, Peaks pk)
+{
+    for (int m = 0; m < NMEASURE; m++)
+        pk.peak[m] = reg_room(pk.peak[m] + 2, f->threads, f->sm_threads) - 2;
     return pk;
 }
 
@@ -996,29 +1030,44 @@ static void dce(Func *f)
     free(dead);
 }
 
-void addr_split(Arena *a, Func *f)
+typedef struct { Ins *v; int n; } Code;
+
+static Code code_save(const Func *f)
 {
-    Peaks limit = pressure_peaks(f);
+    Code c = { malloc(sizeof(Ins) * ((size_t)f->code.n + 1)), f->code.n };
+    memcpy(c.v, f->code.v, sizeof(Ins) * (size_t)f->code.n);
+    return c;
+}
+
+static void code_restore(Func *f, Code c)
+{
+    f->code.n = 0;
+    for (int i = 0; i < c.n; i++)
+        vec_push(&f->code, c.v[i]);
+}
+
+/* The sub-passes against one limit. */
+static void split_within(Arena *a, Func *f, Peaks limit)
+{
     cse(f, limit);
     licm(f, limit);
     cse(f, limit);
     /* The fold makes each new base right after the definition it splits, shared by every
        access that definition reaches, so a base can live long; where the fold as a whole
-       raises the peak, the code goes back to what it was before it (measured: 3 of the 180
-       example and test kernels on sm_80, up to 6 registers) */
-    size_t bytes = sizeof(Ins) * (size_t)f->code.n;
-    Ins *before = malloc(bytes + 1);
-    int nbefore = f->code.n;
-    memcpy(before, f->code.v, bytes);
+       takes either peak past its limit, the code goes back to what it was before it */
+    Code before = code_save(f);
     fold(a, f);
     cse(f, limit);
     dce(f);
     Peaks now = pressure_peaks(f);
     if (now.peak[0] > limit.peak[0] || now.peak[1] > limit.peak[1]) {
-        f->code.n = 0;
-        for (int i = 0; i < nbefore; i++)
-            vec_push(&f->code, before[i]);
+        code_restore(f, before);
         dce(f);
     }
-    free(before);
+    free(before.v);
+}
+
+void addr_split(Arena *a, Func *f, bool remat_after)
+{
+    split_within(a, f, pressure_limits(f, peaks_without(f, remat_after)));
 }

@@ -62,7 +62,7 @@ typedef struct { Arena *a; Func *f; const Options *opt; } PassCtx;
 static bool run_race_check(PassCtx *x) { return race_check(x->f); }
 static bool run_const_reg_elim(PassCtx *x) { const_reg_elim(x->f); return true; }
 static bool run_arrays_to_local(PassCtx *x) { arrays_to_local(x->f); return true; }
-static bool run_addr_split(PassCtx *x) { addr_split(x->a, x->f); return true; }
+static bool run_addr_split(PassCtx *x) { addr_split(x->a, x->f, x->opt->remat); return true; }
 static bool run_remat(PassCtx *x) { remat_cheap(x->f); return true; }
 static bool run_schedule(PassCtx *x) { schedule_pressure(x->f); return true; }
 

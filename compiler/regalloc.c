@@ -53,6 +53,21 @@ int reg_cap_slack(int pred)
     return pred / 10 > REG_SLACK ? pred / 10 : REG_SLACK;
 }
 
+int reg_room(int pred, int threads, int sm_threads)
+{
+    int limit = reg_budget(threads);
+    if (sm_threads <= 0)
+        sm_threads = 2048;
+    if (pred > limit)
+        return pred;
+    int want = blocks_per_sm(threads, (pred + 7) & ~7, sm_threads);
+    int r = pred;
+    while (r + 1 + reg_cap_slack(r + 1) <= limit &&
+           blocks_per_sm(threads, r + 1 + reg_cap_slack(r + 1), sm_threads) >= want)
+        r++;
+    return r;
+}
+
 static int ptx_maxnreg(int pred, int budget, int threads, int sm_threads, int *boundary_out)
 {
     int slack = pred / 10 > REG_SLACK ? pred / 10 : REG_SLACK;

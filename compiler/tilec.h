@@ -869,6 +869,10 @@ bool regalloc(Func *f, int budget);
 int reg_budget(int threads);
 /* The slack the register cap leaves over the predicted demand. */
 int reg_cap_slack(int pred);
+/* The most registers per thread (a predicted demand) that keep, with the cap's slack on top, the
+ * blocks per multiprocessor that `pred` registers allow a block of `threads` (sm_threads: the
+ * target's; 0 for 2048), within the budget; never below pred. */
+int reg_room(int pred, int threads, int sm_threads);
 
 /* regcap.c: with ptxas at hand (and opt->reg_cap, not opt->no_ptxas), assembles out's module,
  * loosens the cap of every kernel that spills under it and has emit write the module again, for
@@ -907,6 +911,6 @@ const char *reg_value_name(Arena *a, const char *name, ElemType t, Shape s);
 /* Base + constant offset addressing: rewrites every memory access (LD/ST/RED/ATOM) of f as one
  * shared base register plus Ins.off, sharing, hoisting and deleting the address arithmetic that
  * becomes redundant. Run after lower_kernel, before regalloc. Strings it makes live in a. */
-void addr_split(Arena *a, Func *f);
+void addr_split(Arena *a, Func *f, bool remat_after);   /* remat_after: remat runs after it */
 
 #endif

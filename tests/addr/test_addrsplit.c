@@ -84,7 +84,7 @@ static void wrap_unknown(void)
     int w = ir_cvt(f, PT_S64, PT_S32, R(j));
     int a = ir_tern(f, OP_MAD, PT_S64, R(w), IMM(4), R(p));
     load(f, SP_GLOBAL, a, -1);
-    addr_split(arena, f);
+    addr_split(arena, f, false);
     Ins *ld = mem(f, 0);
     unit_check(ld && ld->off == 0, "wrap: constant stays inside cvt.s64.s32 of an unknown index",
                "off %lld", ld ? (long long)ld->off : -1);
@@ -102,7 +102,7 @@ static void wrap_bounded(void)
     int w = ir_cvt(f, PT_S64, PT_S32, R(j));
     int a = ir_tern(f, OP_MAD, PT_S64, R(w), IMM(4), R(p));
     load(f, SP_GLOBAL, a, -1);
-    addr_split(arena, f);
+    addr_split(arena, f, false);
     Ins *ld = mem(f, 0);
     unit_check(ld && ld->off == 64, "wrap: constant leaves the widening of a bounded index",
                "off %lld", ld ? (long long)ld->off : -1);
@@ -124,7 +124,7 @@ static void redefined_base(void)
     in->nsrc = 2;
     load(f, SP_GLOBAL, a, -1);
     load(f, SP_GLOBAL, b, -1);                        /* keeps b alive */
-    addr_split(arena, f);
+    addr_split(arena, f, false);
     Ins *ld = mem(f, 0);
     bool ok = ld && !(ld->src[0].kind == O_REG && ld->src[0].reg == b);
     /* whatever the base is, it must not be the redefined register */
@@ -152,7 +152,7 @@ static void redefined_in_loop(void)
     in->dst[0] = i; in->ndst = 1; in->src[0] = R(i); in->src[1] = IMM(1); in->nsrc = 2;
     ir_bra(f, top, -1, false);
     ir_label(f, out);
-    addr_split(arena, f);
+    addr_split(arena, f, false);
     Ins *ld = mem(f, 0);
     bool ok = ld && !(ld->src[0].kind == O_REG && ld->src[0].reg == k);
     unit_check(ok, "redefined: no fold through a loop counter bumped after the add", "folded onto the counter");
@@ -169,7 +169,7 @@ static void guarded_def(void)
     Ins *in = emit_ins(f, OP_ADD, PT_S64);
     in->dst[0] = a; in->ndst = 1; in->src[0] = R(p); in->src[1] = IMM(8); in->nsrc = 2; in->guard = g;
     load(f, SP_GLOBAL, a, -1);
-    addr_split(arena, f);
+    addr_split(arena, f, false);
     Ins *ld = mem(f, 0);
     unit_check(ld && ld->src[0].reg == a && ld->off == 0, "guarded: no fold through a guarded definition",
                "load reads [v%d+%lld]", ld ? ld->src[0].reg : -1, ld ? (long long)ld->off : -1);
@@ -185,7 +185,7 @@ static void negative(void)
     load(f, SP_GLOBAL, a, -1);
     int b = ir_bin(f, OP_SUB, PT_S64, R(p), IMM(12));
     load(f, SP_GLOBAL, b, -1);
-    addr_split(arena, f);
+    addr_split(arena, f, false);
     Ins *l0 = mem(f, 0), *l1 = mem(f, 1);
     unit_check(l0 && l0->src[0].reg == p && l0->off == -8, "negative: add of -8 folds to off -8",
                "off %lld", l0 ? (long long)l0->off : -1);
@@ -213,7 +213,7 @@ static void large(void)
         int p = param64(f, "p");
         int a = ir_bin(f, OP_ADD, PT_S64, R(p), IMM(offs[t]));
         load(f, SP_GLOBAL, a, -1);
-        addr_split(arena, f);
+        addr_split(arena, f, false);
         Ins *ld = mem(f, 0);
         Ins *d = ld && ld->src[0].kind == O_REG ? def_of(f, ld->src[0].reg) : NULL;
         int64_t total = ld ? ld->off : 0;
@@ -242,7 +242,7 @@ static void one_base(void)
         int a = i ? ir_bin(f, OP_ADD, PT_U32, R(base), IMM(i * 1056)) : base;
         load(f, SP_SHARED, a, -1);
     }
-    addr_split(arena, f);
+    addr_split(arena, f, false);
     bool same = true, offs = true;
     for (int i = 0; i < 16; i++) {
         Ins *ld = mem(f, i);
@@ -256,41 +256,43 @@ static void one_base(void)
 }
 
 /* Loop-invariant base arithmetic moves out of the loop and identical bases merge -- where the
- * registers that keeps live longer stay under the kernel's peak. With room, the peak is eight
- * 64-bit values live at once before the loop (summed into the address of one more load); without
- * it, the loop is the peak, and everything stays where it was. */
+ * registers that keeps live longer cost no occupancy. With room: 256 threads, whose 8 blocks a
+ * multiprocessor allow 32 registers a thread. Without: 1024 threads (2 blocks at up to 32) and
+ * eight 64-bit values live across the loop body's bases (summed after them into the address of
+ * one more load), so the loop is the peak, at the edge of the room: everything stays put. */
 static void hoist_and_share(bool room)
 {
     Func *f = fresh();
+    if (!room)
+        f->threads = 1024;
     int p = param64(f, "p"), n = param32(f, "n");
     int t = ir_mov(f, PT_U32, SYM("%tid.x"));
     int first = 0;
-    if (room) {
-        int v[8];
-        for (int j = 0; j < 8; j++)
-            v[j] = ir_bin(f, OP_ADD, PT_S64, R(p), IMM(64 * j));
-        int sum = v[0];
-        for (int j = 1; j < 8; j++)
-            sum = ir_bin(f, OP_ADD, PT_S64, R(sum), R(v[j]));
-        load(f, SP_GLOBAL, sum, -1);
-        first = 1;
-    }
     int i = ir_mov(f, PT_S32, IMM(0));
     int top = new_label(f), out = new_label(f);
     ir_label(f, top);
     int c = ir_setp(f, CMP_GE, PT_S32, R(i), R(n));
     ir_bra(f, out, c, false);
+    int v[8];
+    for (int j = 0; !room && j < 8; j++)
+        v[j] = ir_bin(f, OP_ADD, PT_S64, R(p), IMM(64 * j));
     for (int k = 0; k < 2; k++) {        /* the same base computed twice in the body */
         int w = ir_cvt(f, PT_S64, PT_S32, R(t));
         int a = ir_tern(f, OP_MAD, PT_S64, R(w), IMM(4), R(p));
         int b = ir_bin(f, OP_ADD, PT_S64, R(a), IMM(1024 * k));
         load(f, SP_GLOBAL, b, -1);
     }
+    if (!room) {
+        int sum = v[0];
+        for (int j = 1; j < 8; j++)
+            sum = ir_bin(f, OP_ADD, PT_S64, R(sum), R(v[j]));
+        load(f, SP_GLOBAL, sum, -1);
+    }
     Ins *in = emit_ins(f, OP_ADD, PT_S32);
     in->dst[0] = i; in->ndst = 1; in->src[0] = R(i); in->src[1] = IMM(1); in->nsrc = 2;
     ir_bra(f, top, -1, false);
     ir_label(f, out);
-    addr_split(arena, f);
+    addr_split(arena, f, false);
     int head = -1;
     for (int k = 0; k < f->code.n; k++)
         if (f->code.v[k].op == OP_LABEL && f->code.v[k].label == top)
