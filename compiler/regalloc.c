@@ -1,4 +1,4 @@
-/* regalloc.c: liveness over the CFG, then linear-scan allocation per register class.
+/* regalloc.c: linear-scan allocation per register class over liveness.c's intervals.
  * Needs: a complete Func. Fills: VReg.phys, Func.nphys, the predicted peak (registers per thread,
  * where, and which values). There is no spilling: a kernel over budget is an error that names
  * the values live at the peak.
@@ -51,6 +51,12 @@ static int blocks_per_sm(int threads, int regs, int sm_threads)
 int reg_cap_slack(int pred)
 {
     return pred / 10 > REG_SLACK ? pred / 10 : REG_SLACK;
+}
+
+int reg_cap_blocks(int pred, int threads, int sm_threads)
+{
+    int floor_regs = (pred - reg_cap_slack(pred) + 7) & ~7;
+    return blocks_per_sm(threads, floor_regs < 24 ? 24 : floor_regs, sm_threads > 0 ? sm_threads : 2048);
 }
 
 int reg_room(int pred, int threads, int sm_threads)

@@ -873,6 +873,9 @@ int reg_cap_slack(int pred);
  * blocks per multiprocessor that `pred` registers allow a block of `threads` (sm_threads: the
  * target's; 0 for 2048), within the budget; never below pred. */
 int reg_room(int pred, int threads, int sm_threads);
+/* The blocks per multiprocessor the register cap aims at for a demand of `pred` (ptx_maxnreg: the
+ * demand less its slack, rounded up to the allocation unit). */
+int reg_cap_blocks(int pred, int threads, int sm_threads);
 
 /* regcap.c: with ptxas at hand (and opt->reg_cap, not opt->no_ptxas), assembles out's module,
  * loosens the cap of every kernel that spills under it and has emit write the module again, for
