@@ -10,6 +10,10 @@
  *          walking its definitions; the constant goes into Ins.off;
  *   cse, dce  new bases of identical shape merge, and what nobody reads any more goes.
  *
+ * Every sharing, hoist and fold that keeps a register live longer is weighed against the
+ * occupancy it would cost ("register pressure" below): registers are spent only where they
+ * cost no block per multiprocessor.
+ *
  * The IR is not SSA: loop counters and accumulators are redefined. All reasoning therefore asks
  * one question -- "does register x hold at instruction U the value it held at instruction D?" --
  * and answers it only in two easy cases (valid_at):
@@ -1067,18 +1071,21 @@ static void split_within(Arena *a, Func *f, Peaks limit)
     free(before.v);
 }
 
-/* The blocks per multiprocessor the cap regalloc will set aims at, from the larger peak. */
+/* The registers a thread needs by the larger peak, as regalloc predicts them (with the two
+ * that hold the program counter). */
+static int peaks_pred(Peaks pk) { return (pk.peak[0] > pk.peak[1] ? pk.peak[0] : pk.peak[1]) + 2; }
+
+/* The blocks per multiprocessor the cap regalloc will set aims at. */
 static int cap_blocks(const Func *f, Peaks pk)
 {
-    int most = pk.peak[0] > pk.peak[1] ? pk.peak[0] : pk.peak[1];
-    return reg_cap_blocks(most + 2, f->threads, f->sm_threads);
+    return reg_cap_blocks(peaks_pred(pk), f->threads, f->sm_threads);
 }
 
-/* One block more is within the split's reach: the demand it needs is less than the cap's slack
- * (a tenth) under the demand without the split. */
+/* One block more is within the split's reach: the demand it needs is at most twice the cap's
+ * slack (a tenth, at least 4) under the demand without the split. */
 static bool block_in_reach(const Func *f, Peaks pk)
 {
-    int pred = (pk.peak[0] > pk.peak[1] ? pk.peak[0] : pk.peak[1]) + 2;
+    int pred = peaks_pred(pk);
     int want = reg_cap_blocks(pred, f->threads, f->sm_threads) + 1;
     for (int d = pred - 1; d >= 24 && pred - d <= 2 * reg_cap_slack(pred); d--)
         if (reg_cap_blocks(d, f->threads, f->sm_threads) >= want)
@@ -1096,9 +1103,9 @@ void addr_split(Arena *a, Func *f, bool remat_after)
     }
     /* Near an occupancy boundary the split is made both ways: held to the peak, the shares it
        refuses and the temporaries it folds away can bring the demand under the boundary the cap
-       aims at (lse_bwd: 69 registers, a cap of 64 and 4
-       blocks of 256 threads, against 70 and 3 with the room spent: 1.04 against 0.95 of nvcc's
-       time on an H100). Where they do, that one stands, else the one that spends the room. */
+       aims at (lse_bwd: 69 registers, a cap of 64 and 4 blocks of 256 threads, against 70 and 3
+       with the room spent: 1.04 against 0.95 of nvcc's time on an H100). Where they do, that one
+       stands, else the one that spends the room. */
     Code orig = code_save(f);
     split_within(a, f, base);
     int strict_blocks = cap_blocks(f, peaks_without(f, remat_after));
