@@ -3,8 +3,8 @@
 #   unit       BUILD/tests/addr/test_addrsplit: the pass on hand-built code (wrap, redefinition,
 #              guards, large and negative offsets, one base, hoisting, sharing)
 #   bound      for every example and arch (ARCHS): address instructions per memory access, counted
-#              in the PTX by count.sh, at most 1.2 (1 where no share would raise the register
-#              peak; docs/internals.md, "Address splitting", says why), and fewer than with
+#              in the PTX by count.sh, at most 1.2 (1 where no share or hoist is refused for the
+#              occupancy it would cost; docs/internals.md, "Address splitting", says why), and fewer than with
 #              -fno-addr-split; the cases of known-gaps.txt that go over 1.2 print KNOWN and count
 #              as skipped
 #   one base   tests/addr/smem16.tile: its 16+ unrolled shared accesses each way use one base
