@@ -284,6 +284,37 @@ static int occupancy(const char *arch, int threads, int regs, int smem)
     return occupancy_by(arch, threads, regs, smem, &limit);
 }
 
+/* Whether f streams global memory through registers: no tensor-core product and no copy into
+ * shared memory (cp.async, TMA), the marks of a kernel that reuses what it loads and whose speed
+ * is not a copy's, whatever it has in flight. */
+static bool streams(const Func *f)
+{
+    for (int i = 0; i < f->code.n; i++) {
+        int op = f->code.v[i].op;
+        if (op == OP_MMA || op == OP_WGMMA || op == OP_CPASYNC || op == OP_TMALOAD)
+            return false;
+    }
+    return true;
+}
+
+/* The global bytes a multiprocessor has in flight at `blocks` blocks of f, and, where the target
+ * has a measured need and f streams, whether that is below it: the one reason a streaming kernel
+ * stays under a copy's speed that no other line of the report shows. */
+static void report_inflight(FILE *o, const char *arch, const Func *f, int blocks)
+{
+    int64_t a_thread = inflight_bytes(f);
+    if (a_thread <= 0)
+        return;
+    const Target *t = target_of(arch) ? target_of(arch) : target_default();
+    int64_t sm = a_thread * f->threads * blocks;
+    fprintf(o, "  memory in flight   %lld bytes a thread, %lld KiB per multiprocessor at %d block%s\n",
+            (long long)a_thread, (long long)(sm >> 10), blocks, blocks == 1 ? "" : "s");
+    if (t->inflight_kib > 0 && sm < (int64_t)t->inflight_kib << 10 && streams(f))
+        fprintf(o, "    below the %d KiB a streaming kernel needs on %s for a copy's speed: more bytes "
+                   "a thread before the first use (wider windows, several in a step), or more blocks "
+                   "of fewer threads\n", t->inflight_kib, arch);
+}
+
 static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, bool have_ptxas)
 {
     for (int i = 0; i < ao->nk; i++) {
@@ -302,7 +333,8 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
             for (int j = 0; j < f->ntop; j++)
                 fprintf(o, "%s{\"name\": \"%s\", \"regs\": %d}", j ? ", " : "", f->top[j].what, f->top[j].regs);
             fprintf(o, "]");
-            fprintf(o, ", \"blocks_per_sm\": %d", occupancy(arch, m->threads, have_ptxas && m->ptxas_regs >= 0 ? m->ptxas_regs : m->pred_regs, m->smem_bytes));
+            int blocks = occupancy(arch, m->threads, have_ptxas && m->ptxas_regs >= 0 ? m->ptxas_regs : m->pred_regs, m->smem_bytes);
+            fprintf(o, ", \"blocks_per_sm\": %d, \"inflight_bytes\": %lld", blocks, (long long)inflight_bytes(f));
             if (have_ptxas && m->ptxas_regs >= 0)
                 fprintf(o, ", \"ptxas_regs\": %d, \"spill_stores\": %d, \"spill_loads\": %d, \"stack_frame\": %d",
                         m->ptxas_regs, m->ptxas_spill_stores, m->ptxas_spill_loads, m->ptxas_stack);
@@ -335,6 +367,7 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
                        "predicted, ptxas needs %d; fewer values live at the peak (line %d) win %s back\n",
                     want - occ, want - occ == 1 ? "" : "s", want, f->peak_regs, used, f->peak_line,
                     want - occ == 1 ? "it" : "them");
+        report_inflight(o, arch, f, occ);
         if (have_ptxas && m->ptxas_regs >= 0)
             fprintf(o, "  ptxas              %d registers, %d bytes spill stores, %d bytes spill loads, %d bytes stack frame\n",
                     m->ptxas_regs, m->ptxas_spill_stores, m->ptxas_spill_loads, m->ptxas_stack);

@@ -766,6 +766,8 @@ typedef struct {
     int smem_sm;               /* shared memory per multiprocessor, bytes */
     bool mma_sync, wgmma, tma, clusters;   /* which tensor-core, copy and cluster features tilec uses */
     bool mma_fp8;              /* mma.sync multiplies fp8 itself (else as f16: lower_mma.c) */
+    int inflight_kib;          /* global bytes in flight per multiprocessor a streaming kernel
+                                  needs to run at a copy's speed, measured (0: not measured) */
 } Target;
 const Target *target_of(const char *arch);     /* NULL: not an architecture tilec knows */
 const Target *target_default(void);            /* sm_80: runs on every supported GPU */
@@ -842,6 +844,11 @@ bool compile_kernel(Arena *a, Func *f, const Options *opt, bool *drop);
 bool pass_dump_point(const char *name);           /* --dump=NAME names a pass, lower, tir or alloc */
 bool pass_disable(Options *opt, const char *name);  /* -fno-NAME: false when NAME has no switch */
 void compile_output_free(CompileOutput *out);
+
+/* ---------------------------------------------------------------- inflight.c */
+
+/* The most global-memory bytes a thread of f has requested and not yet waited for (--report). */
+int64_t inflight_bytes(const Func *f);
 
 /* ---------------------------------------------------------------- liveness.c */
 

@@ -12,6 +12,9 @@
 #   shared     wide_rows.tile (over the budget with lets at its peak) compiles with the largest in
 #              shared memory, reported by --report, within the budget
 #   rejected   PTX that ptxas refuses during the cap check fails the compile, nothing written
+#   inflight   inflight.tile's "memory in flight" lines (bytes a thread before the first wait,
+#              per multiprocessor) and the hint where a streaming kernel has too few on sm_90a;
+#              no hint for a kernel that copies into shared memory, nor on an arch not measured
 # Needs ptxas for accuracy and stability (they skip without it). Ends with `N passed, M failed`.
 cd "$(dirname "$0")/../.." || exit 2
 B=${1:-build}
@@ -118,6 +121,31 @@ for a in sm_80 sm_90a; do
 	elif [ -z "$pred" ] || [ "$pred" -gt 64 ]; then bad "$t $a: predicted ${pred:-?} registers, budget 64"
 	else ok; fi
 done
+
+# inflight: "memory in flight" of inflight.tile's kernels (their blocks per multiprocessor from
+# the predicted registers: --no-ptxas), the hint only under sm_90a's 48 KiB and only where the
+# kernel streams (matmul_f32 has 32 KiB in cp.async groups and reuses them from shared memory)
+inflight() {   # inflight FILE ARCH KERNEL: the kernel's "memory in flight" line and the next
+	"$TILEC" --report --no-ptxas --arch="$2" "$1" -o /dev/null 2>&1 |
+	sed -n "/^kernel $3 (/,/^kernel /p" | grep -A1 "^  memory in flight" | head -n 2
+}
+while read -r file arch kernel want hint; do
+	got=$(inflight "$file" "$arch" "$kernel")
+	line=$(echo "$got" | head -n 1 | sed 's/^  memory in flight *//')
+	if [ "$line" != "$(echo "$want" | tr _ ' ')" ]; then
+		bad "inflight $kernel $arch: '$line', expected '$(echo "$want" | tr _ ' ')'"
+	elif [ "$hint" = hint ] && ! echo "$got" | grep -q "below the 48 KiB a streaming kernel needs on $arch"; then
+		bad "inflight $kernel $arch: no hint"
+	elif [ "$hint" = none ] && echo "$got" | grep -q "below the"; then
+		bad "inflight $kernel $arch: a hint it should not have"
+	else ok; fi
+done <<'LIST'
+tests/regs/inflight.tile sm_90a scale_wide 16_bytes_a_thread,_32_KiB_per_multiprocessor_at_2_blocks hint
+tests/regs/inflight.tile sm_90a scale_narrow 32_bytes_a_thread,_64_KiB_per_multiprocessor_at_4_blocks none
+tests/regs/inflight.tile sm_90a axpy 32_bytes_a_thread,_64_KiB_per_multiprocessor_at_8_blocks none
+tests/regs/inflight.tile sm_80 scale_wide 16_bytes_a_thread,_32_KiB_per_multiprocessor_at_2_blocks none
+examples/matmul_f32.tile sm_90a matmul_f32 64_bytes_a_thread,_32_KiB_per_multiprocessor_at_2_blocks none
+LIST
 
 # rejected: PTX that ptxas refuses while tilec checks the register cap is an error, and no output
 # file is written (a stand-in ptxas that refuses everything)
