@@ -70,6 +70,9 @@ const Workload workloads[] = {
     GEMMT("mm_f32_nt", "layouts/layouts", 4096, DT_F32, DT_F32, false, true, false),
     GEMMT("mm_f32_tn", "layouts/layouts", 4096, DT_F32, DT_F32, true, false, false),
     GEMMT("mm_f32_tt", "layouts/layouts", 4096, DT_F32, DT_F32, true, true, false),
+    /* A @ B^T in a loop without pipeline(): B^T staged through registers each step */
+    GEMMT("mm_f16_nt_plain", "layouts/layouts", 4096, DT_F16, DT_F32, false, true, false),
+    GEMMT("mm_tf32_nt_plain", "layouts/layouts", 4096, DT_TF32, DT_F32, false, true, false),
     { .kernel = "vecadd", .kind = K_AXPY, .n = (int64_t)1 << 28, .in = DT_F32, .out = DT_F32 },
     { .kernel = "sum", .kind = K_SUM, .n = (int64_t)1 << 28, .in = DT_F32, .out = DT_F32 },
     { .kernel = "rowsum", .kind = K_ROWSUM, .m = 8192, .n = 8192, .in = DT_F32, .out = DT_F32 },

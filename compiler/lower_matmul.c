@@ -46,7 +46,9 @@ static SmemMatrix stage_operand(Lower *c, const MatmulPlan *plan, int side, Expr
     *src = MS_REGS;
     m.pitch = matmul_stage_pitch(plan, side, m.type, m.cols);
     int off = smem_alloc(c, m.rows * m.pitch * type_size(m.type));
-    Tile v = lower_expr(c, x, NULL);
+    /* a window is read along its stored rows, whichever its layout: the store below takes any */
+    c->f->cur_line = x->loc.line;
+    Tile v = x->kind == E_INDEX ? load_window_any_layout(c, x) : lower_expr(c, x, NULL);
     m.base = smem_base_reg(c, off);
     store_tile_smem(c, v, m.base, m.pitch, m.type);
     return m;

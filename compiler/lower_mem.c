@@ -898,6 +898,46 @@ Tile load_window(Lower *c, Expr *e, const Layout *want)
     return r;
 }
 
+/* A 2-D window whose first dimension is the contiguous one in memory (the `.T` of a row-major
+ * window, a view with strides (1, K)), for a consumer that takes it in any layout (a matmul
+ * operand it stages in shared memory): read along the stored rows, as the row-major layout of
+ * the swapped window, each thread's vector a run of its first dimension; the slots are then
+ * renumbered into the transposed layout, which holds the same elements. Read in the row-major
+ * layout of the window as written, each thread's elements would be a column's, 2 bytes a load
+ * and a warp's loads 32 rows apart. Other windows load as load_window does. */
+Tile load_window_any_layout(Lower *c, Expr *e)
+{
+    Access a;
+    access_init(c, e, &a);
+    if (a.nwin != 2 || a.gd >= 0 || e->shape.rank != 2)
+        return load_window(c, e, NULL);
+    Access ta = a;
+    ta.wd[0] = a.wd[1];
+    ta.wd[1] = a.wd[0];
+    int tvm = vector_width(c, e, &ta);
+    Shape ts = e->shape;
+    ts.dim[0] = e->shape.dim[1];
+    ts.dim[1] = e->shape.dim[0];
+    Layout TL = layout_rowmajor(ts, c->threads, tvm), L;
+    while (tvm > 1 && TL.V[1] % tvm)
+        tvm /= 2;
+    if (tvm <= vector_width(c, e, &a) || !layout_transpose(&TL, &L))
+        return load_window(c, e, NULL);
+    a.ti->vec_ok = true;
+    int n = layout_slots(&TL);
+    Opnd *tv = arena_alloc(c->a, sizeof *tv * (size_t)n);
+    LoadCtx lc = { a.t->type, fill_of(c, e), tv };
+    for_each_chunk(c, &ta, &TL, tvm, -1, load_chunk, &lc);
+    Tile r = { e->type, L, NULL };
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+    for (int o0 = 0; o0 < TL.O[0]; o0++)
+        for (int i0 = 0; i0 < TL.V[0]; i0++)
+            for (int o1 = 0; o1 < TL.O[1]; o1++)
+                for (int i1 = 0; i1 < TL.V[1]; i1++)
+                    r.v[slot_of(&L, o1, i1, o0, i0)] = tv[slot_of(&TL, o0, i0, o1, i1)];
+    return r;
+}
+
 typedef struct { ElemType t; Tile *v; int red; } StoreCtx;
 
 static void store_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int guard, int slot)

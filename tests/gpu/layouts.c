@@ -141,6 +141,9 @@ int main(int argc, char **argv)
         { "mm_f16_nt_wg", P_F16, false, true }, { "mm_tf32_nt_wg", P_TF32, false, true },
         { "mm_tf32_tn_small", P_TF32, true, false }, { "mm_f32_nt_wide", P_F32, false, true },
         { "mm_f16_tn_wg", P_F16, true, false }, { "mm_f16_nn_wg", P_F16, false, false },
+        /* no pipeline: the transposed operand staged through registers */
+        { "mm_f16_nt_plain", P_F16, false, true }, { "mm_bf16_tt_plain", P_BF16, true, true },
+        { "mm_tf32_nt_plain", P_TF32, false, true }, { "mm_f32_tn_plain", P_F32, true, false },
     };
     static const int shape_sizes[][3] = { { 8, 8, 8 }, { 72, 264, 40 }, { 264, 136, 96 } };
     for (size_t j = 0; j < COUNT(shapes); j++)
