@@ -286,6 +286,8 @@ Tile load_shared_var(Lower *c, Sym *s, const Layout *want);
 void store_shared_var(Lower *c, Sym *s, Tile v);
 /* lower_reduce.c */
 Tile reduce_tile(Lower *c, Tile v, Builtin b, int axis);
+/* n values combined by b as a balanced tree: depth log2(n), not n - 1 */
+Opnd reduce_slots(Lower *c, Builtin b, PType t, Opnd *v, int n);
 /* A whole-tile reduction in its two halves: the thread's own slots (replicated threads give
  * the identity), then across the block's threads (uniform result; a barrier and scratch). */
 Opnd reduce_in_thread(Lower *c, Tile v, Builtin b);

@@ -182,15 +182,19 @@ static bool defer_axis(Lower *c, DeferSet *d, int i)
         }
         move_tail(c, d, from);
     }
-    int kd = 1 - nd;
+    /* a step's slots along the axis are summed as a tree, then added to the partial: each term
+       passes through log2(slots) + steps roundings, the depth docs/language.md gives deferred
+       sums, where adding the slots one by one into the partial made it slots x steps */
+    int kd = 1 - nd, n = v.L.O[nd] * v.L.V[nd];
+    Opnd *xs = arena_alloc(c->a, sizeof *xs * (size_t)n);
     for (int o = 0; o < v.L.O[kd]; o++)
         for (int j = 0; j < v.L.V[kd]; j++) {
             Opnd acc = part->v[nd == 1 ? slot_index(&P, o, j, 0, 0) : slot_index(&P, 0, 0, o, j)];
+            int k = 0;
             for (int a = 0; a < v.L.O[nd]; a++)
-                for (int b = 0; b < v.L.V[nd]; b++) {
-                    Opnd x = v.v[nd == 1 ? slot_index(&v.L, o, j, a, b) : slot_index(&v.L, a, b, o, j)];
-                    ir_bin_to(c->f, OP_ADD, t, acc.reg, acc, x);
-                }
+                for (int b = 0; b < v.L.V[nd]; b++)
+                    xs[k++] = v.v[nd == 1 ? slot_index(&v.L, o, j, a, b) : slot_index(&v.L, a, b, o, j)];
+            ir_bin_to(c->f, OP_ADD, t, acc.reg, acc, reduce_slots(c, B_SUM, t, xs, n));
         }
     return true;
 }

@@ -37,12 +37,12 @@ static Opnd combine(Lower *c, Builtin b, PType t, Opnd x, Opnd y)
 }
 
 /* Pairwise, so the dependency chain is log2(n) long. */
-static Opnd tree(Lower *c, Builtin b, PType t, Opnd *v, int n)
+Opnd reduce_slots(Lower *c, Builtin b, PType t, Opnd *v, int n)
 {
     if (n == 1)
         return v[0];
     int h = n / 2;
-    return combine(c, b, t, tree(c, b, t, v, h), tree(c, b, t, v + h, n - h));
+    return combine(c, b, t, reduce_slots(c, b, t, v, h), reduce_slots(c, b, t, v + h, n - h));
 }
 
 static Opnd shuffle_xor(Lower *c, Builtin b, PType t, Opnd x, int lanes_from, int lanes_to)
@@ -67,7 +67,7 @@ Opnd reduce_identity(Builtin b, PType t) { return identity(b, t); }
 Opnd reduce_in_thread(Lower *c, Tile v, Builtin b)
 {
     PType t = held_ptype(v.type);
-    Opnd acc = tree(c, b, t, v.v, layout_slots(&v.L));
+    Opnd acc = reduce_slots(c, b, t, v.v, layout_slots(&v.L));
     if (v.L.rank == 0)
         return acc;
     int prim = primary_pred(c, &v.L);
@@ -137,7 +137,7 @@ Opnd reduce_across(Lower *c, Opnd acc, Builtin b, PType t)
         in->off = w * 4;
         ir_naive_addr(f);
     }
-    Opnd total = tree(c, b, t, parts, nwarps);
+    Opnd total = reduce_slots(c, b, t, parts, nwarps);
     free(parts);
     return total;
 }
@@ -189,7 +189,7 @@ static Tile reduce_axis_shuffle(Lower *c, Tile v, Builtin b, int nd, ElemType rt
             for (int a = 0; a < ro; a++)
                 for (int bb = 0; bb < rv; bb++)
                     part[a * rv + bb] = nd == 1 ? v.v[slot_of(&L, o, i, a, bb)] : v.v[slot_of(&L, a, bb, o, i)];
-            Opnd acc = tree(c, b, t, part, ro * rv);
+            Opnd acc = reduce_slots(c, b, t, part, ro * rv);
             if (!was_bcast && L.T[nd] > 1) {
                 int lo = nd == 1 ? 1 : L.T[1];
                 int hi = nd == 1 ? L.T[1] / 2 : L.T[1] * L.T[0] / 2;
@@ -276,7 +276,7 @@ static Tile reduce_axis_hier(Lower *c, Tile v, Builtin b, int nd, ElemType rt)
             for (int a = 0; a < ro; a++)
                 for (int bb = 0; bb < rv; bb++)
                     part[a * rv + bb] = nd == 1 ? v.v[slot_of(&L, o, i, a, bb)] : v.v[slot_of(&L, a, bb, o, i)];
-            Opnd x = tree(c, b, t, part, ro * rv);
+            Opnd x = reduce_slots(c, b, t, part, ro * rv);
             if (lanes > 1) {
                 int lo = nd == 1 ? 1 : L.T[1];
                 x = shuffle_xor(c, b, t, x, lo * lanes / 2, lo);
@@ -322,7 +322,7 @@ static Tile reduce_axis_hier(Lower *c, Tile v, Builtin b, int nd, ElemType rt)
             ir_naive_addr(f);
         }
         int s = nd == 1 ? slot_of(&R0, k / L.V[kd], k % L.V[kd], 0, 0) : slot_of(&R0, 0, 0, k / L.V[kd], k % L.V[kd]);
-        r.v[s] = tree(c, b, t, words, groups);
+        r.v[s] = reduce_slots(c, b, t, words, groups);
     }
     free(words);
     free(acc);
