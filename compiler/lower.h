@@ -273,6 +273,8 @@ const char *rpn_text(Lower *c, Expr *e, const char *what);   /* a grid() or assu
 /* lower_mem.c */
 Tile load_window(Lower *c, Expr *e, const Layout *want);
 Tile load_window_any_layout(Lower *c, Expr *e);   /* a window for a consumer of any layout */
+/* The layout for `target = rhs` where rhs only loads windows and some load is wider than the store */
+bool store_stream_layout(Lower *c, Expr *target, Expr *rhs, Layout *out);
 /* A value of type t as loaded from memory (f16/bf16 bits, bool byte) -> its held register form. */
 Opnd widen_held(Lower *c, ElemType t, int r);
 /* fp8 (lower_expr.c): the f32 register of the fp8 value t in the low byte of 16-bit register h,

@@ -203,7 +203,8 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
     case S_ASSIGN: {
         Expr *l = s->lhs;
         if (l->kind == E_INDEX) {
-            Tile v = lower_expr(c, s->rhs, NULL);
+            Layout want;
+            Tile v = lower_expr(c, s->rhs, store_stream_layout(c, l, s->rhs, &want) ? &want : NULL);
             store_window(c, l, v);
             break;
         }

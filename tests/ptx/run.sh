@@ -365,6 +365,32 @@ else
 		"$inloop bar.sync in rowsum's loop, $bars in sum"
 fi
 
+# ---- a widening copy takes the store's vector width (lower_mem.c, store_stream_layout)
+# types8.tile's widen8_wide stores 8-bit rows as f32 under assume(N % 16 == 0): 4-byte loads and
+# 16-byte stores, every warp access one contiguous run -- not 16-byte loads that leave each thread
+# sixteen f32 to store as four pieces 64 bytes apart (2.2x slower than without the assume). The
+# transposed operand of an `@` outside a pipeline is read along its stored rows (mm_f16_nt_plain:
+# 16-byte loads only).
+"$tilec" --no-ptxas --arch=sm_90a tests/gpu/kernels/types8.tile -o "$tmp/types8.ptx" 2>/dev/null
+wide=$(awk '/^\.visible \.entry widen8_wide\(/{k=1} k' "$tmp/types8.ptx" | awk '/^}/{print; exit} {print}')
+n4=$(echo "$wide" | grep -c 'ld.global.v4.[su]8')
+n16=$(echo "$wide" | grep -c 'ld.global.v4.b32')
+nst=$(echo "$wide" | grep -c 'st.global.v4.f32')
+if [ "$n4" -eq 16 ] && [ "$n16" -eq 0 ] && [ "$nst" -eq 16 ]; then
+	pass "stream layout: widen8_wide loads 4 bytes and stores 16 a piece"
+else
+	fail "stream layout: widen8_wide loads 4 bytes and stores 16 a piece" \
+		"$n4 4-byte loads, $n16 16-byte loads, $nst 16-byte stores"
+fi
+"$tilec" -w --no-ptxas --arch=sm_90a tests/gpu/kernels/layouts.tile -o "$tmp/layouts.ptx" 2>/dev/null
+plain=$(awk '/^\.visible \.entry mm_f16_nt_plain\(/{k=1} k' "$tmp/layouts.ptx" | awk '/^}/{print; exit} {print}')
+if [ "$(echo "$plain" | grep -c 'ld.global.v4.b32')" -eq 4 ] && ! echo "$plain" | grep -q 'ld.global.b16'; then
+	pass "transposed operand: mm_f16_nt_plain reads W along its rows"
+else
+	fail "transposed operand: mm_f16_nt_plain reads W along its rows" \
+		"$(echo "$plain" | grep -c 'ld.global.b16') 2-byte loads"
+fi
+
 # ---- sum up
 cat "$tmp"/*.res >"$tmp/all"
 grep -E '^(FAIL|SKIP) ' "$tmp/all" | sed 's/^FAIL /FAIL: /; s/^SKIP /skip: /'
