@@ -2,9 +2,9 @@
 # assume_ab.sh: the examples without their alignment facts, to time against the examples as written
 # (an `assume` must never make a kernel slower).
 #
-#   bench/assume_ab.sh TILEC ARCH OUTDIR
+#   bench/assume_ab.sh TILEC ARCH OUTDIR [FILE.tile ...]
 #
-# For every examples/*.tile with a fact of the form `NAME % NUMBER == 0` inside an assume, writes
+# For every examples/*.tile (or every FILE given) with a fact of the form `NAME % NUMBER == 0` inside an assume, writes
 # the file with those facts removed (an assume left empty goes; `N <= BN`, `HW % IW == 0` and other
 # facts stay: the kernels need them) to OUTDIR/NAME.tile and its PTX for ARCH to OUTDIR/NAME.ptx.
 # Then, on a GPU:
@@ -12,11 +12,13 @@
 #   build/bench/bench --ptx-dir OUTDIR --only LIST                  (without the facts)
 # with LIST the rows of the files it names. Prints the names of the files it wrote.
 cd "$(dirname "$0")/.." || exit 2
-if [ $# -ne 3 ]; then echo "usage: bench/assume_ab.sh TILEC ARCH OUTDIR" >&2; exit 2; fi
+if [ $# -lt 3 ]; then echo "usage: bench/assume_ab.sh TILEC ARCH OUTDIR [FILE.tile ...]" >&2; exit 2; fi
 TILEC=$1 ARCH=$2 OUT=$3
+shift 3
+[ $# -gt 0 ] || set -- examples/*.tile
 mkdir -p "$OUT" || exit 2
 fact='[A-Za-z_][A-Za-z_0-9]* % [0-9][0-9]* == 0'
-for f in examples/*.tile; do
+for f in "$@"; do
 	grep -q "assume(.*$fact" "$f" || continue
 	name=$(basename "$f" .tile)
 	sed -e "/assume(/s/ *&& *$fact//g" -e "/assume(/s/$fact *&& *//g" \
