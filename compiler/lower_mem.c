@@ -908,7 +908,7 @@ Tile load_window(Lower *c, Expr *e, const Layout *want)
 Tile load_window_any_layout(Lower *c, Expr *e)
 {
     Access a;
-    access_init(c, e, &a);
+    access_shape(c, e, &a);      /* decided before any code: a fallback leaves none behind */
     if (a.nwin != 2 || a.gd >= 0 || e->shape.rank != 2)
         return load_window(c, e, NULL);
     Access ta = a;
@@ -923,6 +923,9 @@ Tile load_window_any_layout(Lower *c, Expr *e)
         tvm /= 2;
     if (tvm <= vector_width(c, e, &a) || !layout_transpose(&TL, &L))
         return load_window(c, e, NULL);
+    access_init(c, e, &ta);
+    ta.wd[0] = a.wd[1];
+    ta.wd[1] = a.wd[0];
     a.ti->vec_ok = true;
     int n = layout_slots(&TL);
     Opnd *tv = arena_alloc(c->a, sizeof *tv * (size_t)n);
