@@ -2,15 +2,22 @@
 """assume_sweep.py: every kernel whose file states alignment facts, timed with and without them.
 
     python3 bench/assume_sweep.py [--arch ARCH] [--size N] [FILE.tile ...]
+    python3 bench/assume_sweep.py --files DIR [--arch ARCH] [FILE.tile ...]
 
 For each kernel of the files (default: examples/*.tile and tests/gpu/kernels/*.tile) that holds
 a fact of the form `NAME % NUMBER == 0` in an assume, writes the kernel alone twice (the file's
-constants kept): as written, and with those facts removed by the rule of bench/assume_ab.sh. Then
+constants kept): as written, and with those facts removed (`A % 8 == 0` goes from a conjunction,
+an assume left empty goes; `N <= BN`, `HW % IW == 0` stay: the kernels need them). Then
 build/tilec-tune times each, one after the other so that no two share the GPU (random inputs,
 every size N (default 4096), or N * N, N / 16, N / 64 where the kernel's largest tensor has rank
 1, 3 or 4; scalars 1; median of 20 launches), and the script prints one line per kernel, `with / without` (below 1: the facts made it faster), and the largest ratio. A kernel that
 does not compile or run at those sizes either way is listed as such; one that compiles only with
-its facts counts as made faster by them. Needs a GPU and ptxas."""
+its facts counts as made faster by them. Needs a GPU and ptxas.
+
+With --files DIR: each whole file (default: examples/*.tile) that states such a fact is written
+to DIR without its facts and compiled to DIR/NAME.ptx, and nothing is timed; then
+`build/bench/bench --ptx-dir DIR` against `--ptx-dir build/examples/ARCH` compares the benchmark
+rows of the examples without and with them."""
 import os
 import re
 import subprocess
@@ -83,22 +90,47 @@ def time_one(tune, tilec, arch, path, kernel, sizes):
     return None, next((l for l in why if "error" in l), why[-1] if why else "?")[:100]
 
 
+def write_files(tilec, arch, out, files):
+    """Each file with a fact, without its facts, as OUT/NAME.tile and OUT/NAME.ptx."""
+    os.makedirs(out, exist_ok=True)
+    for f in files:
+        text = open(f).read()
+        if not re.search(r"assume\(.*" + FACT, text):
+            continue
+        name = os.path.basename(f)[:-5]
+        path = os.path.join(out, name + ".tile")
+        open(path, "w").write(strip_facts(text))
+        r = subprocess.run([tilec, "--arch=" + arch, path, "-o", os.path.join(out, name + ".ptx")],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            print(name)
+        else:
+            print("assume_sweep: %s does not compile without its facts: %s" % (name, r.stderr.strip().split("\n")[0]),
+                  file=sys.stderr)
+
+
 def main():
     args = sys.argv[1:]
-    arch, size = "sm_90a", 4096
+    arch, size, files_dir = "sm_90a", 4096, None
     while args and args[0].startswith("--"):
         if args[0] == "--arch":
             arch = args[1]
         elif args[0] == "--size":
             size = int(args[1])
+        elif args[0] == "--files":
+            files_dir = os.path.abspath(args[1])
         else:
-            sys.exit("usage: assume_sweep.py [--arch ARCH] [--size N] [FILE.tile ...]")
+            sys.exit("usage: assume_sweep.py [--arch ARCH] [--size N | --files DIR] [FILE.tile ...]")
         args = args[2:]
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     files = args or sorted(
         [os.path.join("examples", f) for f in os.listdir("examples") if f.endswith(".tile")] +
         [os.path.join("tests/gpu/kernels", f) for f in os.listdir("tests/gpu/kernels") if f.endswith(".tile")])
     tune, tilec = os.path.abspath("build/tilec-tune"), os.path.abspath("build/tilec")
+    if files_dir:
+        write_files(tilec, arch, files_dir, args or sorted(
+            os.path.join("examples", f) for f in os.listdir("examples") if f.endswith(".tile")))
+        return
     tmp = tempfile.mkdtemp(prefix="assume-sweep.")
     work = []
     for f in files:
