@@ -231,6 +231,53 @@ static void scale(const char *name, bool bf, int rows, int n)
     free(x), free(h);
 }
 
+/* widen_f16, widen_bf16_rows: Y = float(X) * s in f32, exactly the host's one f32 product;
+ * outputs poisoned, every element of the poison past the end checked untouched. */
+static void widen(const char *name, bool bf, int rows, int n)
+{
+    char desc[128];
+    snprintf(desc, sizeof desc, "%s R=%d N=%d", name, rows, n);
+    size_t sx = (size_t)rows * n;
+    uint16_t *x = calloc(sx + 8, 2);
+    float *h = malloc((sx + 8) * 4), s = rng_uniform(0.5f, 2);
+    for (size_t i = 0; i < sx; i++) {
+        float v = rng_uniform(-8, 8);
+        x[i] = bf ? to_bf16(v) : to_f16(v);
+    }
+    CUdeviceptr dx = gpu_new_from(x, (sx + 8) / 2), dy = gpu_new_filled(sx + 8, GPU_POISON);
+    tilert_kernel *k = kernel(name);
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_f32(s), tilert_i32(rows), tilert_i32(n) };
+    if (k && dx && dy && run(desc, k, a, 5, dy, h, sx + 8)) {
+        size_t bad = sx;
+        float want = 0;
+        for (size_t i = 0; i < sx && bad == sx; i++) {
+            want = (bf ? from_bf16(x[i]) : from_f16(x[i])) * s;
+            if (memcmp(&h[i], &want, 4))
+                bad = i;
+        }
+        size_t past = 0;
+        for (size_t i = sx; i < sx + 8; i++) {
+            uint32_t w;
+            memcpy(&w, &h[i], 4);
+            past += w != GPU_POISON;
+        }
+        char why[128];
+        if (bad < sx) {
+            snprintf(why, sizeof why, "Y[%zu][%zu] = %.9g, want %.9g", bad / (size_t)n, bad % (size_t)n,
+                     (double)h[bad], (double)want);
+            fail(desc, why);
+        } else if (past) {
+            snprintf(why, sizeof why, "%zu words written past the end", past);
+            fail(desc, why);
+        } else {
+            printf("ok %s\n", desc);
+            passed++;
+        }
+    }
+    gpu_free(dx), gpu_free(dy);
+    free(x), free(h);
+}
+
 /* tril: Y = X where column <= row, else 0 (exact); rowmax_plus: Y[r] = max of row r + r (one
  * rounding of the addition). */
 static void rank_changes(int rows, int cols)
@@ -452,6 +499,8 @@ int main(int argc, char **argv)
         scale("scale_f16", false, r[0], r[1]);
         scale("scale_bf16", true, r[0], r[1]);
         scale("scale_f16_any", false, r[0], r[1] + 1);
+        widen("widen_f16", false, r[0], r[1]);
+        widen("widen_bf16_rows", true, r[0] + 2, r[1]);
     }
     static const int rk[][2] = { { 1, 1 }, { 70, 30 }, { 129, 200 }, { 64, 32 } };
     static const int rk_small[][2] = { { 1, 1 }, { 64, 32 }, { 70, 30 } };
