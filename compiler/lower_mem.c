@@ -593,6 +593,69 @@ static int vector_width(Lower *c, Expr *e, Access *a)
     return a->es == 1 && vm == 8 ? 4 : vm;
 }
 
+static int and_pred(Lower *c, int a, int b);
+
+/* The widest vector (at most `cap` elements) that vector_ok's conditions could allow on some
+ * launch: the innermost dimension contiguous and no constant start or stride against it. *pred
+ * is then the uniform test of the conditions the facts leave open, on the launch's values (the
+ * start, the strides, the row length, the pointer's low bits). 1, with no code, where that is no
+ * wider than `least`. */
+static int runtime_vector_width(Lower *c, Expr *e, Access *a, int cap, int least, int *pred)
+{
+    Func *f = c->f;
+    int d1 = a->wd[1];
+    SymInfo *ti = a->ti;
+    if (d1 < 0 || (a->gd >= 0 && d1 == a->gd) || !(ti->stride[d1].kind == O_IMM && ti->stride[d1].i == 1))
+        return 1;
+    /* the values that must be multiples of vm, each with what the facts know of it */
+    Opnd val[MAX_TENSOR_RANK + 2];
+    int64_t known[MAX_TENSOR_RANK + 2];
+    int n = 0;
+    val[n] = a->start[d1];
+    known[n++] = known_multiple(c, e->idx[d1].start);
+    int64_t xm = a->t->dim[d1].size ? size_multiple(c, a->t->dim[d1].size) : a->t->dim[d1].cval;
+    if (a->t->has_default_strides || !a->inb[d1]) {
+        /* default strides are multiples of the row length; a chunk must be wholly in or out */
+        val[n] = ti->dim[d1];
+        known[n++] = xm;
+    }
+    if (!a->t->has_default_strides)
+        for (int d = 0; d < a->t->rank; d++) {
+            if (d == d1)
+                continue;
+            val[n] = ti->stride[d];
+            known[n++] = a->t->stride[d].expr ? known_multiple(c, a->t->stride[d].expr)
+                : a->t->stride[d].size ? size_multiple(c, a->t->stride[d].size) : a->t->stride[d].cval;
+        }
+    int vm = cap;
+    while (vm > 1 && a->width[d1] < vm)
+        vm /= 2;
+    for (int i = 0; i < n; i++)
+        while (vm > 1 && val[i].kind == O_IMM && val[i].i % vm)
+            vm /= 2;
+    if (vm <= least)
+        return 1;
+    /* or the open values together: their low bits are zero together */
+    Opnd bits = IMM(0);
+    for (int i = 0; i < n; i++) {
+        bool seen = false;
+        for (int j = 0; j < i; j++)
+            seen |= val[j].kind == O_REG && val[j].reg == val[i].reg && known[j] % vm;
+        if (known[i] % vm == 0 || val[i].kind == O_IMM || seen)
+            continue;
+        Opnd v = val[i];
+        if (f->regs.v[v.reg].rc == RC_D)       /* a stride in 64 bits: its low word decides */
+            v = R(ir_cvt(f, PT_U32, PT_U64, v));
+        bits = bits.kind == O_IMM ? v : R(ir_bin(f, OP_BOR, PT_B32, bits, v));
+    }
+    int p = -1;
+    if (bits.kind != O_IMM)
+        p = ir_setp(f, CMP_EQ, PT_S32, R(ir_bin(f, OP_BAND, PT_B32, bits, IMM(vm - 1))), IMM(0));
+    int low = ir_bin(f, OP_BAND, PT_B64, R(ti->ptr), IMM(vm * a->es - 1));
+    *pred = and_pred(c, p, ir_setp(f, CMP_EQ, PT_U64, R(low), IMM(0)));
+    return vm;
+}
+
 static Layout access_layout(Lower *c, Expr *e, Access *a, const Layout *want, Shape shape)
 {
     if (a->nwin == 0)
@@ -1032,6 +1095,28 @@ static void store_like(Lower *c, Expr *target, Tile v, int red)
         a.ti->vec_ok = true;
     int prim = primary_pred(c, &L);
     StoreCtx sc = { a.t->type, &v, red };
+    /* where the layout gives a thread runs the facts cannot prove aligned (an epilogue whose row
+       length no assume states), the stores are versioned on the launch's values: one uniform
+       test, then the narrower stores the facts allow, or vector stores where the test holds */
+    int wide = 1, aligned = -1;
+    if (red < 0 && a.nwin && !L.bcast[1] && L.V[1] > vm) {
+        /* 16 bytes a store; bytes four to a register (bool stays in single bytes) */
+        int cap = a.es == 1 ? (type_is_8bit(a.t->type) ? 4 : 1) : 16 / a.es;
+        while (cap > 1 && L.V[1] % cap)
+            cap /= 2;
+        if (cap > vm)
+            wide = runtime_vector_width(c, target, &a, cap, vm, &aligned);
+    }
+    if (wide > vm) {
+        int wide_path = new_label(c->f), done = new_label(c->f);
+        ir_bra(c->f, wide_path, aligned, false);
+        for_each_chunk(c, &a, &L, vm, prim, store_chunk, &sc);
+        ir_bra(c->f, done, -1, false);
+        ir_label(c->f, wide_path);
+        for_each_chunk(c, &a, &L, wide, prim, store_chunk, &sc);
+        ir_label(c->f, done);
+        return;
+    }
     for_each_chunk(c, &a, &L, vm, prim, store_chunk, &sc);
 }
 

@@ -971,8 +971,12 @@ static void cases_mma(tilert_context *ctx)
                 case_mma_bt(ctx, ks[e].name, ks[e].t, ks[e].bias, ks[e].bt, m_sizes[i], nk[0], nk[1], false);
             }
         case_mma_bt(ctx, ks[e].name, ks[e].t, ks[e].bias, ks[e].bt, 128, 128, ks[e].t == T_TF32 ? 7 : 100, true);
-        if (ks[e].bt)      /* any N: 12 runs */
+        if (ks[e].bt) {    /* any N: 12 runs, and odd ones (the epilogue's element stores) */
             case_mma_bt(ctx, ks[e].name, ks[e].t, ks[e].bias, true, 129, 12, 128, false);
+            case_mma_bt(ctx, ks[e].name, ks[e].t, ks[e].bias, true, 129, 13, 128, false);
+            if (!test_small())
+                case_mma_bt(ctx, ks[e].name, ks[e].t, ks[e].bias, true, 300, 261, 72, false);
+        }
         else
             case_mma(ctx, ks[e].name, ks[e].t, ks[e].bias, 129, ks[e].t == T_TF32 ? 6 : 12, 128, true);
     }

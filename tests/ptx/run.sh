@@ -391,6 +391,30 @@ else
 		"$(echo "$plain" | grep -c 'ld.global.b16') 2-byte loads"
 fi
 
+# An epilogue whose row length no assume states tests the launch's values once and stores in
+# vectors where they allow (linear: pairs of f16, 4-byte stores), element by element where not;
+# with the fact (matmul_f16) there is nothing to test.
+for arch in sm_80 sm_90a; do
+	"$tilec" --no-ptxas --arch=$arch examples/linear.tile -o "$tmp/linear.ptx" 2>/dev/null
+	lin=$(awk '/^\.visible \.entry linear\(/{k=1} k' "$tmp/linear.ptx" | awk '/^}/{print; exit} {print}')
+	nv=$(echo "$lin" | grep -c 'st.global.v2.b16')
+	ns=$(echo "$lin" | grep -c 'st.global.b16')
+	if [ "$nv" -eq 64 ] && [ "$ns" -eq 128 ] && echo "$lin" | grep -q 'and.b64.*, 3;'; then
+		pass "versioned stores: linear ($arch) has 64 pair stores and 128 element stores"
+	else
+		fail "versioned stores: linear ($arch) has 64 pair stores and 128 element stores" \
+			"$nv pair stores, $ns element stores"
+	fi
+done
+"$tilec" --no-ptxas --arch=sm_80 examples/matmul_f16.tile -o "$tmp/mf16.ptx" 2>/dev/null
+mf=$(awk '/^\.visible \.entry matmul_f16\(/{k=1} k' "$tmp/mf16.ptx" | awk '/^}/{print; exit} {print}')
+if ! echo "$mf" | grep -q 'st.global.b16' && echo "$mf" | grep -q 'st.global.v2.b16'; then
+	pass "versioned stores: none where the facts prove the pairs aligned (matmul_f16)"
+else
+	fail "versioned stores: none where the facts prove the pairs aligned (matmul_f16)" \
+		"$(echo "$mf" | grep -c 'st.global.b16') element stores"
+fi
+
 # ---- sum up
 cat "$tmp"/*.res >"$tmp/all"
 grep -E '^(FAIL|SKIP) ' "$tmp/all" | sed 's/^FAIL /FAIL: /; s/^SKIP /skip: /'
