@@ -144,6 +144,18 @@ static Example examples[] = {
     {"attention_d128", "Q K V O L scale causal BH S D BHKV", NULL, NULL, false, "attention"},
     {"attention_bf16", "Q K V O L scale causal BH S D BHKV", NULL, NULL, false, "attention"},
     {"attention_bf16_d128", "Q K V O L scale causal BH S D BHKV", NULL, NULL, false, "attention"},
+    {"attention_bwd_rowdot", "O dO Dl BH S D", NULL, NULL, false, "attention_bwd"},
+    {"attention_bwd_dkdv", "Q K V dO L Dl dK dV scale causal BH S D BHKV", NULL, NULL, false, "attention_bwd"},
+    {"attention_bwd_dq", "Q K V dO L Dl dQ scale causal BH S D BHKV", NULL, NULL, false, "attention_bwd"},
+    {"attention_bwd_rowdot_d128", "O dO Dl BH S D", NULL, NULL, false, "attention_bwd"},
+    {"attention_bwd_dkdv_d128", "Q K V dO L Dl dK dV scale causal BH S D BHKV", NULL, NULL, false, "attention_bwd"},
+    {"attention_bwd_dq_d128", "Q K V dO L Dl dQ scale causal BH S D BHKV", NULL, NULL, false, "attention_bwd"},
+    {"attention_bwd_rowdot_bf16", "O dO Dl BH S D", NULL, NULL, false, "attention_bwd"},
+    {"attention_bwd_dkdv_bf16", "Q K V dO L Dl dK dV scale causal BH S D BHKV", NULL, NULL, false, "attention_bwd"},
+    {"attention_bwd_dq_bf16", "Q K V dO L Dl dQ scale causal BH S D BHKV", NULL, NULL, false, "attention_bwd"},
+    {"attention_bwd_rowdot_bf16_d128", "O dO Dl BH S D", NULL, NULL, false, "attention_bwd"},
+    {"attention_bwd_dkdv_bf16_d128", "Q K V dO L Dl dK dV scale causal BH S D BHKV", NULL, NULL, false, "attention_bwd"},
+    {"attention_bwd_dq_bf16_d128", "Q K V dO L Dl dQ scale causal BH S D BHKV", NULL, NULL, false, "attention_bwd"},
     {"embedding", "ids E Y T V D", NULL, NULL, false, "gather"},
     {"embedding_bwd", "ids DY DE T D V", NULL, NULL, false, "gather"},
     {"moe_gather_mm", "perm X W Y M N K E", NULL, NULL, false, "gather"},
@@ -1375,6 +1387,230 @@ static void cases_attention(tilert_context *ctx)
             }
 }
 
+/* examples/attention_bwd.tile against float64. The reference runs the forward pass (L, P, O)
+ * and the backward recurrences exactly; the kernels get L and Dl = rowsum(O * dO) rounded to f32
+ * (the rowdot kernel is checked on its own, on O rounded to the type). Bounds follow the kernels'
+ * arithmetic, as ref_attention's: a score's error es (f32 accumulation of exact products, the
+ * scale's rounding); p = exp(s * scale - L) within dp = expm1(es + u|L| + u|x|) + 2^-22 + 1.5 u |x|
+ * relative (ex2.approx); dP's error gamma(D) sum |do||v|; dS = p (dP - Dl) with Dl's rounding and
+ * two roundings of its own; P and dS rounded to the operand type (up) for their products, which
+ * accumulate in f32 (gamma of the number of terms); dK and dQ times the scale (one rounding). */
+typedef struct { double *l, *dl, *dq, *dqb, *dk, *dkb, *dv, *dvb, *o; } BwdRef;
+
+static void ref_attention_bwd(const float *q, const float *k, const float *v, const float *dout, int bh, int g,
+                              int s, int d, float scale, bool causal, double up, BwdRef *r)
+{
+    int bhkv = bh / g;
+    size_t nq = (size_t)bh * s * d, nk = (size_t)bhkv * s * d;
+    double *sc = malloc((size_t)s * 8 + 8), *se = malloc((size_t)s * 8 + 8), *pr = malloc((size_t)s * 8 + 8);
+    double *dsv = malloc((size_t)s * 8 + 8), *dse = malloc((size_t)s * 8 + 8);
+    double *pe = malloc((size_t)s * 8 + 8);
+    double gd = gamma_n(d, U_F32), gsq = gamma_n((double)s * g + 2, U_F32), gsk = gamma_n(s + 2, U_F32);
+    double *dka = calloc(nk + 1, 8), *dkm = calloc(nk + 1, 8), *dva = calloc(nk + 1, 8), *dvm = calloc(nk + 1, 8);
+    double *dke = calloc(nk + 1, 8), *dve = calloc(nk + 1, 8);
+    for (int h = 0; h < bh; h++) {
+        const float *qh = q + (size_t)h * s * d, *kh = k + (size_t)(h / g) * s * d, *vh = v + (size_t)(h / g) * s * d;
+        const float *doh = dout + (size_t)h * s * d;
+        size_t kvo = (size_t)(h / g) * s * d;
+        for (int i = 0; i < s; i++) {
+            int nj = causal ? i + 1 : s;
+            double m = -INFINITY;
+            for (int j = 0; j < nj; j++) {
+                double acc = 0, mag = 0;
+                for (int x = 0; x < d; x++) {
+                    acc += (double)qh[(size_t)i * d + x] * kh[(size_t)j * d + x];
+                    mag += fabs((double)qh[(size_t)i * d + x] * kh[(size_t)j * d + x]);
+                }
+                sc[j] = acc * scale;
+                se[j] = (gd * mag * scale + U_F32 * fabs(sc[j])) * (1 + 2 * U_F32);
+                m = sc[j] > m ? sc[j] : m;
+            }
+            double lsum = 0;
+            for (int j = 0; j < nj; j++)
+                lsum += exp(sc[j] - m);
+            double L = m + log(lsum), Lf = (float)L;
+            size_t li = (size_t)h * s + i;
+            r->l[li] = L;
+            double dl = 0;
+            for (int x = 0; x < d; x++) {
+                double o = 0;
+                for (int j = 0; j < nj; j++)
+                    o += exp(sc[j] - L) * vh[(size_t)j * d + x];
+                r->o[li * d + x] = o;
+                dl += o * doh[(size_t)i * d + x];
+            }
+            r->dl[li] = dl;
+            double dlf = (float)dl;
+            /* the kernels see Lf and dlf: the reference is the exact function of them */
+            for (int j = 0; j < nj; j++) {
+                double xa = sc[j] - Lf;
+                pr[j] = exp(xa);
+                double ea = se[j] + U_F32 * fabs(xa) + U_F32 * (fabs(xa) + se[j]);
+                pe[j] = expm1(ea) + 0x1p-22 + fabs(xa) * 1.5 * U_F32;
+                double dp = 0, dpm = 0;
+                for (int x = 0; x < d; x++) {
+                    dp += (double)doh[(size_t)i * d + x] * vh[(size_t)j * d + x];
+                    dpm += fabs((double)doh[(size_t)i * d + x] * vh[(size_t)j * d + x]);
+                }
+                double a = fabs(dp - dlf), edp = gd * dpm;
+                double e1 = edp + U_F32 * (a + edp);
+                dsv[j] = pr[j] * (dp - dlf);
+                dse[j] = pr[j] * pe[j] * (a + e1) + pr[j] * e1 + U_F32 * pr[j] * (1 + pe[j]) * (a + e1);
+            }
+            for (int x = 0; x < d; x++) {
+                double acc = 0, err = 0, mag = 0;
+                for (int j = 0; j < nj; j++) {
+                    double kv = kh[(size_t)j * d + x];
+                    acc += dsv[j] * kv;
+                    err += fabs(kv) * (dse[j] + up * (fabs(dsv[j]) + dse[j]));
+                    mag += (fabs(dsv[j]) + dse[j]) * (1 + up) * fabs(kv);
+                }
+                size_t at = li * d + x;
+                r->dq[at] = acc * scale;
+                r->dqb[at] = (scale * (err + gsk * mag) * (1 + U_F32) + U_F32 * fabs(r->dq[at])) * (1 + 0x1p-10);
+            }
+            for (int j = 0; j < nj; j++)
+                for (int x = 0; x < d; x++) {
+                    size_t at = kvo + (size_t)j * d + x;
+                    double qv = qh[(size_t)i * d + x], dv = doh[(size_t)i * d + x];
+                    dka[at] += dsv[j] * qv;
+                    dke[at] += fabs(qv) * (dse[j] + up * (fabs(dsv[j]) + dse[j]));
+                    dkm[at] += (fabs(dsv[j]) + dse[j]) * (1 + up) * fabs(qv);
+                    dva[at] += pr[j] * dv;
+                    dve[at] += fabs(dv) * pr[j] * (pe[j] + up * (1 + pe[j]));
+                    dvm[at] += pr[j] * (1 + pe[j]) * (1 + up) * fabs(dv);
+                }
+        }
+    }
+    for (size_t at = 0; at < nk; at++) {
+        r->dk[at] = dka[at] * scale;
+        r->dkb[at] = (scale * (dke[at] + gsq * dkm[at]) * (1 + U_F32) + U_F32 * fabs(r->dk[at])) * (1 + 0x1p-10);
+        r->dv[at] = dva[at];
+        r->dvb[at] = (dve[at] + gsq * dvm[at]) * (1 + 0x1p-10);
+    }
+    (void)nq;
+    free(sc), free(se), free(pr), free(dsv), free(dse), free(pe);
+    free(dka), free(dkm), free(dva), free(dvm), free(dke), free(dve);
+}
+
+static CUdeviceptr dev_doubles_as_floats(const double *x, size_t n)
+{
+    float *h = malloc(n * 4 + 4);
+    if (!h)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        h[i] = (float)x[i];
+    CUdeviceptr p = dev_input(h, n);
+    free(h);
+    return p;
+}
+
+static void case_attention_bwd(tilert_context *ctx, const char *suffix, MmaType t, int d, int bh, int g, int s,
+                               bool causal)
+{
+    char nrow[64], nkv[64], nq_[64];
+    snprintf(nrow, sizeof nrow, "attention_bwd_rowdot%s", suffix);
+    snprintf(nkv, sizeof nkv, "attention_bwd_dkdv%s", suffix);
+    snprintf(nq_, sizeof nq_, "attention_bwd_dq%s", suffix);
+    tilert_kernel *krow = kernel(ctx, nrow), *kkv = kernel(ctx, nkv), *kq = kernel(ctx, nq_);
+    if (!krow || !kkv || !kq)
+        return;
+    char desc[160];
+    snprintf(desc, sizeof desc, "attention_bwd%s BH=%d G=%d S=%d D=%d%s", suffix, bh, g, s, d, causal ? " causal" : "");
+    int bhkv = bh / g;
+    size_t nq = (size_t)bh * s * d, nk = (size_t)bhkv * s * d, nl = (size_t)bh * s;
+    double up = t == T_BF16 ? U_BF16 : U_F16, sub = t == T_BF16 ? 0x1p-134 : 0x1p-25;
+    float scale = 1 / sqrtf((float)d);
+    float *hq = malloc(nq * 4 + 4), *hk = malloc(nk * 4 + 4), *hv = malloc(nk * 4 + 4), *hdo = malloc(nq * 4 + 4);
+    float *ho = malloc(nq * 4 + 4);
+    BwdRef r = { malloc(nl * 8 + 8), malloc(nl * 8 + 8), malloc(nq * 8 + 8), malloc(nq * 8 + 8), malloc(nk * 8 + 8),
+                 malloc(nk * 8 + 8), malloc(nk * 8 + 8), malloc(nk * 8 + 8), malloc(nq * 8 + 8) };
+    double *dlr = malloc(nl * 8 + 8), *dlb = malloc(nl * 8 + 8);
+    CUdeviceptr dq, dk, dv, ddo, dO, dL, dDl, dDl2, gq, gk, gv;
+    if (!hq || !hk || !hv || !hdo || !ho || !r.l || !r.dl || !r.dq || !r.dqb || !r.dk || !r.dkb || !r.dv || !r.dvb ||
+        !r.o || !dlr || !dlb) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    if (!(dq = mma_input(t, hq, nq)) || !(dk = mma_input(t, hk, nk)) || !(dv = mma_input(t, hv, nk)) ||
+        !(ddo = mma_input(t, hdo, nq))) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    ref_attention_bwd(hq, hk, hv, hdo, bh, g, s, d, scale, causal, up, &r);
+    /* O as the forward pass would store it, for the row pass */
+    uint16_t *h16 = malloc(nq * 2 + 2);
+    if (!h16) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    for (size_t i = 0; i < nq; i++) {
+        h16[i] = t == T_F16 ? to_f16((float)r.o[i]) : to_bf16((float)r.o[i]);
+        ho[i] = t == T_F16 ? from_f16(h16[i]) : from_bf16(h16[i]);
+    }
+    dO = dev_halves(nq);
+    bool up_ok = dO && gpu_upload(dO, h16, nq * 2);
+    free(h16);
+    if (!up_ok || !(dL = dev_doubles_as_floats(r.l, nl)) || !(dDl = dev_doubles_as_floats(r.dl, nl)) ||
+        !(dDl2 = dev_floats(nl)) || !(gq = dev_halves(nq)) || !(gk = dev_halves(nk)) || !(gv = dev_halves(nk))) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    /* the row pass on the rounded O: a sum of d exact products in any order */
+    for (size_t i = 0; i < nl; i++) {
+        double acc = 0, mag = 0;
+        for (int x = 0; x < d; x++) {
+            acc += (double)ho[i * d + x] * hdo[i * d + x];
+            mag += fabs((double)ho[i * d + x] * hdo[i * d + x]);
+        }
+        dlr[i] = acc;
+        dlb[i] = (gamma_n(d, U_F32) * mag + U_F32 * fabs(acc)) * (1 + 0x1p-10);
+    }
+    tilert_arg ar[] = {tilert_ptr(dO), tilert_ptr(ddo), tilert_ptr(dDl2), tilert_i32(bh), tilert_i32(s), tilert_i32(d)};
+    tilert_arg akv[] = {tilert_ptr(dq), tilert_ptr(dk), tilert_ptr(dv), tilert_ptr(ddo), tilert_ptr(dL), tilert_ptr(dDl),
+                        tilert_ptr(gk), tilert_ptr(gv), tilert_f32(scale), tilert_i32(causal), tilert_i32(bh),
+                        tilert_i32(s), tilert_i32(d), tilert_i32(bhkv)};
+    tilert_arg aq[] = {tilert_ptr(dq), tilert_ptr(dk), tilert_ptr(dv), tilert_ptr(ddo), tilert_ptr(dL), tilert_ptr(dDl),
+                       tilert_ptr(gq), tilert_f32(scale), tilert_i32(causal), tilert_i32(bh), tilert_i32(s),
+                       tilert_i32(d), tilert_i32(bhkv)};
+    char sub_desc[200];
+    snprintf(sub_desc, sizeof sub_desc, "%s (row dot)", desc);
+    if (launch(sub_desc, krow, ar, 6))
+        check_output(sub_desc, dDl2, nl, dlr, dlb, (size_t)s);
+    if (launch(desc, kkv, akv, 14) && launch(desc, kq, aq, 13)) {
+        bound_store(r.dq, r.dqb, nq, up, sub);
+        bound_store(r.dk, r.dkb, nk, up, sub);
+        bound_store(r.dv, r.dvb, nk, up, sub);
+        snprintf(sub_desc, sizeof sub_desc, "%s (dQ)", desc);
+        check_halves(sub_desc, t, gq, nq, r.dq, r.dqb, (size_t)d);
+        snprintf(sub_desc, sizeof sub_desc, "%s (dK)", desc);
+        check_halves(sub_desc, t, gk, nk, r.dk, r.dkb, (size_t)d);
+        snprintf(sub_desc, sizeof sub_desc, "%s (dV)", desc);
+        check_halves(sub_desc, t, gv, nk, r.dv, r.dvb, (size_t)d);
+    }
+done:
+    free_case();
+    free(hq), free(hk), free(hv), free(hdo), free(ho), free(dlr), free(dlb);
+    free(r.l), free(r.dl), free(r.dq), free(r.dqb), free(r.dk), free(r.dkb), free(r.dv), free(r.dvb), free(r.o);
+}
+
+static void cases_attention_bwd(tilert_context *ctx)
+{
+    static const struct { const char *suffix; MmaType t; int d; } ks[] = {
+        {"", T_F16, 64}, {"_d128", T_F16, 128}, {"_bf16", T_BF16, 64}, {"_bf16_d128", T_BF16, 128},
+    };
+    /* BH, G, S: sequence lengths 1, 7, 100, 129, 1000 (not multiples of the 64 and 128 blocks) */
+    static const int sz[][3] = {{1, 1, 1}, {2, 1, 7}, {4, 2, 100}, {3, 3, 129}, {2, 2, 1000}, {2, 1, 256}};
+    static const int sz_small[][3] = {{1, 1, 7}, {4, 2, 129}};
+    bool small = test_small();
+    for (size_t x = 0; x < COUNT(ks); x++)
+        for (size_t i = 0; i < (small ? COUNT(sz_small) : COUNT(sz)); i++)
+            for (int causal = 0; causal < 2; causal++) {
+                const int *z = small ? sz_small[i] : sz[i];
+                case_attention_bwd(ctx, ks[x].suffix, ks[x].t, ks[x].d, z[0], z[1], z[2], causal);
+            }
+}
+
 /* examples/gather.tile. Row indices: mostly in range, some out of it (negative and past the
  * end), which read zeros and whose stores and atomics are dropped. */
 static int32_t *row_ids(size_t n, int range, bool with_bad)
@@ -1629,8 +1865,10 @@ int main(int argc, char **argv)
     case_rows(ctx, SOFTMAX, 2, 8193, true);
     case_rows(ctx, LAYERNORM, 2, 8193, true);
     cases_lse(ctx);
-    if (tilert_device_arch(ctx) >= 80)
+    if (tilert_device_arch(ctx) >= 80) {
         cases_attention(ctx);
+        cases_attention_bwd(ctx);
+    }
     /* T, V, D: tokens and table rows not multiples of the 32-row blocks, D of the 256 columns */
     static const int gt[][3] = {{1, 1, 8}, {33, 7, 264}, {100, 1000, 512}, {1000, 50, 136}};
     static const int gt_small[][3] = {{1, 1, 8}, {33, 7, 264}, {64, 100, 256}};
