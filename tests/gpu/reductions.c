@@ -187,6 +187,24 @@ static void rowsum_read(int rows, int n)
     free(x), free(h), free(ref), free(bound), free(pref), free(pbound);
 }
 
+/* The verdict of an exact elementwise check: the first wrong element (bad < n; `got` and `want`
+ * say its value and the expected one), else any of `past` units written past the end. */
+static void exact_verdict(const char *desc, size_t bad, size_t n, int cols, const char *got_want, size_t past,
+                          const char *unit)
+{
+    char why[160];
+    if (bad < n) {
+        snprintf(why, sizeof why, "Y[%zu][%zu] = %s", bad / (size_t)cols, bad % (size_t)cols, got_want);
+        fail(desc, why);
+    } else if (past) {
+        snprintf(why, sizeof why, "%zu %s written past the end", past, unit);
+        fail(desc, why);
+    } else {
+        printf("ok %s\n", desc);
+        passed++;
+    }
+}
+
 /* scale_f16, scale_bf16, scale_f16_any: Y = half(float(X) * s), exactly the host's rounding of
  * the f32 product (one f32 multiplication, then round to nearest even). */
 static void scale(const char *name, bool bf, int rows, int n)
@@ -215,17 +233,10 @@ static void scale(const char *name, bool bf, int rows, int n)
         size_t past = 0;
         for (size_t i = sx; i < words * 2; i++)
             past += h[i] != 0x7fff;
-        char why[128];
-        if (bad < sx) {
-            snprintf(why, sizeof why, "Y[%zu][%zu] = 0x%04x, want 0x%04x", bad / (size_t)n, bad % (size_t)n, h[bad], want);
-            fail(desc, why);
-        } else if (past) {
-            snprintf(why, sizeof why, "%zu halves written past the end", past);
-            fail(desc, why);
-        } else {
-            printf("ok %s\n", desc);
-            passed++;
-        }
+        char gw[64] = "";
+        if (bad < sx)
+            snprintf(gw, sizeof gw, "0x%04x, want 0x%04x", h[bad], want);
+        exact_verdict(desc, bad, sx, n, gw, past, "halves");
     }
     gpu_free(dx), gpu_free(dy);
     free(x), free(h);
@@ -261,18 +272,10 @@ static void widen(const char *name, bool bf, int rows, int n)
             memcpy(&w, &h[i], 4);
             past += w != GPU_POISON;
         }
-        char why[128];
-        if (bad < sx) {
-            snprintf(why, sizeof why, "Y[%zu][%zu] = %.9g, want %.9g", bad / (size_t)n, bad % (size_t)n,
-                     (double)h[bad], (double)want);
-            fail(desc, why);
-        } else if (past) {
-            snprintf(why, sizeof why, "%zu words written past the end", past);
-            fail(desc, why);
-        } else {
-            printf("ok %s\n", desc);
-            passed++;
-        }
+        char gw[64] = "";
+        if (bad < sx)
+            snprintf(gw, sizeof gw, "%.9g, want %.9g", (double)h[bad], (double)want);
+        exact_verdict(desc, bad, sx, n, gw, past, "words");
     }
     gpu_free(dx), gpu_free(dy);
     free(x), free(h);

@@ -1278,27 +1278,37 @@ done:
  * exp as ex2.approx of an argument rounded once (2^-22 + |x| u relative); P rounded to the
  * operand type for P V (u_p) while l sums the unrounded ones; P V and l accumulated in f32
  * (gamma(S)); the division; O rounded to its type (u_o). */
+/* The scaled scores of query row i against keys 0..nj-1 (sc) and each one's error bound as the
+ * kernels compute it (se: f32 accumulation of exact products, gamma(D) of sum |q||k|, then the
+ * scale's rounding); returns the largest score. */
+static double ref_scores(const float *qi, const float *kh, int nj, int d, float scale, double *sc, double *se)
+{
+    double gd = gamma_n(d, U_F32), m = -INFINITY;
+    for (int j = 0; j < nj; j++) {
+        double acc = 0, mag = 0;
+        for (int x = 0; x < d; x++) {
+            acc += (double)qi[x] * kh[(size_t)j * d + x];
+            mag += fabs((double)qi[x] * kh[(size_t)j * d + x]);
+        }
+        sc[j] = acc * scale;
+        se[j] = (gd * mag * scale + U_F32 * fabs(sc[j])) * (1 + 2 * U_F32);
+        m = sc[j] > m ? sc[j] : m;
+    }
+    return m;
+}
+
 static void ref_attention(const float *q, const float *k, const float *v, int bh, int g, int s, int d,
                           float scale, bool causal, double up, double *o, double *ob, double *l, double *lb)
 {
     double *sc = malloc((size_t)s * 8 + 8), *se = malloc((size_t)s * 8 + 8);
-    double gd = gamma_n(d, U_F32), gs = gamma_n(s + 2, U_F32);
+    double gs = gamma_n(s + 2, U_F32);
     for (int h = 0; h < bh; h++) {
         const float *qh = q + (size_t)h * s * d, *kh = k + (size_t)(h / g) * s * d, *vh = v + (size_t)(h / g) * s * d;
         for (int i = 0; i < s; i++) {
             int nj = causal ? i + 1 : s;
-            double m = -INFINITY, emax = 0;
-            for (int j = 0; j < nj; j++) {
-                double acc = 0, mag = 0;
-                for (int x = 0; x < d; x++) {
-                    acc += (double)qh[(size_t)i * d + x] * kh[(size_t)j * d + x];
-                    mag += fabs((double)qh[(size_t)i * d + x] * kh[(size_t)j * d + x]);
-                }
-                sc[j] = acc * scale;
-                se[j] = (gd * mag * scale + U_F32 * fabs(sc[j])) * (1 + 2 * U_F32);
-                m = sc[j] > m ? sc[j] : m;
+            double m = ref_scores(qh + (size_t)i * d, kh, nj, d, scale, sc, se), emax = 0;
+            for (int j = 0; j < nj; j++)
                 emax = se[j] > emax ? se[j] : emax;
-            }
             double lsum = 0, rel_p = 0;
             for (int j = 0; j < nj; j++) {
                 double x = sc[j] - m;
@@ -1414,17 +1424,7 @@ static void ref_attention_bwd(const float *q, const float *k, const float *v, co
         size_t kvo = (size_t)(h / g) * s * d;
         for (int i = 0; i < s; i++) {
             int nj = causal ? i + 1 : s;
-            double m = -INFINITY;
-            for (int j = 0; j < nj; j++) {
-                double acc = 0, mag = 0;
-                for (int x = 0; x < d; x++) {
-                    acc += (double)qh[(size_t)i * d + x] * kh[(size_t)j * d + x];
-                    mag += fabs((double)qh[(size_t)i * d + x] * kh[(size_t)j * d + x]);
-                }
-                sc[j] = acc * scale;
-                se[j] = (gd * mag * scale + U_F32 * fabs(sc[j])) * (1 + 2 * U_F32);
-                m = sc[j] > m ? sc[j] : m;
-            }
+            double m = ref_scores(qh + (size_t)i * d, kh, nj, d, scale, sc, se);
             double lsum = 0;
             for (int j = 0; j < nj; j++)
                 lsum += exp(sc[j] - m);
