@@ -103,6 +103,9 @@ typedef struct {
        into one buffer at held_base (a register) that every iteration reads; no stages */
     bool held;
     int held_base;
+    /* copied as it lies and turned in place into a K-major slab after its copies
+       (MatmulPathRow.xpose, lower_transpose.c) */
+    bool xpose;
 } PipeOperand;
 
 /* A pipelined loop while it is lowered (lower_pipeline.c); Lower.pipe is the innermost one whose
@@ -311,7 +314,8 @@ void lower_matmul(Lower *c, Tile *acc, Expr *mm, bool accumulate);
 
 /* matmul_plan.c: how one `@` is computed, chosen once (the file's comment says how). */
 typedef enum {
-    MM_FFMA, MM_MMA_SYNC, MM_WGMMA, MM_WGMMA_TF32, MM_MMA_SWAPPED, MM_WGMMA_RA, MM_WGMMA_TF32_RA
+    MM_FFMA, MM_MMA_SYNC, MM_WGMMA, MM_WGMMA_TF32, MM_MMA_SWAPPED, MM_WGMMA_RA, MM_WGMMA_TF32_RA,
+    MM_WGMMA_TF32_XB
 } MatmulPath;
 /* Where an operand comes from. From MS_STAGE on a pipelined loop brought it; from MS_CPASYNC on
  * in the layout the path asked for (MatmulPathRow.swizzle). */
@@ -338,6 +342,9 @@ typedef struct {
     unsigned tma;           /* operands TMA may bring (sm_90a, lower_tma.c) */
     unsigned proxy;         /* async operands the tensor cores read through the async proxy */
     unsigned round_tf32;    /* operands read as tf32 from shared memory: rounded after cp.async */
+    /* operands copied as they lie (SWZ_BLK4) and turned in place into K-major slabs after
+       their copies, rounded to tf32 on the way (lower_transpose.c); the path reads the slab */
+    unsigned xpose;
     bool tensor_cores;      /* loads fragments: may take a pipelined loop's barrier and copies */
     bool inflight;          /* keeps its wgmma group in flight into the next iteration */
     /* may a pipelined loop copy operand `side`, when it is transposed (MatmulPlan.trans), in
@@ -434,11 +441,12 @@ PType mma_operand_ptype(ElemType t);        /* PT_F16 .. PT_E5M2; PT_B32 for tf3
 void mma_sync(Lower *c, PType ta, PType tb, Tile *acc, const int *cs, const int *a, const int *b);
 /* swizzle.c: unpadded operand tiles whose 16-byte units are XOR-permuted within 128-byte lines
  * (SmemMatrix.swz; the pitch is then the row's own width). SWZ_LDMATRIX spreads any 8 rows of
- * one 16-byte column (ldmatrix); SWZ_QUAD spreads 4 rows of two adjacent columns (tf32 B). */
+ * one 16-byte column (ldmatrix); SWZ_QUAD spreads 4 rows of two adjacent columns (tf32 B);
+ * SWZ_BLK4 spreads 8 quads of rows at one column (the transposing copy's staging). */
 /* SWZ_SLAB and SWZ_SLAB_WG are the 128-byte swizzle of wgmma's matrix descriptors, in column slabs
  * of 128 bytes (SWZ_SLAB_WG with rows in warpgroup order, wg_row). rows: the tile's rows; warps:
  * the block's. */
-enum { SWZ_NONE, SWZ_LDMATRIX, SWZ_QUAD, SWZ_SLAB, SWZ_SLAB_WG };
+enum { SWZ_NONE, SWZ_LDMATRIX, SWZ_QUAD, SWZ_SLAB, SWZ_SLAB_WG, SWZ_BLK4 };
 bool swz_applies(int kind, int row_bytes);
 int64_t swz_offset(int kind, int row_bytes, int rows, int warps, int64_t row, int64_t byte_col);
 int swz_offset_ir(Lower *c, int kind, int row, int byte_col, bool col_aligned16, int row_bytes, int rows);
@@ -450,6 +458,12 @@ bool swz_delta(int kind, int row_bytes, int rows, int warps, int64_t row_bound, 
  * (addr or addr ^ constant, made once per delta mod 8 in xored[], initially all -1), *imm the
  * constant to add. Valid when unit_delta's bits lie above the addressed chunk's own bits. */
 int swz_step(Lower *c, int addr, int64_t unit_delta, int xored[8], int64_t *imm);
+/* lower_transpose.c: an f32 tile copied as it lies into SWZ_BLK4 staging (in its copies' layout:
+ * false where the shape has none) and turned in place into the K-major slab tf32 wgmma reads,
+ * rounded to tf32, after the thread's wait for its copies and before the barrier that
+ * publishes the stage (the caller's). */
+bool xpose_layout(Shape s, int threads, Layout *out);
+void xpose_stage_tf32(Lower *c, Shape s, int base);
 /* lower_mem.c: staging into shared memory */
 void store_tile_smem(Lower *c, Tile v, int base, int pitch, ElemType t);
 void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int guard);

@@ -41,6 +41,12 @@ static SmemMatrix stage_operand(Lower *c, const MatmulPlan *plan, int side, Expr
         m.trans = po->trans;
         m.base = pipe_buffer(c, x, NULL);
         *src = po->tmap >= 0 ? MS_TMA : MS_CPASYNC;
+        if (po->xpose) {
+            /* the path reads the tile turned around: K-major, [cols][rows] in slabs */
+            m.swz = SWZ_SLAB;
+            m.pitch = m.rows;
+            m.trans = true;
+        }
         return m;
     }
     *src = MS_REGS;

@@ -1301,7 +1301,12 @@ static void walk_async_pieces(Lower *c, Expr *win, int base, int pitch, int swz,
         die("copy_window_async: %d-byte pieces, which cp.async cannot move", vm * a.es);
     if (vm > 1)
         a.ti->vec_ok = true;
-    Layout L = layout_rowmajor(win->shape, c->threads, vm);
+    /* a transposing copy's staging is written in its blocks of 4 rows (lower_transpose.c) */
+    Layout L;
+    if (swz != SWZ_BLK4)
+        L = layout_rowmajor(win->shape, c->threads, vm);
+    else if (!xpose_layout(win->shape, c->threads, &L))
+        die("copy_window_async: no transposing layout for the window");
     int t0 = thread_coord(c, &L, 0), t1 = thread_coord(c, &L, 1);
     int r0 = ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(L.V[0]));
     int c0 = ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(L.V[1]));

@@ -63,6 +63,17 @@ static bool fits_wgmma_tf32_ra(Lower *c, const MatmulPlan *p)
            wgmma_shape_tf32_kmajor(c, p->M, p->N, p->K);
 }
 
+/* tf32 A^T @ B on sm_90a: A^T through registers as above; B, N-major as stored, copied as it lies
+ * and turned K-major in shared memory (lower_transpose.c): tf32 wgmma reads neither operand as
+ * stored, in either orientation of the product. Where the tile has no transposing layout the
+ * product stays on mma.sync. */
+static bool fits_wgmma_tf32_xb(Lower *c, const MatmulPlan *p)
+{
+    Layout L;
+    return p->type == TY_F32 && p->tf32 && p->trans[0] && !p->trans[1] && fits_mma_sync(c, p) &&
+           wgmma_shape_tf32_kmajor(c, p->M, p->N, p->K) && xpose_layout((Shape){ 2, { p->K, p->N } }, c->threads, &L);
+}
+
 static bool fits_any(Lower *c, const MatmulPlan *p)
 {
     (void)c, (void)p;
@@ -147,6 +158,12 @@ static int swizzle_wgmma_ra(Lower *c, const MatmulPlan *p, ElemType t, int side)
     return side == 1 ? SWZ_SLAB : swizzle_mma_sync(c, p, t, 0);
 }
 
+/* A where mma.sync's fragment loads read it, B staged for its transposing copy */
+static int swizzle_wgmma_xb(Lower *c, const MatmulPlan *p, ElemType t, int side)
+{
+    return side == 1 ? SWZ_BLK4 : swizzle_mma_sync(c, p, t, 0);
+}
+
 /* A in slabs for the tensor cores; B^T read into registers four n8 tiles at a time */
 static int swizzle_swapped(Lower *c, const MatmulPlan *p, ElemType t, int side)
 {
@@ -183,29 +200,34 @@ static const MatmulPathRow rows[] = {
        there; B^T K-major from its slab, by TMA (rounding on the copy) where it can, else rounded
        in place */
     { MM_WGMMA_TF32_RA, "wgmma tf32 (A from registers)", fits_wgmma_tf32_ra, layout_wgmma, swizzle_wgmma_ra,
-      mma_pitch, SIDE_B, MM_MMA_SYNC, SIDE_B, SIDE_B, SIDE_B, true, false, trans_mma_sync, emit_wgmma },
+      mma_pitch, SIDE_B, MM_MMA_SYNC, SIDE_B, SIDE_B, SIDE_B, 0, true, false, trans_mma_sync, emit_wgmma },
+    /* tf32 on sm_90a with A transposed and B not: A's fragments in registers, B copied as it
+       lies and turned K-major into its slab by the threads (lower_transpose.c) */
+    { MM_WGMMA_TF32_XB, "wgmma tf32 (A from registers, B transposed in shared memory)", fits_wgmma_tf32_xb,
+      layout_wgmma, swizzle_wgmma_xb, mma_pitch, SIDE_B, MM_MMA_SYNC, 0, SIDE_B, 0, SIDE_B, true, false,
+      trans_mma_sync, emit_wgmma },
     /* tf32 on sm_90a: C^T = B^T A^T, A by cp.async or TMA into slabs the tensor cores read as tf32
        (rounded in place after cp.async; TMA rounds on the way), its group in flight across
        iterations (lower_mma_swap.c) */
     { MM_WGMMA_TF32, "wgmma tf32 (swapped)", fits_wgmma_tf32, layout_swapped, swizzle_swapped, mma_pitch,
-      SIDE_A, MM_MMA_SWAPPED, SIDE_A, SIDE_A, SIDE_A, true, true, NULL, emit_swapped },
+      SIDE_A, MM_MMA_SWAPPED, SIDE_A, SIDE_A, SIDE_A, 0, true, true, NULL, emit_swapped },
     /* f16/bf16 on sm_90a: both operands in slabs (lower_wgmma.c), B by TMA where it can (A's
        warpgroup row order would take a box per 8 rows: lower_tma.c) */
     { MM_WGMMA, "wgmma", fits_wgmma, layout_wgmma, swizzle_wgmma, mma_pitch,
-      SIDE_A | SIDE_B, MM_MMA_SYNC, SIDE_B, SIDE_A | SIDE_B, 0, true, false, trans_wgmma, emit_wgmma },
+      SIDE_A | SIDE_B, MM_MMA_SYNC, SIDE_B, SIDE_A | SIDE_B, 0, 0, true, false, trans_wgmma, emit_wgmma },
     /* f16/bf16 on sm_90a with A transposed: A's fragments in registers, B from its slab
        (lower_wgmma.c) */
     { MM_WGMMA_RA, "wgmma (A from registers)", fits_wgmma_ra, layout_wgmma, swizzle_wgmma_ra, mma_pitch,
-      SIDE_B, MM_MMA_SYNC, SIDE_B, SIDE_B, 0, true, false, trans_mma_sync, emit_wgmma },
+      SIDE_B, MM_MMA_SYNC, SIDE_B, SIDE_B, 0, 0, true, false, trans_mma_sync, emit_wgmma },
     /* f16/bf16/tf32, sm_80 on (lower_mma.c) */
     { MM_MMA_SYNC, "mma.sync", fits_mma_sync, layout_mma_sync, swizzle_mma_sync, mma_pitch,
-      0, MM_MMA_SYNC, 0, 0, 0, true, false, trans_mma_sync, emit_mma_sync },
+      0, MM_MMA_SYNC, 0, 0, 0, 0, true, false, trans_mma_sync, emit_mma_sync },
     /* the swapped tf32 product by mma.sync, when A does not arrive in a slab */
     { MM_MMA_SWAPPED, "mma.sync tf32 (swapped)", NULL, layout_swapped, swizzle_swapped, mma_pitch,
-      0, MM_MMA_SWAPPED, 0, 0, 0, true, false, NULL, emit_swapped },
+      0, MM_MMA_SWAPPED, 0, 0, 0, 0, true, false, NULL, emit_swapped },
     /* everything else: IEEE f32 (and widened f16/bf16) FMA on the SIMT cores (lower_ffma.c) */
     { MM_FFMA, "ffma", fits_any, layout_ffma, swizzle_none, pitch_ffma,
-      0, MM_FFMA, 0, 0, 0, false, false, trans_ffma, lower_ffma },
+      0, MM_FFMA, 0, 0, 0, 0, false, false, trans_ffma, lower_ffma },
 };
 enum { NROWS = sizeof rows / sizeof rows[0] };
 
@@ -300,7 +322,8 @@ void matmul_set_sources(MatmulPlan *p, MatmulSource a, MatmulSource b)
  * units apart (mma_pitch gives wide f32 rows B's pitch, which it cannot tell from A's). */
 int matmul_stage_pitch(const MatmulPlan *p, int side, ElemType t, int cols)
 {
-    bool frag_loads = p->row->path == MM_MMA_SYNC || (side == 0 && p->row->path == MM_WGMMA_TF32_RA);
+    bool frag_loads = p->row->path == MM_MMA_SYNC ||
+                      (side == 0 && (p->row->path == MM_WGMMA_TF32_RA || p->row->path == MM_WGMMA_TF32_XB));
     if (t == TY_F32 && side == 0 && !p->trans[0] && frag_loads) {
         int units = (cols * 4 + 15) / 16;
         return (units | 1) * 4;

@@ -8,11 +8,15 @@
  *                 chunk each) fall in 8 distinct 16-byte bank groups;
  *   SWZ_QUAD      key(r) = 2r % 8 (RB >= 128): the tf32 B fragment loads, where a quarter warp
  *                 reads rows k .. k + 3 at two adjacent chunks 2j, 2j + 1, do.
+ *   SWZ_BLK4      key(r) = (r / 4) % 8 (RB >= 128): the staging of a transposing copy
+ *                 (lower_transpose.c), where each thread copies and reads back 4 rows of one
+ *                 chunk and a quarter warp holds the blocks of 8 consecutive row quads at one
+ *                 chunk. Only such threads touch it: their rows start at multiples of 4.
  * Either way a warp's cp.async of consecutive 16-byte pieces fills whole lines, each in some
  * order, so the copies' writes do not conflict. A padded pitch cannot give both: the pad that
  * spreads the fragment reads leaves the copies' rows straddling 128-byte lines.
- * key has period 8 (SWZ_QUAD: 4) in r, so 8 m rows further is a constant m * 8 * RB bytes
- * further, and a chunk delta whose bits are above the unit's own chunk bits is an XOR with a
+ * key has period 8 (SWZ_QUAD: 4, SWZ_BLK4: 32) in r, so 8 m rows further is a constant
+ * m * 8 * RB bytes further, and a chunk delta whose bits are above the unit's own chunk bits is an XOR with a
  * constant (swz_step): the fragment loads keep [reg+imm] addressing, with at most one xor per
  * distinct (delta mod 8) per matmul. Tile bases must be 128-byte aligned (stage buffers are;
  * tilec_smem is declared .align 1024).
@@ -41,7 +45,7 @@ bool swz_applies(int kind, int row_bytes)
 {
     if (kind == SWZ_SLAB || kind == SWZ_SLAB_WG)
         return row_bytes > 0 && row_bytes % 128 == 0;
-    int least = kind == SWZ_QUAD ? 128 : 16;
+    int least = kind == SWZ_QUAD || kind == SWZ_BLK4 ? 128 : 16;
     return kind != SWZ_NONE && row_bytes >= least && (row_bytes & (row_bytes - 1)) == 0;
 }
 
@@ -67,7 +71,7 @@ int64_t swz_offset(int kind, int row_bytes, int rows, int warps, int64_t row, in
         return byte_col / 128 * rows * 128 + r * 128 + 16 * ((in / 16) ^ (r % 8)) + in % 16;
     }
     int q = rows_per_line(row_bytes);
-    int64_t key = kind == SWZ_QUAD ? 2 * row % 8 : (row / q) % (8 / q);
+    int64_t key = kind == SWZ_QUAD ? 2 * row % 8 : kind == SWZ_BLK4 ? row / 4 % 8 : (row / q) % (8 / q);
     int64_t unit = row * (row_bytes / 16) + byte_col / 16;
     return 16 * (unit ^ key) + byte_col % 16;
 }
@@ -75,7 +79,10 @@ int64_t swz_offset(int kind, int row_bytes, int rows, int warps, int64_t row, in
 bool swz_delta(int kind, int row_bytes, int rows, int warps, int64_t row_bound, int64_t rd, int64_t cdb, int64_t *delta)
 {
     int period = kind == SWZ_QUAD ? 4 : 8;
-    if (rd % period || cdb % 128)
+    /* SWZ_BLK4's rows are walked from a multiple of 4: rows 0 .. 3 past it share its key */
+    if (kind == SWZ_BLK4 ? rd % 32 >= 4 : rd % period)
+        return false;
+    if (cdb % 128)
         return false;
     if (kind == SWZ_SLAB || kind == SWZ_SLAB_WG) {
         if (kind == SWZ_SLAB_WG && rd % row_bound)
@@ -123,6 +130,8 @@ int swz_offset_ir(Lower *c, int kind, int row, int byte_col, bool col_aligned16,
     int key = -1;
     if (kind == SWZ_QUAD)
         key = ir_bin(f, OP_BAND, PT_B32, R(ir_bin(f, OP_SHL, PT_B32, R(row), IMM(1))), IMM(7));
+    else if (kind == SWZ_BLK4)
+        key = ir_bin(f, OP_BAND, PT_B32, R(ir_bin(f, OP_SHR, PT_U32, R(row), IMM(2))), IMM(7));
     else if (q < 8)
         key = ir_bin(f, OP_BAND, PT_B32, R(q > 1 ? ir_bin(f, OP_SHR, PT_U32, R(row), IMM(log2i(q))) : row), IMM(8 / q - 1));
     if (key >= 0)

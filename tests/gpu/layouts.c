@@ -136,24 +136,32 @@ int main(int argc, char **argv)
                 product(kname, (Prec)p, l >= 2, l % 2 == 1, l == 3, s[0], s[1], s[2]);
             }
     /* other tile shapes, thread and stage counts, each on its path (sizes multiples of 8) */
-    static const struct { const char *name; Prec p; bool ta, tb; } shapes[] = {
-        { "mm_bf16_tt_wide", P_BF16, true, true }, { "mm_f16_nt_small", P_F16, false, true },
-        { "mm_f16_nt_wg", P_F16, false, true }, { "mm_tf32_nt_wg", P_TF32, false, true },
-        { "mm_tf32_tn_small", P_TF32, true, false }, { "mm_f32_nt_wide", P_F32, false, true },
-        { "mm_f16_tn_wg", P_F16, true, false }, { "mm_f16_nn_wg", P_F16, false, false },
+    static const struct { const char *name; Prec p; bool ta, tb, kmn; } shapes[] = {
+        { "mm_bf16_tt_wide", P_BF16, true, true, false }, { "mm_f16_nt_small", P_F16, false, true, false },
+        { "mm_f16_nt_wg", P_F16, false, true, false }, { "mm_tf32_nt_wg", P_TF32, false, true, false },
+        { "mm_tf32_tn_small", P_TF32, true, false, false }, { "mm_f32_nt_wide", P_F32, false, true, false },
+        { "mm_f16_tn_wg", P_F16, true, false, false }, { "mm_f16_nn_wg", P_F16, false, false, false },
         /* no pipeline: the transposed operand staged through registers */
-        { "mm_f16_nt_plain", P_F16, false, true }, { "mm_bf16_tt_plain", P_BF16, true, true },
-        { "mm_tf32_nt_plain", P_TF32, false, true }, { "mm_f32_tn_plain", P_F32, true, false },
+        { "mm_f16_nt_plain", P_F16, false, true, false }, { "mm_bf16_tt_plain", P_BF16, true, true, false },
+        { "mm_tf32_nt_plain", P_TF32, false, true, false }, { "mm_f32_tn_plain", P_F32, true, false, false },
+        /* tf32 A^T @ B with B turned K-major in shared memory (sm_90a): two k slabs and two chunk
+           columns a thread, a 256-wide tile */
+        { "mm_tf32_tn_wg", P_TF32, true, false, true }, { "mm_tf32_tn_wide", P_TF32, true, false, false },
     };
     static const int shape_sizes[][3] = { { 8, 8, 8 }, { 72, 264, 40 }, { 264, 136, 96 } };
     for (size_t j = 0; j < COUNT(shapes); j++)
         for (size_t i = small ? 1 : 0; i < (small ? 2 : COUNT(shape_sizes)); i++)
-            product(shapes[j].name, shapes[j].p, shapes[j].ta, shapes[j].tb, false, shape_sizes[i][0],
+            product(shapes[j].name, shapes[j].p, shapes[j].ta, shapes[j].tb, shapes[j].kmn, shape_sizes[i][0],
                     shape_sizes[i][1], shape_sizes[i][2]);
     /* a transposed operand the pipeline cannot copy (no alignment facts): odd sizes */
     static const int odd[][3] = { { 1, 1, 1 }, { 7, 9, 13 }, { 100, 70, 45 } };
-    for (size_t i = 0; i < (small ? 2 : COUNT(odd)); i++)
+    for (size_t i = 0; i < (small ? 2 : COUNT(odd)); i++) {
         product("mm_f16_nt_unaligned", P_F16, false, true, false, odd[i][0], odd[i][1], odd[i][2]);
+        /* ... and one the transposing copy takes in 4-byte pieces */
+        product("mm_tf32_tn_unaligned", P_TF32, true, false, false, odd[i][0], odd[i][1], odd[i][2]);
+    }
+    if (!small)
+        product("mm_tf32_tn_unaligned", P_TF32, true, false, false, 130, 261, 77);
     tilert_unload(mod);
     gpu_close(ctx);
     printf("%d passed, %d failed\n", passed, failed);

@@ -391,6 +391,22 @@ else
 		"$(echo "$plain" | grep -c 'ld.global.b16') 2-byte loads"
 fi
 
+# tf32 A^T @ B on sm_90a: wgmma (A from registers), B turned K-major in shared memory by each
+# thread's 4 x 4 blocks -- 4 vector reads back and 4 vector writes a block, no mma.sync.
+for k in mm_tf32_tn:4:4 mm_tf32_tn_wg:8:16 mm_tf32_tn_unaligned:4:4; do
+	name=${k%%:*} nw=${k#*:} nw=${nw%%:*} nst=${k##*:}
+	e=$(awk "/^\.visible \.entry $name\(/{k=1} k" "$tmp/layouts.ptx" | awk '/^}/{print; exit} {print}')
+	gw=$(echo "$e" | grep -c 'wgmma.mma_async.*tf32')
+	gs=$(echo "$e" | grep -c 'st.shared.v4.b32')
+	gm=$(echo "$e" | grep -c 'mma.sync')
+	if [ "$gw" -eq "$nw" ] && [ "$gs" -eq "$nst" ] && [ "$gm" -eq 0 ]; then
+		pass "transposing copy: $name on tf32 wgmma, B turned in $nst vector stores"
+	else
+		fail "transposing copy: $name on tf32 wgmma, B turned in $nst vector stores" \
+			"$gw wgmma, $gs 16-byte shared stores, $gm mma.sync"
+	fi
+done
+
 # An epilogue whose row length no assume states tests the launch's values once and stores in
 # vectors where they allow (linear: pairs of f16, 4-byte stores), element by element where not;
 # with the fact (matmul_f16) there is nothing to test.
