@@ -265,8 +265,9 @@ static void run(Func *f, Block *b)
                 run_wgmma(b, in, u);
             continue;
         }
+        /* threads run in lock step: every access before a barrier precedes every one after it */
         if (in->op == OP_WGACC || in->op == OP_WGFENCE || in->op == OP_WGCOMMIT || in->op == OP_WGWAIT ||
-            in->op == OP_WGHOLD || in->op == OP_FENCEPROXY)
+            in->op == OP_WGHOLD || in->op == OP_FENCEPROXY || in->op == OP_BAR)
             continue;
         if (in->op == OP_LDMATRIX || in->op == OP_MMA) {
             for (int w = 0; w < b->threads / 32; w++)
@@ -309,6 +310,14 @@ static void run(Func *f, Block *b)
                 if (in->ty == PT_B16)
                     d &= 0xffff;
                 break;
+            case OP_ST:     /* 32-bit words to shared memory (the transposing copy's) */
+                if (in->space != SP_SHARED || in->ty != PT_B32)
+                    goto unknown;
+                for (int v = 0; v < (in->vec ? in->vec : 1); v++) {
+                    uint32_t w = (uint32_t)val(b, t, in->src[1 + v]);
+                    memcpy(&smem[(uint32_t)s0 + (uint32_t)in->off + 4u * (uint32_t)v], &w, 4);
+                }
+                continue;
             case OP_CVT:
                 if (in->rnd == RND_TF32_RNA)   /* round to 10 mantissa bits, ties away (finite inputs) */
                     d = (f2u(u2f((uint32_t)s0)) + 0x1000) & ~0x1fffu;
@@ -428,6 +437,14 @@ static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pa
         for (int n = 0; n < N; n++)
             for (int k = 0; k < K; k++)
                 ref[m * N + n] += ((m * 7 + k * 3) % 9 - 4) * ((k * 5 + n * 11) % 7 - 3);
+    if (swz && matmul_side(plan.row->xpose, 1)) {
+        /* B placed as the loop's copies leave it (SWZ_BLK4), turned K-major in place by the
+           threads (lower_transpose.c), then read by the product as the loop hands it over */
+        xpose_stage_tf32(&c, (Shape){ 2, { K, N } }, mb.base);
+        mb.swz = SWZ_SLAB;
+        mb.pitch = K;
+        mb.trans = true;
+    }
     plan.row->lower(&c, &acc, &plan, ma, mb);
     int coord[2] = { thread_coord(&c, L, 0), thread_coord(&c, L, 1) };
     Block b = { threads, malloc(sizeof(uint64_t *) * (size_t)threads) };
