@@ -157,6 +157,7 @@ void load_params(Lower *c)
         in->src[0] = SYM(ct[d]);
         in->nsrc = 1;
     }
+    block_order(c);
     f->cur_what = "temporary";
 }
 

@@ -160,8 +160,14 @@ int main(int argc, char **argv)
         /* ... and one the transposing copy takes in 4-byte pieces */
         product("mm_tf32_tn_unaligned", P_TF32, true, false, false, odd[i][0], odd[i][1], odd[i][2]);
     }
-    if (!small)
+    if (!small) {
         product("mm_tf32_tn_unaligned", P_TF32, true, false, false, 130, 261, 77);
+        /* grids of 35 x 35 and 35 x 34 blocks of 64 x 64: at least 8 a multiprocessor on any
+           current GPU, where the compiler numbers the blocks down 8 rows at a time (the last
+           group 3 rows) */
+        product("mm_f32_nn", P_F32, false, false, false, 2200, 2200, 8);
+        product("mm_f32_tt", P_F32, true, true, true, 2216, 2176, 24);
+    }
     tilert_unload(mod);
     gpu_close(ctx);
     printf("%d passed, %d failed\n", passed, failed);

@@ -407,6 +407,20 @@ for k in mm_tf32_tn:4:4 mm_tf32_tn_wg:8:16 mm_tf32_tn_unaligned:4:4; do
 	fi
 done
 
+# Block order: a 2-D grid of product tiles is renumbered 8 row blocks at a time (reads %nsmid to
+# tell a large grid); attention's 2-D grid (query blocks by heads) and the examples' own 1-D
+# numbering are left alone.
+nsm_mm=$(awk '/^\.visible \.entry mm_f16_nn\(/{k=1} k' "$tmp/layouts.ptx" | awk '/^}/{print; exit} {print}' | grep -c '%nsmid')
+"$tilec" -w --no-ptxas --arch=sm_90a examples/attention.tile -o "$tmp/attn.ptx" 2>/dev/null
+"$tilec" -w --no-ptxas --arch=sm_90a examples/matmul_f16.tile -o "$tmp/mf16g.ptx" 2>/dev/null
+nsm_other=$(cat "$tmp/attn.ptx" "$tmp/mf16g.ptx" | grep -c '%nsmid')
+if [ "$nsm_mm" -eq 1 ] && [ "$nsm_other" -eq 0 ]; then
+	pass "block order: grouped for a 2-D grid of product tiles only"
+else
+	fail "block order: grouped for a 2-D grid of product tiles only" \
+		"mm_f16_nn reads %nsmid $nsm_mm times, attention and matmul_f16 $nsm_other"
+fi
+
 # An epilogue whose row length no assume states tests the launch's values once and stores in
 # vectors where they allow (linear: pairs of f16, 4-byte stores), element by element where not;
 # with the fact (matmul_f16) there is nothing to test.
