@@ -458,9 +458,8 @@ bool swz_delta(int kind, int row_bytes, int rows, int warps, int64_t row_bound, 
  * (addr or addr ^ constant, made once per delta mod 8 in xored[], initially all -1), *imm the
  * constant to add. Valid when unit_delta's bits lie above the addressed chunk's own bits. */
 int swz_step(Lower *c, int addr, int64_t unit_delta, int xored[8], int64_t *imm);
-/* lower_block_order.c: a tiled product's 2-D grid walked GROUP row blocks at a time (c->ctaid[0..1]
- * renumbered after the special registers are read); does kernel k take that order? */
-bool block_order_grouped(const Kernel *k);
+/* lower_block_order.c: a large 2-D grid of product tiles walked 8 row blocks at a time
+ * (c->ctaid[0..1] renumbered, after the special registers are read, where the kernel is one) */
 void block_order(Lower *c);
 /* lower_transpose.c: an f32 tile copied as it lies into SWZ_BLK4 staging (in its copies' layout:
  * false where the shape has none) and turned in place into the K-major slab tf32 wgmma reads,

@@ -76,8 +76,8 @@ static bool tiled_product(const Lets *lets, const Expr *mm, const Sym *loop)
     const Expr *x = matmul_operand(mm->a, &tf32), *y = matmul_operand(mm->b, &tf32);
     if (x->kind != E_INDEX || y->kind != E_INDEX)
         return false;
-    unsigned ua = uses(lets, x, loop, 0), ub = uses(lets, y, loop, 0);
-    return (ua & 8) && (ub & 8) && ((ua & 7) == 1 && (ub & 7) == 2 ? true : (ua & 7) == 2 && (ub & 7) == 1);
+    unsigned ua = uses(lets, x, loop, 0), ub = uses(lets, y, loop, 0), ba = ua & 7, bb = ub & 7;
+    return (ua & 8) && (ub & 8) && ((ba == 1 && bb == 2) || (ba == 2 && bb == 1));
 }
 
 static bool walk(Lets *lets, const Stmt *s, const Sym *loop)
@@ -109,30 +109,32 @@ static bool walk(Lets *lets, const Stmt *s, const Sym *loop)
     }
 }
 
-bool block_order_grouped(const Kernel *k)
+static bool grouped(const Kernel *k)
 {
     Lets lets = { .n = 0 };
     return k->ngrid == 2 && walk(&lets, k->body, NULL);
 }
 
+/* A special register (%nctaid.x, ...) in a new register. */
+static int special(Func *f, const char *name)
+{
+    int r = new_reg(f, RC_R);
+    Ins *in = emit_ins(f, OP_MOVSYM, PT_U32);
+    in->dst[0] = r;
+    in->ndst = 1;
+    in->src[0] = SYM(name);
+    in->nsrc = 1;
+    return r;
+}
+
 void block_order(Lower *c)
 {
     Func *f = c->f;
-    if (!block_order_grouped(c->k))
+    if (!grouped(c->k))
         return;
     const char *saved = f->cur_what;
     f->cur_what = "block index";
-    int nx = new_reg(f, RC_R), ny = new_reg(f, RC_R);
-    Ins *in = emit_ins(f, OP_MOVSYM, PT_U32);
-    in->dst[0] = nx;
-    in->ndst = 1;
-    in->src[0] = SYM("%nctaid.x");
-    in->nsrc = 1;
-    in = emit_ins(f, OP_MOVSYM, PT_U32);
-    in->dst[0] = ny;
-    in->ndst = 1;
-    in->src[0] = SYM("%nctaid.y");
-    in->nsrc = 1;
+    int nx = special(f, "%nctaid.x"), ny = special(f, "%nctaid.y");
     /* linear number in launch order; its group of GROUP rows by all columns. Unsigned where
        it matters (division, minimum, comparison); the products and sums are the same bits
        either way, written as the element indices tilec computes in .s32 */
@@ -147,12 +149,7 @@ void block_order(Lower *c)
     x = ir_bin(f, OP_ADD, PT_S32, R(first), R(x));
     /* ... in grids of at least WAVE_BLOCKS blocks a multiprocessor (%nsmid: at least the
        multiprocessors there are) */
-    int nsm = new_reg(f, RC_R);
-    in = emit_ins(f, OP_MOVSYM, PT_U32);
-    in->dst[0] = nsm;
-    in->ndst = 1;
-    in->src[0] = SYM("%nsmid");
-    in->nsrc = 1;
+    int nsm = special(f, "%nsmid");
     int blocks = ir_bin(f, OP_MUL, PT_S32, R(nx), R(ny));
     int big = ir_setp(f, CMP_GE, PT_U32, R(blocks), R(ir_bin(f, OP_MUL, PT_S32, R(nsm), IMM(WAVE_BLOCKS))));
     c->ctaid[0] = ir_tern(f, OP_SELP, PT_S32, R(x), R(c->ctaid[0]), R(big));

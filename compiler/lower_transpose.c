@@ -33,22 +33,9 @@ bool xpose_layout(Shape s, int threads, Layout *out)
     int t1 = threads / 8;      /* 8 row quads by t1 chunk columns */
     if (cols / 4 % t1)
         return false;
-    Layout L;
-    L.rank = 2;
-    L.S[0] = rows;
-    L.S[1] = cols;
-    L.bcast[0] = L.bcast[1] = false;
-    L.T[0] = 8;
-    L.V[0] = 4;
-    L.O[0] = rows / 32;
-    L.T[1] = t1;
-    L.V[1] = 4;
-    L.O[1] = cols / (4 * t1);
-    L.reps = 1;
-    /* a warp: 8 row quads (lowest lane bits) by 4 chunks */
-    L.Tlo[0] = 8;
-    L.Tlo[1] = 4;
-    L.lo_t0_low = true;
+    /* a warp: 8 row quads (the lowest lane bits) by 4 chunks */
+    Layout L = { .rank = 2, .S = { rows, cols }, .T = { 8, t1 }, .V = { 4, 4 }, .O = { rows / 32, cols / (4 * t1) },
+                 .bcast = { false, false }, .reps = 1, .Tlo = { 8, 4 }, .lo_t0_low = true };
     *out = L;
     return true;
 }
