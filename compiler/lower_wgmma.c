@@ -24,11 +24,13 @@
  * fragment that of mma.sync's m16 A tile (the rows the warp holds, in whatever order): a
  * transposed A (M-major, which the slab cannot take in wg_row's order at cp.async's speed) and
  * every tf32 A (rounded there, where in a slab it would be rounded in place) are loaded that way,
- * by lower_mma.c's fragment loads (mma_a_frags), each k step's just before its wgmma, behind a
- * fence of its own, so that the next step's loads overlap this one's tensor work (all steps
- * loaded before one fence ran at 0.65 of cuBLAS against 0.70, A^T @ B f16 at 4096^3 on an
- * H200); B comes from its slab, K-major for tf32 (tf32 wgmma reads nothing else). The fragment
- * registers stay live until the wait (wg_hold).
+ * by lower_mma.c's fragment loads (mma_a_frags), a few k steps' just before their wgmma, behind
+ * a fence of their own, so that the next steps' loads overlap these steps' tensor work. How many
+ * steps a fence: 16-bit A two (A^T @ B f16 at 4096^3: 0.74 of cuBLAS against 0.70 with one a
+ * fence, H100, 2026-11-28), tf32 one (two were 1-3% slower for A @ B^T and A^T @ B, as much
+ * faster for A^T @ B^T); all of them before one fence ran at 0.65 against 0.70 (H200). B comes
+ * from its slab, K-major for tf32 (tf32 wgmma reads nothing else). The fragment registers stay
+ * live until the wait (wg_hold).
  *
  * Order. Each matmul fences the accumulators (wgmma.fence), issues its wgmma, commits them as one
  * group and waits for it before the next iteration's barrier lets the stage be overwritten; in a
@@ -171,6 +173,9 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
     Tile part = deferred ? c->pipe->part : promote ? tile_new(c, TY_F32, *L) : *acc;
     Frags *af = regs_a && !av ? mma_a_frags(c, L, a) : NULL;
     int nfrag = regs_a ? 4 * tall * (K / wk) : 0;
+    /* k steps of A's fragments loaded behind one fence (see A from registers, above); a value's
+       are packed from registers already there, one step at a time */
+    int steps_a = es == 2 && !av ? 2 : 1;
     int *frag = arena_alloc(c->a, sizeof(int) * (size_t)(nfrag + 1));
     if (pipe_take_barrier(c))
         pipe_barrier(c);
@@ -198,14 +203,16 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
     for (int k = 0; k < K; k += wk) {
         /* A's fragments of this k step, then a fence (registers written before the wgmma that
            reads them): the next step's loads overlap this step's tensor work */
-        if (regs_a) {
-            int n = k / wk * 4 * tall;
-            for (int i = 0; i < 4 * tall; i++)
-                frag[n + i] = new_reg(f, RC_R);
-            if (av)
-                value_frags(c, av, k, tall, &frag[n]);
-            else
-                mma_a_load(c, af, k, &frag[n]);
+        if (regs_a && (k / wk) % steps_a == 0) {
+            for (int ks = k; ks < k + steps_a * wk && ks < K; ks += wk) {
+                int n = ks / wk * 4 * tall;
+                for (int i = 0; i < 4 * tall; i++)
+                    frag[n + i] = new_reg(f, RC_R);
+                if (av)
+                    value_frags(c, av, ks, tall, &frag[n]);
+                else
+                    mma_a_load(c, af, ks, &frag[n]);
+            }
             emit_ins(f, OP_WGFENCE, PT_B32);
         }
         int64_t kb = (int64_t)k * es;    /* bytes along A's rows */
