@@ -26,9 +26,10 @@
  * every tf32 A (rounded there, where in a slab it would be rounded in place) are loaded that way,
  * by lower_mma.c's fragment loads (mma_a_frags), a few k steps' just before their wgmma, behind
  * a fence of their own, so that the next steps' loads overlap these steps' tensor work. How many
- * steps a fence: 16-bit A two (A^T @ B f16 at 4096^3: 0.74 of cuBLAS against 0.70 with one a
- * fence, H100, 2026-11-28), tf32 one (two were 1-3% slower for A @ B^T and A^T @ B, as much
- * faster for A^T @ B^T); all of them before one fence ran at 0.65 against 0.70 (H200). B comes
+ * steps a fence: two (A^T @ B f16 at 4096^3: 0.74 of cuBLAS against 0.70 with one a fence; tf32
+ * A^T @ B^T 2-3% faster, A^T @ B 1% slower; H100, 2026-11-28), but one for a row-major tf32 A,
+ * which ldmatrix reads in one instruction a step (two were 1% slower); all of them before one
+ * fence ran at 0.65 against 0.70 (H200). B comes
  * from its slab, K-major for tf32 (tf32 wgmma reads nothing else). The fragment registers stay
  * live until the wait (wg_hold).
  *
@@ -175,7 +176,7 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
     int nfrag = regs_a ? 4 * tall * (K / wk) : 0;
     /* k steps of A's fragments loaded behind one fence (see A from registers, above); a value's
        are packed from registers already there, one step at a time */
-    int steps_a = es == 2 && !av ? 2 : 1;
+    int steps_a = (es == 2 || a.trans) && !av ? 2 : 1;
     int *frag = arena_alloc(c->a, sizeof(int) * (size_t)(nfrag + 1));
     if (pipe_take_barrier(c))
         pipe_barrier(c);
