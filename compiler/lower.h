@@ -185,6 +185,9 @@ typedef struct Lower {
     /* gathered windows' row indices a pipelined loop computed before it (gather_hoist) */
     struct { Expr *index; Tile rows; } gathers[8];
     int ngathers;
+    /* a pipelined loop being lowered twice, on its windows' alignment (lower_version.c): no TMA
+       in either version; the warnings of the version without the facts say so */
+    bool versioning;
 } Lower;
 /* lower_pipeline.c: the innermost pipelined loop's issue of its pending copies (if any left) */
 void pipe_issue_pending(Lower *c);
@@ -211,6 +214,7 @@ Layout broadcast_view(const Layout *L, Shape s);
 int thread_coord(Lower *c, const Layout *L, int d);   /* t_d register */
 int primary_pred(Lower *c, const Layout *L);          /* -1: every thread is primary */
 int64_t known_multiple(Lower *c, Expr *e);            /* largest known divisor (1 if none) */
+int64_t size_multiple(Lower *c, Sym *s);              /* the same of a size, from the assumes */
 bool window_in_bounds(Lower *c, Expr *tensor, int d, Expr *start, int64_t width);
 int smem_alloc(Lower *c, int bytes);
 void scratch_begin_write(Lower *c, int bytes);        /* barrier if needed; sizes the scratch */
@@ -497,6 +501,13 @@ void lower_budget_after(Lower *c, Stmt *s);
 const char *extent_rpn(Lower *c, Extent e);
 /* lower_pipeline.c */
 bool lower_pipelined_loop(Lower *c, Stmt *loop);
+/* The windows pipelined loop `loop` would copy (a transposed operand's twin), at most cap. */
+int pipe_windows(Lower *c, Stmt *loop, Expr **out, int cap);
+/* lower_version.c: a pipelined loop lowered twice, with and without the facts that make its
+ * windows' rows 16-byte aligned, behind a test of them at launch (false: not needed) */
+bool lower_versioned_loop(Lower *c, Stmt *loop);
+/* lower_stmt.c: a for statement (pipelined, unrolled or a loop) */
+void lower_for(Lower *c, Stmt *s);
 int pipe_buffer(Lower *c, Expr *operand, Sym *var);
 void lower_stmt(Lower *c, Stmt *s);
 /* lower_print.c: a print statement */

@@ -41,7 +41,7 @@ static int64_t multiple_in(Expr *e, Sym *s, int64_t m)
 }
 
 /* Divisibility facts from `assume(X % k == 0)`, alone or within a conjunction. */
-static int64_t size_multiple(Lower *c, Sym *s)
+int64_t size_multiple(Lower *c, Sym *s)
 {
     int64_t m = 1;
     for (int i = 0; i < c->k->nassumes; i++)

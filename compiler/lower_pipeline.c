@@ -285,7 +285,12 @@ static bool async_copyable(Lower *c, PipeOperand *p, int S)
                    "lets it move in 16-byte pieces)", S, p->operand->sym->name, n);
         return false;
     }
-    if (fact)
+    if (fact && c->versioning)
+        warning_at(p->operand->loc, "pipeline(%d): '%s' moves by cp.async only where its rows start 16-byte "
+                   "aligned: the loop is compiled twice, and a launch whose sizes do not give that loads "
+                   "'%s' in each iteration (%s keeps only the copying version)", S, p->operand->sym->name,
+                   p->operand->sym->name, fact);
+    else if (fact)
         warning_at(p->operand->loc, "pipeline(%d): '%s' cannot move by cp.async, its rows not known to "
                    "start 4-byte aligned; it is loaded in each iteration instead (%s lets it move in "
                    "16-byte pieces)", S, p->operand->sym->name, fact);
@@ -347,6 +352,37 @@ static bool keeps_group(Lower *c, Stmt *body, const PipeOperand *ops, int nops, 
     int64_t per_sm = c->target->smem_sm;
     return bytes + staged + reserve <= c->target->smem_block &&
            per_sm / (bytes + staged + 1024) >= per_sm / (bytes + 1024);
+}
+
+int pipe_windows(Lower *c, Stmt *s, Expr **out, int cap)
+{
+    Sym *inner[256];
+    int ninner = 0, n = 0;
+    declared_in(s->then, inner, &ninner, 256);
+    Stmt *body = s->then;
+    for (int i = 0; i < body->nbody; i++) {
+        Stmt *st = body->body[i];
+        if (st->kind == S_ASSIGN && st->op == '=' && st->lhs->kind == E_NAME && st->lhs->sym->is_shared &&
+            pipelinable_window(st->rhs, inner, ninner)) {
+            if (n < cap)
+                out[n++] = st->rhs;
+            continue;
+        }
+        Expr *mm = st->kind == S_ASSIGN ? st->rhs : st->kind == S_LET || st->kind == S_VAR ? st->init : NULL;
+        if (!mm || mm->kind != E_BINARY || mm->op != OP_MATMUL)
+            continue;
+        MatmulPlan *plan = matmul_plan(c, mm);
+        Expr *side[2] = { mm->a, mm->b };
+        for (int j = 0; j < 2; j++) {
+            bool tf32;
+            Expr *x = matmul_operand(side[j], &tf32);
+            if (!pipelinable_window(x, inner, ninner) || (plan->trans[j] && !matmul_reads_trans(plan, j)))
+                continue;
+            if (n < cap)
+                out[n++] = plan->trans[j] ? x->twin : x;
+        }
+    }
+    return n;
 }
 
 bool lower_pipelined_loop(Lower *c, Stmt *s)
@@ -444,7 +480,8 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             }
     }
     if (!nops) {
-        warning_at(s->loc, "pipeline(%d): the loop moves no tensor window into shared memory or a matmul; nothing to pipeline", S);
+        if (!c->versioning)   /* the warnings above say what the other version copies */
+            warning_at(s->loc, "pipeline(%d): the loop moves no tensor window into shared memory or a matmul; nothing to pipeline", S);
         return false;
     }
     f->cur_line = s->loc.line;

@@ -108,6 +108,17 @@ static void lower_loop(Lower *c, Stmt *s)
     c->scratch_read = true;
 }
 
+void lower_for(Lower *c, Stmt *s)
+{
+    if (s->pipeline >= 1 && lower_pipelined_loop(c, s))
+        return;
+    DeferSet *d;
+    defer_begin(c, s, &d);
+    if (!unroll_constant_loop(c, s))
+        lower_loop(c, s);
+    defer_end(c, d);
+}
+
 static void lower_stmt_kind(Lower *c, Stmt *s);
 
 void lower_stmt(Lower *c, Stmt *s)
@@ -227,16 +238,10 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
         assign_tile(c, &si->val, v, s->op);
         break;
     }
-    case S_FOR: {
-        if (s->pipeline >= 1 && lower_pipelined_loop(c, s))
-            break;
-        DeferSet *d;
-        defer_begin(c, s, &d);
-        if (!unroll_constant_loop(c, s))
-            lower_loop(c, s);
-        defer_end(c, d);
+    case S_FOR:
+        if (!(s->pipeline >= 1 && !c->versioning && lower_versioned_loop(c, s)))
+            lower_for(c, s);
         break;
-    }
     case S_IF: {
         Tile cnd = lower_expr(c, s->cond, NULL);
         int p = opnd_reg(c, cnd.v[0], PT_PRED);

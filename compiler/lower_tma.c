@@ -58,7 +58,8 @@ static bool window_ok(Lower *c, const PipeOperand *p)
 {
     Expr *win = p->window;
     int pitch = p->pitch;
-    if (!c->target->tma || p->held || !p->plan || !matmul_side(p->plan->row->tma, p->side) ||
+    /* a loop lowered in two versions copies without TMA (lower_version.c) */
+    if (!c->target->tma || c->versioning || p->held || !p->plan || !matmul_side(p->plan->row->tma, p->side) ||
         win->kind != E_INDEX || index_gather_dim(win) >= 0 || p->swz != SWZ_SLAB)
         return false;
     Sym *t = win->sym;

@@ -160,6 +160,10 @@ int main(int argc, char **argv)
         /* ... and one the transposing copy takes in 4-byte pieces */
         product("mm_tf32_tn_unaligned", P_TF32, true, false, false, odd[i][0], odd[i][1], odd[i][2]);
     }
+    /* ... and where the launch's sizes make their rows 16-byte aligned, which takes the loop's
+       other version, copying in 16-byte pieces (lower_version.c) */
+    product("mm_f16_nt_unaligned", P_F16, false, true, false, 136, 72, 96);
+    product("mm_tf32_tn_unaligned", P_TF32, true, false, false, 136, 72, 96);
     if (!small) {
         product("mm_tf32_tn_unaligned", P_TF32, true, false, false, 130, 261, 77);
         /* grids of 35 x 35 and 35 x 34 blocks of 64 x 64: at least 8 a multiprocessor on any

@@ -392,8 +392,9 @@ else
 fi
 
 # tf32 A^T @ B on sm_90a: wgmma (A from registers), B turned K-major in shared memory by each
-# thread's 4 x 4 blocks -- 4 vector reads back and 4 vector writes a block, no mma.sync.
-for k in mm_tf32_tn:4:4 mm_tf32_tn_wg:8:16 mm_tf32_tn_unaligned:4:4; do
+# thread's 4 x 4 blocks -- 4 vector reads back and 4 vector writes a block, no mma.sync. The
+# unaligned kernel's loop is versioned on alignment (lower_version.c): both versions do so.
+for k in mm_tf32_tn:4:4 mm_tf32_tn_wg:8:16 mm_tf32_tn_unaligned:8:8; do
 	name=${k%%:*} nw=${k#*:} nw=${nw%%:*} nst=${k##*:}
 	e=$(awk "/^\.visible \.entry $name\(/{k=1} k" "$tmp/layouts.ptx" | awk '/^}/{print; exit} {print}')
 	gw=$(echo "$e" | grep -c 'wgmma.mma_async.*tf32')
@@ -406,6 +407,19 @@ for k in mm_tf32_tn:4:4 mm_tf32_tn_wg:8:16 mm_tf32_tn_unaligned:4:4; do
 			"$gw wgmma, $gs 16-byte shared stores, $gm mma.sync"
 	fi
 done
+
+# A pipelined loop over f16 windows whose row lengths no assume covers is lowered twice
+# (lower_version.c): 16-byte copies of both operands in one version, both operands loaded in
+# each iteration (rows of odd length possible) in the other.
+e=$(awk '/^\.visible \.entry mm_f16_nt_unaligned\(/{k=1} k' "$tmp/layouts.ptx" | awk '/^}/{print; exit} {print}')
+c16=$(echo "$e" | grep -c 'cp\.async\.cg\.shared\.global.*, 16')
+l16=$(echo "$e" | grep -c 'ld\.global[.a-z]*\.[bu]16 ')
+if [ "$c16" -ge 2 ] && [ "$l16" -ge 1 ]; then
+	pass "versioned loop: mm_f16_nt_unaligned copies 16-byte pieces where its sizes allow"
+else
+	fail "versioned loop: mm_f16_nt_unaligned copies 16-byte pieces where its sizes allow" \
+		"$c16 16-byte copies, $l16 2-byte loads"
+fi
 
 # Block order: a 2-D grid of product tiles is renumbered 8 row blocks at a time (reads %nsmid to
 # tell a large grid); attention's 2-D grid (query blocks by heads) and the examples' own 1-D
