@@ -420,6 +420,16 @@ else
 	fail "versioned loop: mm_f16_nt_unaligned copies 16-byte pieces where its sizes allow" \
 		"$c16 16-byte copies, $l16 2-byte loads"
 fi
+# ... and the launcher is asked for nothing the kernel did not state: no assume, the pointers'
+# own alignment (the version test covers the rest)
+m=$(awk '/^\/\/@kernel mm_f16_nt_unaligned /{k=1; print; next} k && /^\/\/@kernel/{exit} k' "$tmp/layouts.ptx")
+ma=$(echo "$m" | grep -c '^//@assume')
+mp=$(echo "$m" | grep -c '^//@arg [AB] ptr f16 2$')
+if [ "$ma" -eq 0 ] && [ "$mp" -eq 2 ]; then
+	pass "versioned loop: the metadata keeps the kernel's own facts"
+else
+	fail "versioned loop: the metadata keeps the kernel's own facts" "$ma assume lines, $mp pointers at 2 bytes"
+fi
 
 # Block order: a 2-D grid of product tiles is renumbered 8 row blocks at a time (reads %nsmid to
 # tell a large grid); attention's 2-D grid (query blocks by heads) and the examples' own 1-D
