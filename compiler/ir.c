@@ -102,6 +102,14 @@ int ir_mov(Func *f, PType t, Opnd a)
     return def1(f, in, t);
 }
 
+int ir_movsym(Func *f, PType t, const char *sym)
+{
+    Ins *in = emit_ins(f, OP_MOVSYM, t);
+    in->src[0] = SYM(sym);
+    in->nsrc = 1;
+    return def1(f, in, t);
+}
+
 int ir_bin(Func *f, int op, PType t, Opnd a, Opnd b)
 {
     Ins *in = emit_ins(f, op, t);

@@ -115,18 +115,6 @@ static bool grouped(const Kernel *k)
     return k->ngrid == 2 && walk(&lets, k->body, NULL);
 }
 
-/* A special register (%nctaid.x, ...) in a new register. */
-static int special(Func *f, const char *name)
-{
-    int r = new_reg(f, RC_R);
-    Ins *in = emit_ins(f, OP_MOVSYM, PT_U32);
-    in->dst[0] = r;
-    in->ndst = 1;
-    in->src[0] = SYM(name);
-    in->nsrc = 1;
-    return r;
-}
-
 void block_order(Lower *c)
 {
     Func *f = c->f;
@@ -134,7 +122,7 @@ void block_order(Lower *c)
         return;
     const char *saved = f->cur_what;
     f->cur_what = "block index";
-    int nx = special(f, "%nctaid.x"), ny = special(f, "%nctaid.y");
+    int nx = ir_movsym(f, PT_U32, "%nctaid.x"), ny = ir_movsym(f, PT_U32, "%nctaid.y");
     /* linear number in launch order; its group of GROUP rows by all columns. Unsigned where
        it matters (division, minimum, comparison); the products and sums are the same bits
        either way, written as the element indices tilec computes in .s32 */
@@ -149,7 +137,7 @@ void block_order(Lower *c)
     x = ir_bin(f, OP_ADD, PT_S32, R(first), R(x));
     /* ... in grids of at least WAVE_BLOCKS blocks a multiprocessor (%nsmid: at least the
        multiprocessors there are) */
-    int nsm = special(f, "%nsmid");
+    int nsm = ir_movsym(f, PT_U32, "%nsmid");
     int blocks = ir_bin(f, OP_MUL, PT_S32, R(nx), R(ny));
     int big = ir_setp(f, CMP_GE, PT_U32, R(blocks), R(ir_bin(f, OP_MUL, PT_S32, R(nsm), IMM(WAVE_BLOCKS))));
     c->ctaid[0] = ir_tern(f, OP_SELP, PT_S32, R(x), R(c->ctaid[0]), R(big));

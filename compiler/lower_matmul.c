@@ -7,13 +7,7 @@
 
 int smem_base_reg(Lower *c, int off)
 {
-    int r = new_reg(c->f, RC_R);
-    Ins *in = emit_ins(c->f, OP_MOVSYM, PT_U32);
-    in->dst[0] = r;
-    in->ndst = 1;
-    in->src[0] = SYM(arena_printf(c->a, "tilec_smem+%d", off));
-    in->nsrc = 1;
-    return r;
+    return ir_movsym(c->f, PT_U32, arena_printf(c->a, "tilec_smem+%d", off));
 }
 
 /* Stages an operand that is not in shared memory yet. */

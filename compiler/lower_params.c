@@ -141,22 +141,11 @@ void load_params(Lower *c)
         v->lower = si;
     }
     f->cur_what = "thread index";
-    c->tid = new_reg(f, RC_R);
-    Ins *in = emit_ins(f, OP_MOVSYM, PT_U32);
-    in->dst[0] = c->tid;
-    in->ndst = 1;
-    in->src[0] = SYM("%tid.x");
-    in->nsrc = 1;
+    c->tid = ir_movsym(f, PT_U32, "%tid.x");
     static const char *const ct[3] = { "%ctaid.x", "%ctaid.y", "%ctaid.z" };
     f->cur_what = "block index";
-    for (int d = 0; d < 3; d++) {
-        c->ctaid[d] = new_reg(f, RC_R);
-        in = emit_ins(f, OP_MOVSYM, PT_U32);
-        in->dst[0] = c->ctaid[d];
-        in->ndst = 1;
-        in->src[0] = SYM(ct[d]);
-        in->nsrc = 1;
-    }
+    for (int d = 0; d < 3; d++)
+        c->ctaid[d] = ir_movsym(f, PT_U32, ct[d]);
     block_order(c);
     f->cur_what = "temporary";
 }

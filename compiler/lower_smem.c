@@ -54,13 +54,8 @@ static void reuse(Lower *c)
     if (c->nmbar_dead) {
         int leader = ir_setp(f, CMP_EQ, PT_U32, R(c->tid), IMM(0));
         for (int i = 0; i < c->nmbar_dead; i++) {
-            int r = new_reg(f, RC_R);
-            Ins *in = emit_ins(f, OP_MOVSYM, PT_U32);
-            in->dst[0] = r;
-            in->ndst = 1;
-            in->src[0] = SYM(arena_printf(c->a, "tilec_smem+%d", c->mbar_dead[i]));
-            in->nsrc = 1;
-            in = emit_ins(f, OP_MBINVAL, PT_B64);
+            int r = ir_movsym(f, PT_U32, arena_printf(c->a, "tilec_smem+%d", c->mbar_dead[i]));
+            Ins *in = emit_ins(f, OP_MBINVAL, PT_B64);
             in->src[0] = R(r);
             in->nsrc = 1;
             in->guard = leader;
@@ -130,11 +125,5 @@ void scratch_end_write(Lower *c)
 
 int scratch_base_reg(Lower *c)
 {
-    int r = new_reg(c->f, RC_R);
-    Ins *in = emit_ins(c->f, OP_MOVSYM, PT_U32);
-    in->dst[0] = r;
-    in->ndst = 1;
-    in->src[0] = SYM("tilec_scratch");
-    in->nsrc = 1;
-    return r;
+    return ir_movsym(c->f, PT_U32, "tilec_scratch");
 }

@@ -715,6 +715,7 @@ Opnd FIMM(double v);
 Opnd SYM(const char *s);
 /* Convenience builders: each returns the destination register. */
 int ir_mov(Func *f, PType t, Opnd a);
+int ir_movsym(Func *f, PType t, const char *sym);   /* a symbol's address or a special register */
 int ir_bin(Func *f, int op, PType t, Opnd a, Opnd b);          /* ADD SUB MUL MIN MAX ... */
 int ir_tern(Func *f, int op, PType t, Opnd a, Opnd b, Opnd c); /* MAD FMA SELP(c = pred) */
 int ir_bfi(Func *f, Opnd field, int into, int pos, int len);    /* `into` with bits pos .. pos + len - 1 from field */
