@@ -10,12 +10,31 @@ bool layout_eq(const Layout *a, const Layout *b)
         if (a->S[d] != b->S[d] || a->T[d] != b->T[d] || a->V[d] != b->V[d] || a->O[d] != b->O[d] ||
             a->bcast[d] != b->bcast[d] || a->Tlo[d] != b->Tlo[d])
             return false;
-    return a->reps == b->reps && a->lo_t0_low == b->lo_t0_low;
+    return a->reps == b->reps && a->lo_t0_low == b->lo_t0_low && layout_wg(a) == layout_wg(b);
+}
+
+bool layout_wg(const Layout *L) { return L->wg_rows && !L->bcast[0] && L->S[0] > 1; }
+
+int layout_row(const Layout *L, int o0, int i0)
+{
+    if (L->bcast[0])
+        return o0 * L->V[0] + i0;
+    if (layout_wg(L))
+        return o0 / 2 * 2 * L->T[0] + o0 % 2 * 8;
+    return o0 * L->T[0] * L->V[0] + i0;
+}
+
+/* wg_rows: 16 (t0 / 8) + t0 % 8, i.e. t0 with its bits above the low three doubled */
+int layout_row_origin(const Layout *L, int t0)
+{
+    if (L->bcast[0])
+        return 0;
+    return layout_wg(L) ? t0 + (t0 & ~7) : t0 * L->V[0];
 }
 
 Layout layout_scalar(int threads)
 {
-    Layout L = { 0, { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, { false, false }, threads, { 1, 1 }, false };
+    Layout L = { 0, { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, { false, false }, threads, { 1, 1 }, false, false };
     return L;
 }
 
@@ -50,6 +69,7 @@ Layout layout_rowmajor(Shape s, int threads, int vec)
     L.Tlo[0] = L.T[0];
     L.Tlo[1] = L.T[1];
     L.lo_t0_low = false;
+    L.wg_rows = false;
     return L;
 }
 
@@ -88,16 +108,17 @@ Layout layout_matmul(Shape s, int threads)
     L.Tlo[0] = L.T[0];
     L.Tlo[1] = L.T[1];
     L.lo_t0_low = false;
+    L.wg_rows = false;
     return L;
 }
 
 /* The same spread of elements over threads with rows and columns exchanged: element (i, j) of L
  * is element (j, i) of the result, in the same slot and the same thread. Only for a layout with no
- * outer thread grid (Tlo == T), whose thread id is then t0 T1 + t1 or, inner grid column-major,
+ * outer thread grid (Tlo == T) and rows in order, whose thread id is then t0 T1 + t1 or, inner grid column-major,
  * t1 T0 + t0: the exchange flips which of the two it is. */
 bool layout_transpose(const Layout *L, Layout *out)
 {
-    if (L->rank != 2 || L->Tlo[0] != L->T[0] || L->Tlo[1] != L->T[1])
+    if (L->rank != 2 || L->Tlo[0] != L->T[0] || L->Tlo[1] != L->T[1] || layout_wg(L))
         return false;
     Layout X = *L;
     for (int d = 0; d < 2; d++) {
@@ -109,6 +130,7 @@ bool layout_transpose(const Layout *L, Layout *out)
         X.Tlo[d] = L->Tlo[1 - d];
     }
     X.lo_t0_low = !L->lo_t0_low;
+    X.wg_rows = false;    /* L's rows were one or broadcast: so are X's columns */
     *out = X;
     return true;
 }

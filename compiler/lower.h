@@ -38,7 +38,14 @@ typedef struct MatmulPlan MatmulPlan;    /* matmul_plan.c */
  * rep > 0 are replicas of rep == 0. With Tlo = T (every layout but the tensor cores' 2-D warp grid)
  * this is t = rep * T0 T1 + t0 * T1 + t1. With lo_t0_low (the transposed accumulator of tf32 wgmma,
  * whose lane bits hold the column above the row) the inner grid is column-major instead:
- * (t1 % Tlo1) Tlo0 + t0 % Tlo0. */
+ * (t1 % Tlo1) Tlo0 + t0 % Tlo0.
+ * Rows: thread coordinate t0 owns rows (o * T0 + t0) * V0 + i, except with wg_rows (wgmma's
+ * accumulator: V0 = 1, O0 even, T0 = 8 W for W warps in one warp column), whose rows are in the
+ * tensor cores' warpgroup order: slot o of t0 is row (o / 2) 2 T0 + 16 (t0 / 8) + 8 (o % 2) + t0 % 8,
+ * so warp w = t0 / 8 holds rows 16 w + g and 16 w + 8 + g (g = t0 % 8) of every 2 T0, and
+ * warpgroup u the 64 consecutive rows from 64 u: each wgmma's A is 64 consecutive rows of the
+ * operand as stored. layout_row and layout_row_origin give both forms; wg_rows means nothing
+ * where rows are broadcast or single (layout_wg). */
 typedef struct {
     int rank;              /* rank of the value (0, 1, 2) */
     int S[2], T[2], V[2], O[2];
@@ -46,6 +53,7 @@ typedef struct {
     int reps;              /* threads / (T[0] * T[1]) */
     int Tlo[2];            /* inner thread grid; divides T */
     bool lo_t0_low;        /* inner grid column-major: t0 % Tlo0 in the lowest thread-id bits */
+    bool wg_rows;          /* rows in warpgroup order (above) */
 } Layout;
 
 int layout_slots(const Layout *L);
@@ -53,6 +61,12 @@ bool layout_eq(const Layout *a, const Layout *b);
 /* t_d is t1 + ... of contiguous low thread-id bits, as shuffles within a warp need it: the layout
  * is not split into an inner and an outer grid along d's bits. */
 bool layout_tid_plain(const Layout *L);
+/* Are L's rows in warpgroup order (wg_rows, with more than one row, not broadcast)? */
+bool layout_wg(const Layout *L);
+/* Row of slot (o0, i0) past the thread's first row; the first row of thread coordinate t0 (0 where
+ * rows are broadcast): the row is layout_row_origin(L, t0) + layout_row(L, o0, i0). */
+int layout_row(const Layout *L, int o0, int i0);
+int layout_row_origin(const Layout *L, int t0);
 Layout layout_scalar(int threads);
 /* Rows spread over threads, columns in vectors of vec elements (coalesced row-major access). */
 Layout layout_rowmajor(Shape s, int threads, int vec);
@@ -212,6 +226,8 @@ Tile lower_expr(Lower *c, Expr *e, const Layout *want);
 Tile to_layout(Lower *c, Tile v, const Layout *L);
 Layout broadcast_view(const Layout *L, Shape s);
 int thread_coord(Lower *c, const Layout *L, int d);   /* t_d register */
+/* The thread's first row (layout_row_origin) from its t0 register */
+int thread_row0(Lower *c, const Layout *L, int t0, PType pt);
 int primary_pred(Lower *c, const Layout *L);          /* -1: every thread is primary */
 int64_t known_multiple(Lower *c, Expr *e);            /* largest known divisor (1 if none) */
 int64_t size_multiple(Lower *c, Sym *s);              /* the same of a size, from the assumes */
@@ -447,17 +463,15 @@ void mma_sync(Lower *c, PType ta, PType tb, Tile *acc, const int *cs, const int 
  * (SmemMatrix.swz; the pitch is then the row's own width). SWZ_LDMATRIX spreads any 8 rows of
  * one 16-byte column (ldmatrix); SWZ_QUAD spreads 4 rows of two adjacent columns (tf32 B);
  * SWZ_BLK4 spreads 8 quads of rows at one column (the transposing copy's staging). */
-/* SWZ_SLAB and SWZ_SLAB_WG are the 128-byte swizzle of wgmma's matrix descriptors, in column slabs
- * of 128 bytes (SWZ_SLAB_WG with rows in warpgroup order, wg_row). rows: the tile's rows; warps:
- * the block's. */
-enum { SWZ_NONE, SWZ_LDMATRIX, SWZ_QUAD, SWZ_SLAB, SWZ_SLAB_WG, SWZ_BLK4 };
+/* SWZ_SLAB is the 128-byte swizzle of wgmma's matrix descriptors, in column slabs of 128 bytes.
+ * rows: the tile's rows. */
+enum { SWZ_NONE, SWZ_LDMATRIX, SWZ_QUAD, SWZ_SLAB, SWZ_BLK4 };
 bool swz_applies(int kind, int row_bytes);
-int64_t swz_offset(int kind, int row_bytes, int rows, int warps, int64_t row, int64_t byte_col);
+int64_t swz_offset(int kind, int row_bytes, int rows, int64_t row, int64_t byte_col);
 int swz_offset_ir(Lower *c, int kind, int row, int byte_col, bool col_aligned16, int row_bytes, int rows);
-int64_t wg_row(int warps, int64_t r);
 /* The constant byte offset from the piece at (row, byte col) to the one rd rows and cdb bytes
- * further, for any row below row_bound (a power of two): false when there is none. */
-bool swz_delta(int kind, int row_bytes, int rows, int warps, int64_t row_bound, int64_t rd, int64_t cdb, int64_t *delta);
+ * further, for any row: false when there is none. */
+bool swz_delta(int kind, int row_bytes, int rows, int64_t rd, int64_t cdb, int64_t *delta);
 /* The address unit_delta 16-byte units along the row from the unit at addr: returns the register
  * (addr or addr ^ constant, made once per delta mod 8 in xored[], initially all -1), *imm the
  * constant to add. Valid when unit_delta's bits lie above the addressed chunk's own bits. */

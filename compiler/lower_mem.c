@@ -722,7 +722,7 @@ static void access_addr(Lower *c, Access *a, const Layout *L, Addr *ad)
             int td = d == a->wd[0] ? 0 : 1;
             int tc = thread_coord(c, L, td);
             if (td == 0) t0 = tc; else t1 = tc;
-            int rel = L->bcast[td] ? -1 : ir_bin(f, OP_MUL, PT_S32, R(tc), IMM(L->V[td]));
+            int rel = L->bcast[td] ? -1 : td == 0 ? thread_row0(c, L, tc, PT_S32) : ir_bin(f, OP_MUL, PT_S32, R(tc), IMM(L->V[td]));
             int sreg = opnd_reg(c, idx, PT_S32);
             int i0 = rel < 0 ? sreg : ir_bin(f, OP_ADD, PT_S32, R(sreg), R(rel));
             if (td == 0) ad->row0 = i0; else ad->col0 = i0;
@@ -757,7 +757,6 @@ static int slot_of(const Layout *L, int o0, int i0, int o1, int i1)
     return ((o0 * L->V[0] + i0) * L->O[1] + o1) * L->V[1] + i1;
 }
 
-static int row_delta(const Layout *L, int o0, int i0) { return L->bcast[0] ? o0 * L->V[0] + i0 : o0 * L->T[0] * L->V[0] + i0; }
 static int col_delta(const Layout *L, int o1, int i1) { return L->bcast[1] ? o1 * L->V[1] + i1 : o1 * L->T[1] * L->V[1] + i1; }
 
 static int and_pred(Lower *c, int a, int b)
@@ -825,7 +824,7 @@ static void for_each_chunk(Lower *c, Access *a, const Layout *L, int vm, int ext
         gi = gather_rows(c, a->gexpr, L, &gview);
     for (int o0 = 0; o0 < L->O[0]; o0++)
         for (int i0 = 0; i0 < L->V[0]; i0++) {
-            int rd = row_delta(L, o0, i0);
+            int rd = layout_row(L, o0, i0);
             int rpred = -1;
             if (a->gd >= 0) {
                 /* the row at its own index: out of range (negative too, as unsigned) is masked */
@@ -1135,7 +1134,7 @@ static int smem_addr(Lower *c, Sym *s, const Layout *L)
     if (base < 0)
         base = smem_base_reg(c, si->smem_off);
     int t0 = thread_coord(c, L, 0), t1 = thread_coord(c, L, 1);
-    int r0 = L->bcast[0] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(L->V[0]));
+    int r0 = thread_row0(c, L, t0, PT_U32);
     int c0 = L->bcast[1] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(L->V[1]));
     int lin = ir_tern(f, OP_MAD, PT_U32, R(r0), IMM(si->smem_ld), R(c0));
     return ir_tern(f, OP_MAD, PT_U32, R(lin), IMM(es), R(base));
@@ -1171,7 +1170,7 @@ Tile load_shared_var(Lower *c, Sym *s, const Layout *want)
         for (int i0 = 0; i0 < L.V[0]; i0++)
             for (int o1 = 0; o1 < L.O[1]; o1++)
                 for (int i1 = 0; i1 < L.V[1]; i1 += vm) {
-                    int64_t off = ((int64_t)row_delta(&L, o0, i0) * si->smem_ld + col_delta(&L, o1, i1)) * es;
+                    int64_t off = ((int64_t)layout_row(&L, o0, i0) * si->smem_ld + col_delta(&L, o1, i1)) * es;
                     mem_load(c, SP_SHARED, s->type, addr, off, vm, -1, IMM(0), &r.v[slot_of(&L, o0, i0, o1, i1)]);
                 }
     return r;
@@ -1194,7 +1193,7 @@ void store_tile_smem(Lower *c, Tile v, int base, int pitch, ElemType t)
     while (vm > 1 && (L.V[1] % vm || pitch % vm))
         vm /= 2;
     int t0 = thread_coord(c, &L, 0), t1 = thread_coord(c, &L, 1);
-    int r0 = ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(L.V[0]));
+    int r0 = thread_row0(c, &L, t0, PT_U32);
     int c0 = ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(L.V[1]));
     int lin = ir_tern(f, OP_MAD, PT_U32, R(r0), IMM(pitch), R(c0));
     int addr = ir_tern(f, OP_MAD, PT_U32, R(lin), IMM(es), R(base));
@@ -1203,7 +1202,7 @@ void store_tile_smem(Lower *c, Tile v, int base, int pitch, ElemType t)
         for (int i0 = 0; i0 < L.V[0]; i0++)
             for (int o1 = 0; o1 < L.O[1]; o1++)
                 for (int i1 = 0; i1 < L.V[1]; i1 += vm) {
-                    int64_t off = ((int64_t)row_delta(&L, o0, i0) * pitch + col_delta(&L, o1, i1)) * es;
+                    int64_t off = ((int64_t)layout_row(&L, o0, i0) * pitch + col_delta(&L, o1, i1)) * es;
                     mem_store(c, SP_SHARED, -1, t, addr, off, vm, prim, &v.v[slot_of(&L, o0, i0, o1, i1)]);
                 }
 }
@@ -1241,12 +1240,12 @@ static void async_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int 
     /* slot -> (o0, i0, o1, i1) */
     int i1 = slot % L->V[1], o1 = slot / L->V[1] % L->O[1];
     int i0 = slot / (L->V[1] * L->O[1]) % L->V[0], o0 = slot / (L->V[1] * L->O[1] * L->V[0]);
-    int rd = row_delta(L, o0, i0), cd = col_delta(L, o1, i1);
+    int rd = layout_row(L, o0, i0), cd = col_delta(L, o1, i1);
     int64_t soff = ((int64_t)rd * ac->pitch + cd) * ac->es;
     int bytes = vm * ac->es;
     int sbase = ac->sbase;
     /* a whole number of swizzle periods from the thread's first piece: a constant; else placed anew */
-    if (ac->swz && !swz_delta(ac->swz, ac->pitch * ac->es, L->S[0], c->threads / 32, (int64_t)L->T[0] * L->V[0], rd,
+    if (ac->swz && !swz_delta(ac->swz, ac->pitch * ac->es, L->S[0], rd,
                               (int64_t)cd * ac->es, &soff)) {
         int row = ir_bin(f, OP_ADD, PT_U32, R(ac->r0), IMM(rd));
         int col = ir_tern(f, OP_MAD, PT_U32, R(ac->c0), IMM(ac->es), IMM((int64_t)cd * ac->es));
@@ -1308,7 +1307,7 @@ static void walk_async_pieces(Lower *c, Expr *win, int base, int pitch, int swz,
     else if (!xpose_layout(win->shape, c->threads, &L))
         die("copy_window_async: no transposing layout for the window");
     int t0 = thread_coord(c, &L, 0), t1 = thread_coord(c, &L, 1);
-    int r0 = ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(L.V[0]));
+    int r0 = thread_row0(c, &L, t0, PT_U32);
     int c0 = ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(L.V[1]));
     AsyncCtx ac = { -1, pitch, a.es, &L, -1, swz, base, r0, c0, round };
     if (swz) {

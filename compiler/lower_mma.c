@@ -113,8 +113,10 @@ Layout layout_mma(Shape s, int threads, ElemType t, bool wgmma, bool narrow_b)
     if (s.rank != 2 || !warp_grid(L.S[0], L.S[1], threads, &wm, &wn))
         return layout_matmul(s, threads);   /* mma_supported refused these */
     L.lo_t0_low = false;
+    L.wg_rows = wgmma;
     if (wgmma) {
-        /* wgmma's: one warp column, each warp two rows of 8 in every 16 W (lower_wgmma.c) */
+        /* wgmma's: one warp column, each warp 16 consecutive rows of every 16 W, in warpgroup
+           order (lower.h, wg_rows) */
         wm = threads / 32;
         wn = 1;
     }
@@ -391,6 +393,9 @@ struct Frags {
     bool trans_a, trans_b;      /* stored transposed (SmemMatrix.trans): A as [K][M], B as [N][K] */
     bool swz_a, swz_b;          /* swizzled tiles (swizzle.c): lane addresses step by swz_step */
     int es, G, T0, WN, mtiles, groups;
+    /* rows from a warp's r_lo to its r_hi (T0; 8 in warpgroup order, wg_rows), and between
+       warps of a column (8; 16 in warpgroup order) */
+    int hi, wrows;
     int alane, blane;
     int ax[8], bx[8];           /* swizzled: lane addresses xor'ed per chunk delta (mod 8) */
     int64_t apitch, bpitch;
@@ -402,17 +407,17 @@ static void load_a(Lower *c, Frags *F, int k, int *a)
     for (int j = 0; j < F->mtiles; j++) {
         int64_t base = 2 * j * F->T0 * F->apitch + (int64_t)k * F->es;
         if (F->trans_a && F->es == 1) {
-            /* 8-bit A^T ([K][M]): a_i at k + 4q .. + 3 (+16 for i >= 2), m 8 wm + g (+T0 for odd
-               i), a byte each */
+            /* 8-bit A^T ([K][M]): a_i at k + 4q .. + 3 (+16 for i >= 2), m r_lo (r_hi for odd i),
+               a byte each */
             for (int i = 0; i < 4; i++)
                 a[4 * j + i] = quad_b8(c, F->alane, (int64_t)(k + 16 * (i >> 1)) * F->apitch +
-                                                        (2 * j + (i & 1)) * F->T0, F->apitch);
+                                                        2 * j * F->T0 + (i & 1) * F->hi, F->apitch);
         } else if (F->trans_a && F->tf) {
-            /* tf32 A^T ([K][M]): a_i at k + q (+4 for i >= 2), m 8 wm + g (+T0 for odd i), one
+            /* tf32 A^T ([K][M]): a_i at k + q (+4 for i >= 2), m r_lo (r_hi for odd i), one
                32-bit word each (no transposing ldmatrix for 32 bits) */
             for (int i = 0; i < 4; i++)
                 a[4 * j + i] = smem_ld_b32(c, F->alane, (int64_t)(k + 4 * (i >> 1)) * F->apitch +
-                                                            ((i & 1) * F->T0 + 2 * j * F->T0) * 4);
+                                                            ((i & 1) * F->hi + 2 * j * F->T0) * 4);
         } else if (F->trans_a) {
             /* A^T: rows k (a multiple of 8: no swizzle change), the tile's m columns 2 j T0 on,
                whole chunks above the lane's own (< 2 WM) */
@@ -426,9 +431,9 @@ static void load_a(Lower *c, Frags *F, int k, int *a)
             ldmatrix(c, &a[4 * j], 4, false, addr, 2 * j * F->T0 * F->apitch + imm);
         } else if (F->ldm_a)
             ldmatrix(c, &a[4 * j], 4, false, F->alane, base);
-        else   /* a_i: rows +T0 for odd i, 16 bytes further along k for i >= 2 */
+        else   /* a_i: rows r_hi for odd i, 16 bytes further along k for i >= 2 */
             for (int i = 0; i < 4; i++)
-                a[4 * j + i] = smem_ld_b32(c, F->alane, base + (i & 1) * F->T0 * F->apitch + (i >> 1) * 16);
+                a[4 * j + i] = smem_ld_b32(c, F->alane, base + (i & 1) * F->hi * F->apitch + (i >> 1) * 16);
         if (F->tf)
             for (int i = 0; i < 4; i++)
                 a[4 * j + i] = F->even ? round_tf32_even(c, a[4 * j + i]) : round_tf32_operand(c, a[4 * j + i]);
@@ -437,33 +442,43 @@ static void load_a(Lower *c, Frags *F, int k, int *a)
 
 /* Each lane's address of its first A fragment (F->alane), by the way load_a reads A; wm8 = 8 wm,
  * the warp's first row. */
+/* The first row of warp wm = w / WN (wrows rows a warp: 8 wm, or 16 wm in warpgroup order) as
+ * a field of the thread id, w = t / 32: for 8, the bits of wm under 5 + lwn shifted down to 3 */
+static int warp_first_row(Lower *c, const Frags *F, int WM, int lwn)
+{
+    if (WM == 1)
+        return ir_mov(c->f, PT_U32, IMM(0));
+    int sh = log2_exact(F->wrows);
+    return tid_bits(c, 5 + lwn - sh, (WM - 1) << sh);
+}
+
 static void a_lane(Lower *c, Frags *F, SmemMatrix a, int wm8)
 {
     Func *f = c->f;
     if (F->trans_a && F->es == 1) {
-        /* 8-bit A^T: row k = 4q, column m = 8 wm + g */
+        /* 8-bit A^T: row k = 4q, column m = r_lo (wm8: the warp's first row) */
         int col = ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 2, 7)));
         int off = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(4 * F->apitch), R(col));
         F->alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(off));
     } else if (F->trans_a && F->tf) {
-        /* tf32 A^T: row k = q, column m = 8 wm + g */
+        /* tf32 A^T: row k = q, column m = r_lo */
         int colb = ir_bin(f, OP_SHL, PT_B32, R(ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 2, 7)))), IMM(2));
         int off = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(F->apitch), R(colb));
         F->alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(off));
     } else if (F->trans_a) {
         /* A^T ([K][M], ldmatrix.trans): lane l gives row k = (l & 7) + 8 ((l >> 4) & 1) at
-           column m = 8 wm + ((l >> 3) & 1) T0: matrices 0-3 are a0-a3 (rows r_lo / r_hi x the
+           column m = 8 wm + ((l >> 3) & 1) hi: matrices 0-3 are a0-a3 (rows r_lo / r_hi x the
            low / high 8 k) */
         int krow = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(8), R(tid_bits(c, 0, 7)));
-        int mcol = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(F->T0), R(wm8));
+        int mcol = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(F->hi), R(wm8));
         int colb = ir_bin(f, OP_SHL, PT_B32, R(mcol), IMM(log2_exact(F->es)));
         int off = F->swz_a ? swz_offset_ir(c, SWZ_LDMATRIX, krow, colb, true, (int)F->apitch, a.cols)
                           : ir_tern(f, OP_MAD, PT_U32, R(krow), IMM(F->apitch), R(colb));
         F->alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(off));
     } else if (F->ldm_a) {
-        /* A: row (l & 8 ? T0 : 0) + 8 wm + (l & 7), 16 bytes further for l >= 16 */
+        /* A: row (l & 8 ? hi : 0) + 8 wm + (l & 7), 16 bytes further for l >= 16 */
         int row = ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 0, 7)));
-        row = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(F->T0), R(row));
+        row = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(F->hi), R(row));
         if (F->swz_a) {
             int col = ir_bin(f, OP_SHL, PT_B32, R(tid_bits(c, 4, 1)), IMM(4));
             F->alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(swz_offset_ir(c, SWZ_LDMATRIX, row, col, true, (int)F->apitch, a.rows)));
@@ -487,6 +502,8 @@ Frags *mma_a_frags(Lower *c, const Layout *L, SmemMatrix a)
     F->tf = a.type == TY_F32;
     F->es = type_size(a.type);
     F->T0 = L->T[0];
+    F->hi = layout_wg(L) ? 8 : F->T0;
+    F->wrows = layout_wg(L) ? 16 : 8;
     F->WN = 1;
     F->mtiles = L->O[0] / 2;
     F->apitch = (int64_t)a.pitch * F->es;
@@ -504,7 +521,7 @@ Frags *mma_a_frags(Lower *c, const Layout *L, SmemMatrix a)
     const char *saved = f->cur_what;
     f->cur_what = "mma fragment address";
     int WM = F->T0 / 8;
-    a_lane(c, F, a, WM > 1 ? tid_bits(c, 2, (WM - 1) << 3) : ir_mov(f, PT_U32, IMM(0)));
+    a_lane(c, F, a, warp_first_row(c, F, WM, 0));
     f->cur_what = saved;
     return F;
 }
@@ -593,6 +610,8 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     F.es = type_size(a.type);
     int K = a.cols, ks = k_step(a.type);
     F.T0 = L->T[0];
+    F.hi = layout_wg(L) ? 8 : F.T0;
+    F.wrows = layout_wg(L) ? 16 : 8;
     F.WN = L->T[1] / 4;
     int WM = F.T0 / 8;
     F.G = L->V[1] / 2;
@@ -627,7 +646,7 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
     /* the warp's grid position (wm = w / WN, wn = w % WN) as bit fields of the thread id:
        8 wm and the byte offset of the warp's first column */
     int lwn = log2_exact(F.WN), colb = log2_exact(MMA_N * F.G * F.es);
-    int wm8 = WM > 1 ? tid_bits(c, 2 + lwn, (WM - 1) << 3) : ir_mov(f, PT_U32, IMM(0));
+    int wm8 = warp_first_row(c, &F, WM, lwn);
     int bcol = b.base;
     if (F.WN > 1) {
         int wcol = colb <= 5 ? tid_bits(c, 5 - colb, (F.WN - 1) << colb)

@@ -57,6 +57,7 @@ Layout layout_mma_swapped(int M, int N, int threads)
     L.Tlo[1] = 8;
     L.reps = 1;
     L.lo_t0_low = true;
+    L.wg_rows = false;
     return L;
 }
 
@@ -79,7 +80,7 @@ static void load_bt(Lower *c, const BtFrags *F, int k, int j, const int *a)
         int64_t rd = k + 4 * (i >> 1), cdb = (int64_t)(2 * j + (i & 1)) * 8 * F->warps * 4, off;
         if (F->swz == SWZ_NONE)
             off = rd * F->row_bytes + cdb;
-        else if (!swz_delta(F->swz, (int)F->row_bytes, F->rows, F->warps, 4, rd, cdb, &off))
+        else if (!swz_delta(F->swz, (int)F->row_bytes, F->rows, rd, cdb, &off))
             die("lower_mma_swapped: no constant fragment offset");
         int w = smem_ld_b32(c, F->lane, off);
         if (F->even)

@@ -168,7 +168,7 @@ bool pipe_take_barrier(Lower *c)
 }
 
 /* wgmma's slabs are swizzled by address bits: they start 1024-byte aligned */
-static bool slab(int swz) { return swz == SWZ_SLAB || swz == SWZ_SLAB_WG; }
+static bool slab(int swz) { return swz == SWZ_SLAB; }
 
 /* An operand the plan's path reads as tf32 from shared memory, which cp.async brings as f32. */
 static bool rounds_in_place(const PipeOperand *p)

@@ -342,14 +342,14 @@ static Tile reduce_axis_smem(Lower *c, Tile v, Builtin b, int nd, ElemType rt)
     int base = scratch_base_reg(c);
     int prim = primary_pred(c, &L);
     int t0 = thread_coord(c, &L, 0), t1 = thread_coord(c, &L, 1);
-    int r0 = L.bcast[0] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(L.V[0]));
+    int r0 = thread_row0(c, &L, t0, PT_U32);
     int c0 = L.bcast[1] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(L.V[1]));
     int addr = ir_tern(f, OP_MAD, PT_U32, R(ir_tern(f, OP_MAD, PT_U32, R(r0), IMM(pitch), R(c0))), IMM(4), R(base));
     for (int o0 = 0; o0 < L.O[0]; o0++)
         for (int i0 = 0; i0 < L.V[0]; i0++)
             for (int o1 = 0; o1 < L.O[1]; o1++)
                 for (int i1 = 0; i1 < L.V[1]; i1++) {
-                    int rr = L.bcast[0] ? o0 * L.V[0] + i0 : o0 * L.T[0] * L.V[0] + i0;
+                    int rr = layout_row(&L, o0, i0);
                     int cc = L.bcast[1] ? o1 * L.V[1] + i1 : o1 * L.T[1] * L.V[1] + i1;
                     int val = opnd_reg(c, v.v[slot_of(&L, o0, i0, o1, i1)], t);
                     Ins *in = emit_ins(f, OP_ST, t == PT_F32 ? PT_F32 : PT_B32);
@@ -444,7 +444,7 @@ static void arg_take(Lower *c, Builtin b, PType t, int *val, int *idx, Opnd v, O
 static Tile reduce_arg(Lower *c, Tile v, Builtin b, int nd)
 {
     Func *f = c->f;
-    if (!layout_tid_plain(&v.L) || v.L.lo_t0_low || v.L.bcast[1 - nd]) {
+    if (!layout_tid_plain(&v.L) || v.L.lo_t0_low || v.L.bcast[1 - nd] || (nd == 0 && layout_wg(&v.L))) {
         Shape s = { 2, { v.L.S[0], v.L.S[1] } };
         Layout plain = layout_rowmajor(s, c->threads, 1);
         plain.rank = v.L.rank;
@@ -555,7 +555,7 @@ static Tile reduce_arg(Lower *c, Tile v, Builtin b, int nd)
 static Tile scan_tile(Lower *c, Tile v, int nd)
 {
     Func *f = c->f;
-    if (!layout_tid_plain(&v.L) || v.L.lo_t0_low || v.L.bcast[0] || v.L.bcast[1]) {
+    if (!layout_tid_plain(&v.L) || v.L.lo_t0_low || v.L.bcast[0] || v.L.bcast[1] || (nd == 0 && layout_wg(&v.L))) {
         Shape s = { 2, { v.L.S[0], v.L.S[1] } };
         Layout plain = layout_rowmajor(s, c->threads, 1);
         plain.rank = v.L.rank;

@@ -90,6 +90,16 @@ int thread_coord(Lower *c, const Layout *L, int d)
     return ir_tern(f, OP_MAD, PT_U32, R(outer), IMM(L->Tlo[d]), R(inner));
 }
 
+int thread_row0(Lower *c, const Layout *L, int t0, PType pt)
+{
+    Func *f = c->f;
+    if (L->bcast[0])
+        return ir_mov(f, pt, IMM(0));
+    if (layout_wg(L))    /* layout_row_origin: t0 + (t0 & ~7) */
+        return ir_bin(f, OP_ADD, pt, R(t0), R(ir_bin(f, OP_BAND, PT_B32, R(t0), IMM(~(int64_t)7))));
+    return ir_bin(f, OP_MUL, pt, R(t0), IMM(L->V[0]));
+}
+
 /* Threads that hold the authoritative copy of each element: stores, atomics and reductions count
  * only these. */
 int primary_pred(Lower *c, const Layout *L)
@@ -160,8 +170,7 @@ int slot_index(const Layout *L, int o0, int i0, int o1, int i1)
     return ((o0 * L->V[0] + i0) * L->O[1] + o1) * L->V[1] + i1;
 }
 
-/* Element row/column of slot components, relative to the thread's own origin. */
-static int slot_row(const Layout *L, int o0, int i0) { return L->bcast[0] ? o0 * L->V[0] + i0 : o0 * L->T[0] * L->V[0] + i0; }
+/* Element column of slot components, relative to the thread's own origin (rows: layout_row). */
 int slot_col(const Layout *L, int o1, int i1) { return L->bcast[1] ? o1 * L->V[1] + i1 : o1 * L->T[1] * L->V[1] + i1; }
 
 /* The column 0, 1, ..., W-1 (`expand_dims(arange(W), 1)`) made directly in L, a [W, 1] layout:
@@ -172,11 +181,10 @@ Tile tile_row_iota(Lower *c, const Layout *L)
     Tile r = { TY_I32, *L, NULL };
     int n = layout_slots(L);
     r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
-    int t0 = thread_coord(c, L, 0);
-    int base = L->bcast[0] ? ir_mov(c->f, PT_S32, IMM(0)) : ir_bin(c->f, OP_MUL, PT_S32, R(t0), IMM(L->V[0]));
+    int base = thread_row0(c, L, thread_coord(c, L, 0), PT_S32);
     for (int o0 = 0; o0 < L->O[0]; o0++)
         for (int i0 = 0; i0 < L->V[0]; i0++) {
-            int row = slot_row(L, o0, i0);
+            int row = layout_row(L, o0, i0);
             Opnd v = row ? R(ir_bin(c->f, OP_ADD, PT_S32, R(base), IMM(row))) : R(base);
             for (int o1 = 0; o1 < L->O[1]; o1++)
                 for (int i1 = 0; i1 < L->V[1]; i1++)
@@ -196,7 +204,8 @@ static bool aligned_broadcast(const Layout *src, const Layout *dst)
         if (src->T[d] != dst->T[d] || src->Tlo[d] != dst->Tlo[d] || src->lo_t0_low != dst->lo_t0_low)
             return false;
         if (src->S[d] == dst->S[d]) {
-            if (src->V[d] != dst->V[d] || src->O[d] != dst->O[d] || src->bcast[d] != dst->bcast[d])
+            if (src->V[d] != dst->V[d] || src->O[d] != dst->O[d] || src->bcast[d] != dst->bcast[d] ||
+                (d == 0 && layout_wg(src) != layout_wg(dst)))
                 return false;
         } else if (src->S[d] != 1 || (src->T[d] != 1 && !src->bcast[d])) {
             return false;
@@ -225,7 +234,7 @@ int scratch_store_tile(Lower *c, const Tile *vp, int pitch)
     int prim = primary_pred(c, &v.L);
     int t0 = thread_coord(c, &v.L, 0), t1 = thread_coord(c, &v.L, 1);
     /* thread origin (row0 * pitch + col0) * es */
-    int row0 = v.L.bcast[0] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(t0), IMM(v.L.V[0]));
+    int row0 = thread_row0(c, &v.L, t0, PT_U32);
     int col0 = v.L.bcast[1] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(v.L.V[1]));
     int lin = ir_tern(f, OP_MAD, PT_U32, R(row0), IMM(pitch), R(col0));
     int addr = ir_tern(f, OP_MAD, PT_U32, R(lin), IMM(es), R(base));
@@ -244,7 +253,7 @@ int scratch_store_tile(Lower *c, const Tile *vp, int pitch)
                     in->src[0] = R(addr);
                     in->src[1] = R(val);
                     in->nsrc = 2;
-                    in->off = (int64_t)(slot_row(&v.L, o0, i0) * pitch + slot_col(&v.L, o1, i1)) * es;
+                    in->off = (int64_t)(layout_row(&v.L, o0, i0) * pitch + slot_col(&v.L, o1, i1)) * es;
                     in->guard = prim;
                     ir_naive_addr(f);
                 }
@@ -264,7 +273,7 @@ static Tile remap_smem(Lower *c, Tile v, const Layout *L, SmemMap m)
     scratch_end_write(c);
     /* read back */
     int dt0 = thread_coord(c, L, 0), dt1 = thread_coord(c, L, 1);
-    int drow0 = L->bcast[0] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(dt0), IMM(L->V[0]));
+    int drow0 = thread_row0(c, L, dt0, PT_U32);
     int dcol0 = L->bcast[1] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(dt1), IMM(L->V[1]));
     bool rb = m.rb, cb = m.cb;
     int lin2 = ir_tern(f, OP_MAD, PT_U32, rb ? IMM(0) : R(drow0), IMM(m.rpitch), cb ? IMM(0) : R(dcol0));
@@ -273,7 +282,7 @@ static Tile remap_smem(Lower *c, Tile v, const Layout *L, SmemMap m)
         for (int i0 = 0; i0 < L->V[0]; i0++)
             for (int o1 = 0; o1 < L->O[1]; o1++)
                 for (int i1 = 0; i1 < L->V[1]; i1++) {
-                    int rr = rb ? 0 : slot_row(L, o0, i0), cc = cb ? 0 : slot_col(L, o1, i1);
+                    int rr = rb ? 0 : layout_row(L, o0, i0), cc = cb ? 0 : slot_col(L, o1, i1);
                     int d = new_reg(f, wide ? RC_D : pt == PT_F32 ? RC_F : RC_R);
                     Ins *in = emit_ins(f, OP_LD, wide ? PT_B64 : pt == PT_F32 ? PT_F32 : PT_B32);
                     in->space = SP_SHARED;
@@ -332,12 +341,15 @@ Tile tile_slice(Lower *c, Tile v, const int a[2], const int w[2], const Layout *
     const Layout *L = &v.L;
     int first[2];
     bool regs = true;
+    int blk[2], per[2];    /* rows or columns of a block of slots, and its o slots */
     for (int d = 0; d < 2; d++) {
-        int blk = L->bcast[d] ? L->V[d] : L->T[d] * L->V[d];
+        bool wg = d == 0 && layout_wg(L);     /* warpgroup order: blocks of 2 T0 rows, two o each */
+        blk[d] = wg ? 2 * L->T[0] : L->bcast[d] ? L->V[d] : L->T[d] * L->V[d];
+        per[d] = wg ? 2 : 1;
         if (a[d] == 0 && w[d] == L->S[d])
             first[d] = 0;
-        else if (a[d] % blk == 0 && w[d] % blk == 0)
-            first[d] = a[d] / blk;
+        else if (a[d] % blk[d] == 0 && w[d] % blk[d] == 0)
+            first[d] = a[d] / blk[d] * per[d];
         else
             regs = false;
     }
@@ -353,7 +365,7 @@ Tile tile_slice(Lower *c, Tile v, const int a[2], const int w[2], const Layout *
         for (int d = 0; d < 2; d++)
             if (!(a[d] == 0 && w[d] == L->S[d])) {
                 N.S[d] = w[d];
-                N.O[d] = w[d] / (L->bcast[d] ? L->V[d] : L->T[d] * L->V[d]);
+                N.O[d] = w[d] / blk[d] * per[d];
             }
         Tile r = { v.type, N, NULL };
         r.v = arena_alloc(c->a, sizeof *r.v * (size_t)layout_slots(&N));

@@ -1,8 +1,8 @@
 /* lower_tma.c: operands a pipelined loop moves with the Tensor Memory Accelerator (sm_90a).
  *
- * Which. The B operand of the 16-bit wgmma products (row-major B N-major, B^T K-major: both in
- * the plain SWZ_SLAB layout), and the A of the swapped tf32 wgmma (lower_mma_swap.c); a matmul
- * path's row says which sides (MatmulPathRow.tma).
+ * Which. Both operands of the 16-bit and 8-bit wgmma products (A K-major, row-major B N-major, B^T
+ * K-major: all in the plain SWZ_SLAB layout), and the A of the swapped tf32 wgmma
+ * (lower_mma_swap.c); a matmul path's row says which sides (MatmulPathRow.tma).
  * - tf32: the swapped product's A sits in shared memory in the 128-byte slab swizzle, and the
  *   tensor cores truncate the f32 they read there. Copied by cp.async, each stage is read back,
  *   rounded and stored again by the threads that copied it: three trips through shared memory
@@ -11,9 +11,11 @@
  * - f16/bf16 B: one thread's few instructions per stage replace every thread's copies and their
  *   address arithmetic. Measured (H100, 2026-11-27, same run, 128 x 256 x 64 tiles): matmul_f16
  *   0.74 -> 0.83 of cuBLAS at 4096^3 and 0.77 -> 0.90 at 8192^3.
- * - Not the 16-bit A: its warpgroup row order (wg_row) puts consecutive blocks of 8 rows apart,
- *   so each 8-row block would be a box of its own (16 a stage for 128 rows), and that ran at 0.53
- *   of cuBLAS against cp.async's 0.83 (same run): small boxes starve the copy engine.
+ * - f16/bf16 A: one box a slab since the accumulator holds its rows in wgmma's order (lower.h,
+ *   wg_rows); matmul_f16 0.82 -> 0.86 of cuBLAS at 4096^3 and 0.88 -> 0.95 at 8192^3 against A
+ *   by cp.async (H100, 2026-11-28, same run). Before, A's rows were permuted in blocks of 8 to
+ *   match mma.sync's row order, a box per 8 rows (16 a stage), and that ran at 0.53: small boxes
+ *   starve the copy engine.
  * The map's 128-byte swizzle is the slab layout itself (row r of a slab at r * 128, 16-byte chunk
  * c at c ^ (r % 8), from a 1024-byte aligned base).
  *

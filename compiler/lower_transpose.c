@@ -54,7 +54,7 @@ void xpose_stage_tf32(Lower *c, Shape s, int base)
     Layout L;
     if (!xpose_layout(s, c->threads, &L))
         die("xpose_stage_tf32: a %dx%d tile has no transposing layout", (int)s.dim[0], (int)s.dim[1]);
-    int rows = L.S[0], cols = L.S[1], warps = c->threads / 32;
+    int rows = L.S[0], cols = L.S[1];
     int t0 = thread_coord(c, &L, 0), t1 = thread_coord(c, &L, 1);
     /* the thread's first block: staging row 4 t0, byte column 16 t1; slab row 4 t1, byte column 16 t0 */
     int q0 = ir_bin(f, OP_SHL, PT_B32, R(t0), IMM(2)), b0 = ir_bin(f, OP_SHL, PT_B32, R(t0), IMM(4));
@@ -71,7 +71,7 @@ void xpose_stage_tf32(Lower *c, Shape s, int base)
         int o0 = b / L.O[1], o1 = b % L.O[1];
         for (int i = 0; i < 4; i++) {
             int64_t soff;
-            if (!swz_delta(SWZ_BLK4, cols * 4, rows, warps, 32, 32 * o0 + i, (int64_t)16 * L.T[1] * o1, &soff))
+            if (!swz_delta(SWZ_BLK4, cols * 4, rows, 32 * o0 + i, (int64_t)16 * L.T[1] * o1, &soff))
                 die("xpose_stage_tf32: no constant staging offset");
             Ins *in = emit_ins(f, OP_LD, PT_B32);
             in->space = SP_SHARED;
@@ -98,7 +98,7 @@ void xpose_stage_tf32(Lower *c, Shape s, int base)
         for (int j = 0; j < 4; j++) {
             /* slab row 4 (t1 + T1 o1) + j, k chunk t0 + 8 o0 */
             int64_t doff;
-            if (!swz_delta(SWZ_SLAB, rows * 4, cols, warps, 8, (int64_t)4 * L.T[1] * o1, (int64_t)128 * o0, &doff))
+            if (!swz_delta(SWZ_SLAB, rows * 4, cols, (int64_t)4 * L.T[1] * o1, (int64_t)128 * o0, &doff))
                 die("xpose_stage_tf32: no constant slab offset");
             Ins *in = emit_ins(f, OP_ST, PT_B32);
             in->space = SP_SHARED;

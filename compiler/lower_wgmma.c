@@ -10,19 +10,20 @@
  * warpgroups stack along M: warpgroup u takes rows 64 u .. 64 u + 63 of every 64 * (W / 4), and a
  * taller tile takes several wgmma per k step.
  *
- * Layouts. The operands arrive by the pipelined loop's cp.async in the SWZ_SLAB layouts
+ * Layouts. The operands arrive by the pipelined loop's TMA or cp.async in the SWZ_SLAB layouts
  * (swizzle.c): 128-byte column slabs with the 128-byte swizzle, 1024-byte aligned. A is read
  * K-major (its rows are 128-byte slab rows; the descriptor's stride byte offset is 1024, 8 rows),
  * B N-major (imm-trans-b: 8 k rows of 64 columns per 1024 bytes; stride byte offset 1024, leading
  * byte offset one slab, K * 128 bytes). A k step of 16 moves A's start 32 bytes along its row (a
  * new slab every 4 steps) and B's 16 rows (2048 bytes). The accumulator is layout_mma's with one
- * warp column: warp w holds rows 8 w + g and 8 W + 8 w + g of every 16 W, where wgmma gives rank v
- * of warpgroup u rows 64 u + 16 v + g and + 8; SWZ_SLAB_WG stores A's rows so that the two agree
- * (wg_row), which keeps every epilogue, reduction and store of the mma.sync layout as it is.
+ * warp column and its rows in warpgroup order (lower.h, wg_rows): warp w holds rows 16 w + g and
+ * 16 w + 8 + g of every 16 W, as wgmma gives rank v of warpgroup u rows 64 u + 16 v + g and + 8,
+ * so A's slab holds its rows as stored: one TMA box a slab, like B's. (Until 2026-11-28 the
+ * accumulator kept mma.sync's row order and A's rows were permuted in blocks of 8 to match: a
+ * TMA box per 8 rows, and 32-byte sectors split for an M-major A.)
  *
  * A from registers. wgmma's A may instead be four registers per thread per k step, each warp's
- * fragment that of mma.sync's m16 A tile (the rows the warp holds, in whatever order): a
- * transposed A (M-major, which the slab cannot take in wg_row's order at cp.async's speed) and
+ * fragment that of mma.sync's m16 A tile (the rows the warp holds): a transposed A (M-major) and
  * every tf32 A (rounded there, where in a slab it would be rounded in place) are loaded that way,
  * by lower_mma.c's fragment loads (mma_a_frags), a few k steps' just before their wgmma, behind
  * a fence of their own, so that the next steps' loads overlap these steps' tensor work. How many
@@ -36,8 +37,8 @@
  * Order. Each matmul fences the accumulators (wgmma.fence), issues its wgmma, commits them as one
  * group and waits for it before the next iteration's barrier lets the stage be overwritten; in a
  * loop with a spare stage (PipeLoop.wg_keep) it waits only for the previous iteration's group. The
- * barrier that publishes a stage has fence.proxy.async before it: cp.async writes through the
- * generic proxy, the tensor cores read through the async one. */
+ * barrier that publishes a stage cp.async filled has fence.proxy.async before it: cp.async writes
+ * through the generic proxy, the tensor cores read through the async one. */
 #include <string.h>
 #include "lower.h"
 
@@ -160,7 +161,7 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
     bool tf = a.type == TY_F32;
     int wk = tf ? 8 : es == 1 ? 2 * WG_K : WG_K;    /* 32 bytes of k a step: k8, k16, k32 */
     /* A not in its slab (transposed: M-major) comes from registers, read as mma.sync reads it */
-    bool regs_a = av || a.swz != SWZ_SLAB_WG;
+    bool regs_a = av || a.swz != SWZ_SLAB;
     if ((!regs_a && (a.pitch != K || a.trans)) || b.pitch != (b.trans ? K : N) || b.rows != K || L->T[0] != 8 * warps ||
         L->T[1] != 4 || L->V[0] != 1 || L->V[1] != 2 || L->O[1] != N / 8 || L->reps != 1 || (tf && (!b.trans || !regs_a)) || (es == 1 && (!b.trans || regs_a)) ||
         !(tf ? wgmma_shape_tf32_kmajor(c, M, N, K) : wgmma_shape(c, a.type, false, M, N, K)))

@@ -145,11 +145,11 @@ static int swizzle_mma_sync(Lower *c, const MatmulPlan *p, ElemType t, int side)
     return mma_sync_swizzle(c, t, side, p->M, p->N, p->K);
 }
 
-/* A in warpgroup row order (wg_row), B N-major (or K-major, transposed), all in 128-byte slabs */
+/* A K-major, B N-major (or K-major, transposed), both in 128-byte slabs */
 static int swizzle_wgmma(Lower *c, const MatmulPlan *p, ElemType t, int side)
 {
-    (void)c, (void)p, (void)t;
-    return side == 0 ? SWZ_SLAB_WG : SWZ_SLAB;
+    (void)c, (void)p, (void)t, (void)side;
+    return SWZ_SLAB;
 }
 
 /* A where mma.sync's fragment loads read it, B in its slab */
@@ -211,10 +211,10 @@ static const MatmulPathRow rows[] = {
        iterations (lower_mma_swap.c) */
     { MM_WGMMA_TF32, "wgmma tf32 (swapped)", fits_wgmma_tf32, layout_swapped, swizzle_swapped, mma_pitch,
       SIDE_A, MM_MMA_SWAPPED, SIDE_A, SIDE_A, SIDE_A, 0, true, true, NULL, emit_swapped },
-    /* f16/bf16 on sm_90a: both operands in slabs (lower_wgmma.c), B by TMA where it can (A's
-       warpgroup row order would take a box per 8 rows: lower_tma.c) */
+    /* f16/bf16 (and 8-bit) on sm_90a: both operands in slabs (lower_wgmma.c), by TMA where they
+       can */
     { MM_WGMMA, "wgmma", fits_wgmma, layout_wgmma, swizzle_wgmma, mma_pitch,
-      SIDE_A | SIDE_B, MM_MMA_SYNC, SIDE_B, SIDE_A | SIDE_B, 0, 0, true, false, trans_wgmma, emit_wgmma },
+      SIDE_A | SIDE_B, MM_MMA_SYNC, SIDE_A | SIDE_B, SIDE_A | SIDE_B, 0, 0, true, false, trans_wgmma, emit_wgmma },
     /* f16/bf16 on sm_90a with A transposed: A's fragments in registers, B from its slab
        (lower_wgmma.c) */
     { MM_WGMMA_RA, "wgmma (A from registers)", fits_wgmma_ra, layout_wgmma, swizzle_wgmma_ra, mma_pitch,

@@ -176,6 +176,26 @@ static int by_regs(const void *a, const void *b)
 }
 
 
+/* ptxas compiles a wgmma only with its accumulators and about 26 registers more at hand (it says
+ * "Insufficient registers (80) ... register target of 90" for 64 accumulators, and takes 154 for
+ * 128): the allocator's own count, which holds the addresses and descriptors apart, can be under
+ * that, and a cap there costs a round of ptxas (regcap.c) per such kernel: the prediction and the
+ * cap start from at least this. */
+static int wgmma_floor(const Func *f)
+{
+    int most = 0;
+    for (int i = 0; i < f->code.n; i++) {
+        if (f->code.v[i].op != OP_WGMMA)
+            continue;
+        int accs = 0;
+        for (int j = i + 1; j < f->code.n && f->code.v[j].op == OP_WGACC; j++)
+            accs += f->code.v[j].ndst;
+        if (accs > most)
+            most = accs;
+    }
+    return most ? most + 26 : 0;
+}
+
 bool regalloc(Func *f, int budget)
 {
     int n = f->code.n, nv = f->regs.n;
@@ -216,8 +236,9 @@ bool regalloc(Func *f, int budget)
         vec_free(&idle[rc]);
     }
     memcpy(f->nphys, nphys, sizeof nphys);
-    /* two registers hold the thread's own program counter since Volta */
-    f->peak_regs = peak + 2;
+    /* two registers hold the thread's own program counter since Volta; a wgmma needs its own
+       floor (wgmma_floor), which the prediction reports as ptxas will count it */
+    f->peak_regs = peak + 2 > wgmma_floor(f) ? peak + 2 : wgmma_floor(f);
     /* The cap from the plain liveness, which the PTX's names follow too: with the demand's
        (lower where a loop's carried values count from the loop) a tf32 matmul's cap fell from
        194 to 183, above the 176 ptxas used either way, and it ran 1.5% slower (H200, same-call

@@ -79,15 +79,22 @@ bool regcap_fit(ArchOutput *out, const Options *opt,
     bool capped = false;
     for (int i = 0; i < out->nk; i++)
         capped |= out->funcs[i]->maxnreg > 0;
+    /* ptxas stops at the first kernel it cannot compile, so a module of many such kernels takes
+       a raise each: those rounds do not count against CAP_ROUNDS (each raises a cap, which the
+       budget bounds) */
+    int raises = 0;
     for (int round = 0; capped && opt->reg_cap && !opt->no_ptxas && round < CAP_ROUNDS; round++) {
         Buf cub = { 0 }, log = { 0 };
         bool missing = false, changed = false;
         bool assembled = ptxas_run(out->ptx.s, arch, &cub, &log, &missing);
-        if (!assembled && !missing && (raise_named_cap(out, log.s, opt) || raise_unnamed_cap(out, log.s, opt))) {
+        if (!assembled && !missing && raises < 4 * out->nk &&
+            (raise_named_cap(out, log.s, opt) || raise_unnamed_cap(out, log.s, opt))) {
             buf_free(&cub);
             buf_free(&log);
             buf_free(&out->ptx);
             emit(out, arch);
+            raises++;
+            round--;
             continue;
         }
         if (!assembled && !missing) {

@@ -26,9 +26,7 @@
  * 128 bytes wide, slab j at j * rows * 128 bytes, row r of a slab at r * 128, and its 16-byte chunk
  * c at position c ^ (r % 8) -- the XOR of address bits 4-6 with bits 7-9, so slabs must start
  * 1024-byte aligned. SWZ_SLAB is that layout as is (B, read N-major: one slab is 8 k rows of 64
- * 16-bit columns per 1024 bytes). SWZ_SLAB_WG (A, read K-major) also reorders the rows in blocks
- * of 8, so that the rows a warp holds in the tensor cores' accumulator layout are the rows the
- * mma.sync layout (layout_mma) gives it: see wg_row. */
+ * 16-bit columns per 1024 bytes; A, read K-major: its rows). */
 #include "lower.h"
 
 static int log2i(int x)
@@ -43,32 +41,17 @@ static int rows_per_line(int row_bytes) { return row_bytes >= 128 ? 1 : 128 / ro
 
 bool swz_applies(int kind, int row_bytes)
 {
-    if (kind == SWZ_SLAB || kind == SWZ_SLAB_WG)
+    if (kind == SWZ_SLAB)
         return row_bytes > 0 && row_bytes % 128 == 0;
     int least = kind == SWZ_QUAD || kind == SWZ_BLK4 ? 128 : 16;
     return kind != SWZ_NONE && row_bytes >= least && (row_bytes & (row_bytes - 1)) == 0;
 }
 
-/* Where row r of an SWZ_SLAB_WG tile sits. The accumulator layout gives warp w (of W) rows
- * 8 w + g and 8 W + 8 w + g (g < 8) of each 16 W, as mma.sync's; wgmma gives the warp (rank v in
- * warpgroup u = w / 4) rows 64 u + 16 v + g and 64 u + 16 v + 8 + g of its warpgroup's 64. Taking
- * blocks of 8 rows, block h W + w must therefore sit at 2 w + h: the low 1 + log2(W) bits of the
- * block number rotate left by one. A bit permutation, so a row delta whose bits do not meet the
- * row's own moves it by the constant wg_row(delta). */
-int64_t wg_row(int warps, int64_t r)
+int64_t swz_offset(int kind, int row_bytes, int rows, int64_t row, int64_t byte_col)
 {
-    int nb = 1 + log2i(warps);
-    int64_t mask = ((int64_t)1 << nb) - 1, blk = r >> 3, lo = blk & mask;
-    int64_t rot = ((lo << 1) | (lo >> (nb - 1))) & mask;
-    return (((blk & ~mask) | rot) << 3) | (r & 7);
-}
-
-int64_t swz_offset(int kind, int row_bytes, int rows, int warps, int64_t row, int64_t byte_col)
-{
-    if (kind == SWZ_SLAB || kind == SWZ_SLAB_WG) {
-        int64_t r = kind == SWZ_SLAB_WG ? wg_row(warps, row) : row;
+    if (kind == SWZ_SLAB) {
         int64_t in = byte_col % 128;
-        return byte_col / 128 * rows * 128 + r * 128 + 16 * ((in / 16) ^ (r % 8)) + in % 16;
+        return byte_col / 128 * rows * 128 + row * 128 + 16 * ((in / 16) ^ (row % 8)) + in % 16;
     }
     int q = rows_per_line(row_bytes);
     int64_t key = kind == SWZ_QUAD ? 2 * row % 8 : kind == SWZ_BLK4 ? row / 4 % 8 : (row / q) % (8 / q);
@@ -76,7 +59,7 @@ int64_t swz_offset(int kind, int row_bytes, int rows, int warps, int64_t row, in
     return 16 * (unit ^ key) + byte_col % 16;
 }
 
-bool swz_delta(int kind, int row_bytes, int rows, int warps, int64_t row_bound, int64_t rd, int64_t cdb, int64_t *delta)
+bool swz_delta(int kind, int row_bytes, int rows, int64_t rd, int64_t cdb, int64_t *delta)
 {
     int period = kind == SWZ_QUAD ? 4 : 8;
     /* SWZ_BLK4's rows are walked from a multiple of 4: rows 0 .. 3 past it share its key */
@@ -84,36 +67,19 @@ bool swz_delta(int kind, int row_bytes, int rows, int warps, int64_t row_bound, 
         return false;
     if (cdb % 128)
         return false;
-    if (kind == SWZ_SLAB || kind == SWZ_SLAB_WG) {
-        if (kind == SWZ_SLAB_WG && rd % row_bound)
-            return false;    /* its bits might meet the row's own */
-        *delta = (kind == SWZ_SLAB_WG ? wg_row(warps, rd) : rd) * 128 + cdb / 128 * rows * 128;
+    if (kind == SWZ_SLAB) {
+        *delta = rd * 128 + cdb / 128 * rows * 128;
         return true;
     }
     *delta = rd * row_bytes + cdb;
     return true;
 }
 
-/* The slab layouts' row placement in IR: wg_row's rotation for SWZ_SLAB_WG. */
-static int slab_row_ir(Lower *c, int kind, int row)
-{
-    Func *f = c->f;
-    if (kind != SWZ_SLAB_WG)
-        return row;
-    int nb = 1 + log2i(c->threads / 32);
-    int64_t low = ((int64_t)1 << (nb + 3)) - 1;      /* the rotated block bits and the row in block */
-    int keep = ir_bin(f, OP_BAND, PT_B32, R(row), IMM(~low));
-    int up = ir_bin(f, OP_BAND, PT_B32, R(ir_bin(f, OP_SHL, PT_B32, R(row), IMM(1))), IMM(low & ~(int64_t)15));
-    int wrap = ir_bin(f, OP_BAND, PT_B32, R(ir_bin(f, OP_SHR, PT_U32, R(row), IMM(nb - 1))), IMM(8));
-    int r = ir_bin(f, OP_BOR, PT_B32, R(keep), R(ir_bin(f, OP_BOR, PT_B32, R(up), R(wrap))));
-    return ir_bin(f, OP_BOR, PT_B32, R(r), R(ir_bin(f, OP_BAND, PT_B32, R(row), IMM(7))));
-}
-
 int swz_offset_ir(Lower *c, int kind, int row, int byte_col, bool col_aligned16, int row_bytes, int rows)
 {
     Func *f = c->f;
-    if (kind == SWZ_SLAB || kind == SWZ_SLAB_WG) {
-        int r = slab_row_ir(c, kind, row);
+    if (kind == SWZ_SLAB) {
+        int r = row;
         int slab = ir_bin(f, OP_MUL, PT_U32, R(ir_bin(f, OP_SHR, PT_U32, R(byte_col), IMM(7))), IMM((int64_t)rows * 128));
         int chunk = ir_bin(f, OP_BAND, PT_B32, R(ir_bin(f, OP_SHR, PT_U32, R(byte_col), IMM(4))), IMM(7));
         chunk = ir_bin(f, OP_BXOR, PT_B32, R(chunk), R(ir_bin(f, OP_BAND, PT_B32, R(r), IMM(7))));

@@ -420,6 +420,28 @@ else
 	fail "versioned loop: mm_f16_nt_unaligned copies 16-byte pieces where its sizes allow" \
 		"$c16 16-byte copies, $l16 2-byte loads"
 fi
+# A wgmma product whose loop is versioned copies by cp.async (no TMA in either version): what
+# cp.async writes the tensor cores read through the async proxy, so a fence.proxy.async comes
+# before each barrier that publishes a stage.
+cat >"$tmp/wg_cpasync.tile" <<'TILE'
+kernel wg_cp(A: f16[M, K], B: f16[K, N], C: f32[M, N]) grid(cdiv(M, 128), cdiv(N, 256)) threads(256)
+{
+    var acc: f32[128, 256] = 0;
+    for k in 0 .. K step 64 pipeline(3) {
+        acc += A[block.x * 128 +: 128, k +: 64] @ B[k +: 64, block.y * 256 +: 256];
+    }
+    C[block.x * 128 +: 128, block.y * 256 +: 256] = acc;
+}
+TILE
+"$tilec" -w --no-ptxas --arch=sm_90a "$tmp/wg_cpasync.tile" -o "$tmp/wg_cp.ptx" 2>/dev/null
+wg=$(grep -c 'wgmma\.mma_async' "$tmp/wg_cp.ptx")
+fp=$(grep -c 'fence\.proxy\.async' "$tmp/wg_cp.ptx")
+tm=$(grep -c 'cp\.async\.bulk' "$tmp/wg_cp.ptx")
+if [ "$wg" -ge 4 ] && [ "$fp" -ge 1 ] && [ "$tm" -eq 0 ]; then
+	pass "versioned wgmma loop: cp.async stages get a proxy fence"
+else
+	fail "versioned wgmma loop: cp.async stages get a proxy fence" "$wg wgmma, $fp proxy fences, $tm TMA copies"
+fi
 # ... and the launcher is asked for nothing the kernel did not state: no assume, the pointers'
 # own alignment (the version test covers the rest)
 m=$(awk '/^\/\/@kernel mm_f16_nt_unaligned /{k=1; print; next} k && /^\/\/@kernel/{exit} k' "$tmp/layouts.ptx")

@@ -353,7 +353,7 @@ static uint32_t elem_at(const SmemMatrix *m, int es, int r, int col)
         col = x;
     }
     if (m->swz)
-        return (uint32_t)swz_offset(m->swz, m->pitch * es, rows, threads_of_case / 32, r, (int64_t)col * es);
+        return (uint32_t)swz_offset(m->swz, m->pitch * es, rows, r, (int64_t)col * es);
     return (uint32_t)((r * m->pitch + col) * es);
 }
 
@@ -472,7 +472,8 @@ static void case_mma_layout(ElemType t, int threads, int M, int N, int K, int pa
                 for (int o1 = 0; o1 < L->O[1]; o1++)
                     for (int i1 = 0; i1 < L->V[1]; i1++) {
                         int slot = ((o0 * L->V[0] + i0) * L->O[1] + o1) * L->V[1] + i1;
-                        int row = (o0 * L->T[0] + t0) * L->V[0] + i0, col = (o1 * L->T[1] + t1) * L->V[1] + i1;
+                        int row = layout_row_origin(L, t0) + layout_row(L, o0, i0);
+                        int col = (o1 * L->T[1] + t1) * L->V[1] + i1;
                         seen[row * N + col]++;
                         double want = ref[row * N + col] + slot % 3;
                         double got = u2f((uint32_t)b.reg[th][acc.v[slot].reg]);
@@ -537,10 +538,10 @@ static void case_swizzle(void)
             char *hit = calloc((size_t)units, 1);
             for (int r = 0; r < ROWS; r++)
                 for (int b = 0; b < rb; b += 16) {
-                    int64_t o = swz_offset(kind, rb, ROWS, 8, r, b);
+                    int64_t o = swz_offset(kind, rb, ROWS, r, b);
                     if (o < 0 || o >= (int64_t)units * 16 || o % 16 || hit[o / 16]++)
                         bad_perm++;
-                    if (r + period < ROWS && swz_offset(kind, rb, ROWS, 8, r + period, b) != o + period * rb)
+                    if (r + period < ROWS && swz_offset(kind, rb, ROWS, r + period, b) != o + period * rb)
                         bad_row++;
                     /* a step of d units from chunk c with c below d's lowest bit (the fragment loads) */
                     for (int d = 1; b / 16 + d < rb / 16; d++) {
@@ -548,7 +549,7 @@ static void case_swizzle(void)
                         if (c % 8 >= low)
                             continue;
                         int64_t want = (o ^ (16 * (d % 8))) + 128 * (d / 8);
-                        if (swz_offset(kind, rb, ROWS, 8, r, b + 16 * d) != want)
+                        if (swz_offset(kind, rb, ROWS, r, b + 16 * d) != want)
                             bad_step++;
                     }
                 }
@@ -559,7 +560,7 @@ static void case_swizzle(void)
                     int groups = 0;
                     for (int r = r0; r < r0 + rows; r++)
                         for (int j = 0; j < chunks; j++) {
-                            int g = (int)(swz_offset(kind, rb, ROWS, 8, r, b + 16 * j) / 16 % 8);
+                            int g = (int)(swz_offset(kind, rb, ROWS, r, b + 16 * j) / 16 % 8);
                             bad_read += (groups >> g) & 1;
                             groups |= 1 << g;
                         }
@@ -567,7 +568,7 @@ static void case_swizzle(void)
             for (int u0 = 0; u0 < units; u0 += 8) {
                 int groups = 0;
                 for (int u = u0; u < u0 + 8; u++) {
-                    int g = (int)(swz_offset(kind, rb, ROWS, 8, u / (rb / 16), (int64_t)u % (rb / 16) * 16) / 16 % 8);
+                    int g = (int)(swz_offset(kind, rb, ROWS, u / (rb / 16), (int64_t)u % (rb / 16) * 16) / 16 % 8);
                     bad_copy += (groups >> g) & 1;
                     groups |= 1 << g;
                 }
@@ -588,42 +589,40 @@ static void case_swizzle(void)
         }
 }
 
-/* The wgmma slabs: a permutation of the tile, and a row delta above a row bound's bits or a
+/* The wgmma slabs: a permutation of the tile, and a row delta of whole swizzle periods or a
  * whole-slab column delta moves a piece by swz_delta's constant. */
 static void case_slabs(void)
 {
-    for (int kind = SWZ_SLAB; kind <= SWZ_SLAB_WG; kind++)
-        for (int rb = 128; rb <= 512; rb *= 2)
-            for (int warps = 4; warps <= 8; warps *= 2) {
-                int rows = 32 * warps, bytes = rows * rb, bad_perm = 0, bad_delta = 0;
-                char *hit = calloc((size_t)bytes / 16, 1);
-                for (int r = 0; r < rows; r++)
-                    for (int cb = 0; cb < rb; cb += 16) {
-                        int64_t o = swz_offset(kind, rb, rows, warps, r, cb);
-                        if (o < 0 || o >= bytes || o % 16 || hit[o / 16]++)
-                            bad_perm++;
-                    }
-                for (int bound = 8; bound <= rows; bound *= 2)
-                    for (int r = 0; r < bound; r++)
-                        for (int rd = 0; r + rd < rows; rd += bound)
-                            for (int cb = 0; cb < 128; cb += 16)
-                                for (int cdb = 0; cb + cdb < rb; cdb += 128) {
-                                    int64_t delta;
-                                    if (!swz_delta(kind, rb, rows, warps, bound, rd, cdb, &delta))
-                                        continue;
-                                    if (swz_offset(kind, rb, rows, warps, r + rd, cb + cdb) !=
-                                        swz_offset(kind, rb, rows, warps, r, cb) + delta)
-                                        bad_delta++;
-                                }
-                free(hit);
-                char name[96];
-                snprintf(name, sizeof name, "swizzle %s %d-byte rows, %d warps: a permutation",
-                         kind == SWZ_SLAB ? "slab" : "slab_wg", rb, warps);
-                unit_check(!bad_perm, name, "%d bad", bad_perm);
-                snprintf(name, sizeof name, "swizzle %s %d-byte rows, %d warps: constant deltas",
-                         kind == SWZ_SLAB ? "slab" : "slab_wg", rb, warps);
-                unit_check(!bad_delta, name, "%d bad", bad_delta);
-            }
+    int kind = SWZ_SLAB;
+    for (int rb = 128; rb <= 512; rb *= 2)
+        for (int warps = 4; warps <= 8; warps *= 2) {
+            int rows = 32 * warps, bytes = rows * rb, bad_perm = 0, bad_delta = 0;
+            char *hit = calloc((size_t)bytes / 16, 1);
+            for (int r = 0; r < rows; r++)
+                for (int cb = 0; cb < rb; cb += 16) {
+                    int64_t o = swz_offset(kind, rb, rows, r, cb);
+                    if (o < 0 || o >= bytes || o % 16 || hit[o / 16]++)
+                        bad_perm++;
+                }
+            for (int bound = 8; bound <= rows; bound *= 2)
+                for (int r = 0; r < bound; r++)
+                    for (int rd = 0; r + rd < rows; rd += bound)
+                        for (int cb = 0; cb < 128; cb += 16)
+                            for (int cdb = 0; cb + cdb < rb; cdb += 128) {
+                                int64_t delta;
+                                if (!swz_delta(kind, rb, rows, rd, cdb, &delta))
+                                    continue;
+                                if (swz_offset(kind, rb, rows, r + rd, cb + cdb) !=
+                                    swz_offset(kind, rb, rows, r, cb) + delta)
+                                    bad_delta++;
+                            }
+            free(hit);
+            char name[96];
+            snprintf(name, sizeof name, "swizzle slab %d-byte rows, %d warps: a permutation", rb, warps);
+            unit_check(!bad_perm, name, "%d bad", bad_perm);
+            snprintf(name, sizeof name, "swizzle slab %d-byte rows, %d warps: constant deltas", rb, warps);
+            unit_check(!bad_delta, name, "%d bad", bad_delta);
+        }
 }
 
 /* swz_offset_ir computes what swz_offset does: one thread per 16-byte piece of the tile. */
@@ -647,10 +646,10 @@ static void case_slab_ir(int kind, int rb, int warps)
     run(c.f, &b);
     int bad = 0;
     for (int t = 0; t < n; t++)
-        bad += b.reg[t][off] != (uint64_t)swz_offset(kind, rb, rows, warps, t / chunks, t % chunks * 16);
+        bad += b.reg[t][off] != (uint64_t)swz_offset(kind, rb, rows, t / chunks, t % chunks * 16);
     char name[96];
     snprintf(name, sizeof name, "swizzle %s %d-byte rows, %d warps: the IR places pieces alike",
-             kind == SWZ_SLAB ? "slab" : "slab_wg", rb, warps);
+             "slab", rb, warps);
     unit_check(!bad, name, "%d differ", bad);
     for (int i = 0; i < n; i++)
         free(b.reg[i]);
@@ -720,11 +719,10 @@ int main(void)
     case_mma_pitch(TY_F32, 256, 128, 256, 16, 0, 2);
     /* sm_90a: wgmma where a pipeline's slabs arrive (swizzled), else mma.sync in its layout */
     case_slabs();
-    for (int kind = SWZ_SLAB; kind <= SWZ_SLAB_WG; kind++)
-        for (int warps = 4; warps <= 16; warps *= 2) {
-            case_slab_ir(kind, 128, warps);
-            case_slab_ir(kind, 512, warps);
-        }
+    for (int warps = 4; warps <= 16; warps *= 2) {
+        case_slab_ir(SWZ_SLAB, 128, warps);
+        case_slab_ir(SWZ_SLAB, 512, warps);
+    }
     case_arch = "sm_90a";
     case_mma(TY_F16, 256, 128, 256, 64);
     case_mma(TY_BF16, 256, 128, 256, 64);
