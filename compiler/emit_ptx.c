@@ -364,7 +364,7 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         else if (!b16)
             buf_printf(out, ", %d, 1, 1", sd); /* tf32, fp8: K-major only, no transpose operands */
         else
-            buf_printf(out, ", %d, 1, 1, 0, %d", sd, in->trans ? 1 : 0);
+            buf_printf(out, ", %d, 1, 1, %d, %d", sd, in->trans_a ? 1 : 0, in->trans ? 1 : 0);
         break;
     }
     case OP_PACK2:

@@ -318,6 +318,8 @@ static void dump_fields(Buf *out, const Ins *in)
         buf_printf(out, " rnd=%d", in->rnd);
     if (fl & FL_TRANS)
         buf_printf(out, " trans=%d", in->trans);
+    if ((fl & FL_TRANS) && in->trans_a)
+        buf_puts(out, " trans_a");
     if (fl & FL_A_REGS)
         buf_printf(out, " a_regs=%d", in->a_regs);
     if ((fl & FL_FRESH) && in->fresh)

@@ -187,6 +187,8 @@ static bool blank_fields(Verify *v, int i)
         field = "rnd";
     else if (!(fl & FL_TRANS) && in->trans)
         field = "trans";
+    else if (!(fl & FL_TRANS) && in->trans_a)
+        field = "trans_a";
     else if (!(fl & FL_A_REGS) && in->a_regs)
         field = "a_regs";
     else if (!(fl & FL_FRESH) && in->fresh)
@@ -331,6 +333,8 @@ static bool wgmma_group(Verify *v, int i)
         return fail(v, i, "%s wgmma with B N-major (K-major only)", ptype_suffix((PType)in->ty2));
     if (b8 && in->a_regs)
         return fail(v, i, "8-bit wgmma with A from registers");
+    if (in->trans_a && (in->ty2 == PT_B32 || b8 || in->a_regs))
+        return fail(v, i, "%s wgmma with A M-major (16-bit A from a descriptor only)", ptype_suffix((PType)in->ty2));
     if (in->a_regs)
         return srcs_bits(v, i, 5, (const int[]){ 32, 32, 32, 32, 64 });
     return srcs_bits(v, i, 2, (const int[]){ 64, 64 });

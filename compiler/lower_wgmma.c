@@ -15,20 +15,22 @@
  * K-major (its rows are 128-byte slab rows; the descriptor's stride byte offset is 1024, 8 rows),
  * B N-major (imm-trans-b: 8 k rows of 64 columns per 1024 bytes; stride byte offset 1024, leading
  * byte offset one slab, K * 128 bytes). A k step of 16 moves A's start 32 bytes along its row (a
- * new slab every 4 steps) and B's 16 rows (2048 bytes). The accumulator is layout_mma's with one
+ * new slab every 4 steps) and B's 16 rows (2048 bytes). A transposed 16-bit A (stored [K][M])
+ * lies in its slabs as an N-major B does and is read M-major (imm-trans-a): warpgroup u's 64 rows
+ * are slab u, a k step moves 16 rows (2048 bytes). The accumulator is layout_mma's with one
  * warp column and its rows in warpgroup order (lower.h, wg_rows): warp w holds rows 16 w + g and
  * 16 w + 8 + g of every 16 W, as wgmma gives rank v of warpgroup u rows 64 u + 16 v + g and + 8,
- * so A's slab holds its rows as stored: one TMA box a slab, like B's. (Until 2026-11-28 the
- * accumulator kept mma.sync's row order and A's rows were permuted in blocks of 8 to match: a
- * TMA box per 8 rows, and 32-byte sectors split for an M-major A.)
+ * so A's slab holds its rows (or columns) as stored: one TMA box a slab, like B's. (Until
+ * 2026-11-28 the accumulator kept mma.sync's row order and A's rows were permuted in blocks of 8
+ * to match: a TMA box per 8 rows, and 32-byte sectors split for an M-major A.)
  *
  * A from registers. wgmma's A may instead be four registers per thread per k step, each warp's
- * fragment that of mma.sync's m16 A tile (the rows the warp holds): a transposed A (M-major) and
- * every tf32 A (rounded there, where in a slab it would be rounded in place) are loaded that way,
+ * fragment that of mma.sync's m16 A tile (the rows the warp holds): every tf32 A (rounded there,
+ * where in a slab it would be rounded in place) is loaded that way,
  * by lower_mma.c's fragment loads (mma_a_frags), a few k steps' just before their wgmma, behind
  * a fence of their own, so that the next steps' loads overlap these steps' tensor work. How many
- * steps a fence: two (A^T @ B f16 at 4096^3: 0.74 of cuBLAS against 0.70 with one a fence; tf32
- * A^T @ B^T 2-3% faster, A^T @ B 1% slower; H100, 2026-11-28), but one for a row-major tf32 A,
+ * steps a fence: two for a transposed A (tf32 A^T @ B^T 2-3% faster, A^T @ B 1% slower; H100,
+ * 2026-11-28; f16 A^T, which came this way before its slab, 0.74 against 0.70), but one for a row-major tf32 A,
  * which ldmatrix reads in one instruction a step (two were 1% slower); all of them before one
  * fence ran at 0.65 against 0.70 (H200). B comes
  * from its slab, K-major for tf32 (tf32 wgmma reads nothing else). The fragment registers stay
@@ -162,7 +164,7 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
     int wk = tf ? 8 : es == 1 ? 2 * WG_K : WG_K;    /* 32 bytes of k a step: k8, k16, k32 */
     /* A not in its slab (transposed: M-major) comes from registers, read as mma.sync reads it */
     bool regs_a = av || a.swz != SWZ_SLAB;
-    if ((!regs_a && (a.pitch != K || a.trans)) || b.pitch != (b.trans ? K : N) || b.rows != K || L->T[0] != 8 * warps ||
+    if ((!regs_a && (a.pitch != (a.trans ? M : K) || (a.trans && es != 2))) || b.pitch != (b.trans ? K : N) || b.rows != K || L->T[0] != 8 * warps ||
         L->T[1] != 4 || L->V[0] != 1 || L->V[1] != 2 || L->O[1] != N / 8 || L->reps != 1 || (tf && (!b.trans || !regs_a)) || (es == 1 && (!b.trans || regs_a)) ||
         !(tf ? wgmma_shape_tf32_kmajor(c, M, N, K) : wgmma_shape(c, a.type, false, M, N, K)))
         die("lower_wgmma: operands or accumulator not in wgmma's layouts");
@@ -183,11 +185,13 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
         pipe_barrier(c);
     const char *saved = f->cur_what;
     f->cur_what = "wgmma descriptor";
-    /* warpgroup u's rows start 64 u rows (8 KB) into A */
+    /* warpgroup u's rows start 64 u rows (8 KB) into A; A^T's 64 u columns are its slab u (K
+       k rows of 64 columns, K * 128 bytes), read M-major like an N-major B */
     int da = -1;
+    int64_t a_blk = a.trans ? (int64_t)K * SLAB : WG_M * SLAB;    /* bytes a 64-row block */
     if (!regs_a) {
         int u = ir_bin(f, OP_SHR, PT_U32, R(c->tid), IMM(7));
-        da = wgmma_descriptor(c, ir_tern(f, OP_MAD, PT_U32, R(u), IMM(WG_M * SLAB), R(a.base)), 16);
+        da = wgmma_descriptor(c, ir_tern(f, OP_MAD, PT_U32, R(u), IMM(a_blk), R(a.base)), a.trans ? K * SLAB : 16);
     }
     /* B^T ([N][K]) is K-major like A: its N rows in slabs of K, 8 rows per 1024 bytes */
     int db = wgmma_descriptor(c, b.base, b.trans ? 16 : K * SLAB);
@@ -219,7 +223,10 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
         }
         int64_t kb = (int64_t)k * es;    /* bytes along A's rows */
         for (int j = 0; j < tall; j++) {
-            int64_t aoff = (int64_t)j * 16 * warps * SLAB + kb / SLAB * M * SLAB + kb % SLAB;
+            /* instruction j's rows start 16 W j rows (16 W / 64 blocks) in; k steps along A's
+               rows (K-major: 32 bytes, a new slab every 4) or down them (M-major: 16 rows) */
+            int64_t aoff = a.trans ? (int64_t)j * 16 * warps / WG_M * a_blk + (int64_t)k * SLAB
+                                   : (int64_t)j * 16 * warps * SLAB + kb / SLAB * M * SLAB + kb % SLAB;
             int64_t boff = b.trans ? kb / SLAB * N * SLAB + kb % SLAB : (int64_t)k * SLAB;
             int dbk = boff ? ir_bin(f, OP_ADD, PT_S64, R(db), IMM(boff >> 4)) : db;
             int dak = regs_a ? -1 : aoff ? ir_bin(f, OP_ADD, PT_S64, R(da), IMM(aoff >> 4)) : da;
@@ -239,6 +246,7 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
             }
             in->n = N;
             in->trans = !b.trans;     /* imm-trans-b: B N-major (never for tf32: K-major only) */
+            in->trans_a = !regs_a && a.trans;    /* imm-trans-a: A M-major */
             in->fresh = promote && k == 0;
             for (int i = 0; i < N / 8; i++) {
                 int s[4] = { accumulator_slot(L, 2 * j, i, 0), accumulator_slot(L, 2 * j, i, 1),

@@ -31,29 +31,26 @@ static bool fits_wgmma_tf32(Lower *c, const MatmulPlan *p)
            wgmma_shape(c, p->type, true, p->M, p->N, p->K);
 }
 
-/* A in warpgroup row order (K-major); B N-major, or K-major when transposed (8-bit: only that).
- * A transposed A, or one that is a value, takes the register-A row below. */
+/* A K-major, or M-major when transposed (imm-trans-a); B N-major, or K-major when transposed.
+ * 8-bit products read both operands K-major only: A as stored, B transposed. An A that is a
+ * value takes the register-A row below. */
 static bool fits_wgmma(Lower *c, const MatmulPlan *p)
 {
-    /* 8-bit products read both operands K-major only: B transposed */
     bool b8 = type_size(p->type) == 1;
-    return (p->type == TY_F16 || p->type == TY_BF16 || (b8 && p->trans[1])) && !p->trans[0] && !p->a_value &&
+    return (p->type == TY_F16 || p->type == TY_BF16 || (b8 && p->trans[1] && !p->trans[0])) && !p->a_value &&
            fits_mma_sync(c, p) && wgmma_shape(c, p->type, false, p->M, p->N, p->K);
 }
 
-/* A transposed A (M-major) on wgmma: its fragments loaded into registers as mma.sync loads them
- * (ldmatrix.trans; tf32, 32-bit loads), wgmma's register-A form, B from its slab. Placing A^T in
- * the slab that wgmma reads M-major instead needs A's 16-byte chunks in the accumulator's row
- * order (wg_row), which breaks up the 32-byte sectors cp.async moves: tried, both by placing the
- * chunks and by choosing which chunk each thread fetches, it ran at 0.33 of cuBLAS against the
- * row-major product's 0.69 (H200, 4096^3 f16). tf32 reads B only K-major: B transposed, and A in
- * either layout, rounded in registers (A in a slab had to be rounded in place after its copies:
- * 0.53 of cuBLAS at 4096^3 against 0.71 this way). A 16-bit A that is a value (the f16 of another
- * product's accumulator, as attention's P in P @ V) is its own fragments: no shared memory at all
- * (lower_wgmma_value). */
+/* A 16-bit A that is a value (the f16 of another product's accumulator, as attention's P in
+ * P @ V) is its own fragments: no shared memory at all (lower_wgmma_value); B from its slab.
+ * (A transposed A took this row, its fragments loaded as mma.sync loads them, until the
+ * accumulator's rows came in wgmma's order and the slab could take A^T as stored: 0.73 of
+ * cuBLAS against the row-major product's 0.76 at 4096^3, H100.) tf32 reads B only K-major: B
+ * transposed, and A in either layout, rounded in registers (A in a slab had to be rounded in
+ * place after its copies: 0.53 of cuBLAS at 4096^3 against 0.71 this way). */
 static bool fits_wgmma_ra(Lower *c, const MatmulPlan *p)
 {
-    return (p->type == TY_F16 || p->type == TY_BF16) && (p->trans[0] || p->a_value) && fits_mma_sync(c, p) &&
+    return (p->type == TY_F16 || p->type == TY_BF16) && p->a_value && fits_mma_sync(c, p) &&
            wgmma_shape(c, p->type, false, p->M, p->N, p->K);
 }
 
@@ -89,11 +86,10 @@ static bool trans_mma_sync(const MatmulPlan *p, int side)
     return true;
 }
 
-/* B's descriptor reads K-major or N-major slabs; A comes in warpgroup row order only */
+/* The descriptors read 16-bit operands K-major or MN-major; 8-bit ones K-major only */
 static bool trans_wgmma(const MatmulPlan *p, int side)
 {
-    (void)p;
-    return side == 1;
+    return side == 1 || type_size(p->type) == 2;
 }
 
 /* With B transposed, each thread takes single columns T1 apart rather than runs of 4: the k runs
@@ -211,12 +207,12 @@ static const MatmulPathRow rows[] = {
        iterations (lower_mma_swap.c) */
     { MM_WGMMA_TF32, "wgmma tf32 (swapped)", fits_wgmma_tf32, layout_swapped, swizzle_swapped, mma_pitch,
       SIDE_A, MM_MMA_SWAPPED, SIDE_A, SIDE_A, SIDE_A, 0, true, true, NULL, emit_swapped },
-    /* f16/bf16 (and 8-bit) on sm_90a: both operands in slabs (lower_wgmma.c), by TMA where they
-       can */
+    /* f16/bf16 (and 8-bit) on sm_90a: both operands in slabs as stored, K- or MN-major
+       (lower_wgmma.c), by TMA where they can */
     { MM_WGMMA, "wgmma", fits_wgmma, layout_wgmma, swizzle_wgmma, mma_pitch,
       SIDE_A | SIDE_B, MM_MMA_SYNC, SIDE_A | SIDE_B, SIDE_A | SIDE_B, 0, 0, true, false, trans_wgmma, emit_wgmma },
-    /* f16/bf16 on sm_90a with A transposed: A's fragments in registers, B from its slab
-       (lower_wgmma.c) */
+    /* f16/bf16 on sm_90a with A a value: its registers packed into A fragments, B from its
+       slab (lower_wgmma.c) */
     { MM_WGMMA_RA, "wgmma (A from registers)", fits_wgmma_ra, layout_wgmma, swizzle_wgmma_ra, mma_pitch,
       SIDE_B, MM_MMA_SYNC, SIDE_B, SIDE_B, 0, 0, true, false, trans_mma_sync, emit_wgmma },
     /* f16/bf16/tf32, sm_80 on (lower_mma.c) */

@@ -581,6 +581,7 @@ typedef struct {
     uint8_t redop;         /* RED/ATOM */
     uint8_t inflight;      /* CPWAIT, WGWAIT: groups allowed to stay in flight */
     bool trans;            /* LDMATRIX: .trans; WGMMA: B is N-major (imm-trans-b) */
+    bool trans_a;          /* WGMMA: A is M-major (imm-trans-a) */
     bool a_regs;           /* WGMMA: A from registers (the tf32 swapped product) */
     bool fresh;            /* WGMMA: scale-d 0, the accumulators written, not read (its WGACC
                               read nothing) */

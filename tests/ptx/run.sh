@@ -391,6 +391,24 @@ else
 		"$(echo "$plain" | grep -c 'ld.global.b16') 2-byte loads"
 fi
 
+# 16-bit A^T on sm_90a: wgmma reads it M-major from its slab (imm-trans-a), brought by TMA as it
+# lies (a //@tmap of BK-row boxes for A), no A fragments in registers, no ldmatrix, no mma.sync;
+# B^T (tt) K-major beside it.
+for k in mm_f16_tn:1 mm_f16_tt:0 mm_bf16_tn:1 mm_bf16_tt:0; do
+	name=${k%%:*} tb=${k##*:}
+	e=$(awk "/^\.visible \.entry $name\(/{k=1} k" "$tmp/layouts.ptx" | awk '/^}/{print; exit} {print}')
+	m=$(awk "/^\/\/@kernel $name /{k=1; print; next} k && /^\/\/@kernel/{exit} k" "$tmp/layouts.ptx")
+	gw=$(echo "$e" | grep -c "wgmma\.mma_async.*}, %rd[0-9]*, %rd[0-9]*, 1, 1, 1, 1, $tb;")
+	ga=$(echo "$e" | grep -c 'wgmma\.mma_async.*{%r')
+	gl=$(echo "$e" | grep -c 'ldmatrix\|mma\.sync')
+	ta=$(echo "$m" | grep -c '^//@tmap a0 b*f16 128 64 64 ')
+	if [ "$gw" -ge 4 ] && [ "$ga" -eq 0 ] && [ "$gl" -eq 0 ] && [ "$ta" -eq 1 ]; then
+		pass "A^T in wgmma's slab: $name"
+	else
+		fail "A^T in wgmma's slab: $name" "$gw M-major wgmma, $ga register-A wgmma, $gl ldmatrix/mma.sync, $ta A maps of 64-row boxes (box rows BK, 64 columns)"
+	fi
+done
+
 # tf32 A^T @ B on sm_90a: wgmma (A from registers), B turned K-major in shared memory by each
 # thread's 4 x 4 blocks -- 4 vector reads back and 4 vector writes a block, no mma.sync. The
 # unaligned kernel's loop is versioned on alignment (lower_version.c): both versions do so.

@@ -139,7 +139,8 @@ static void run_mma(Block *b, Ins *in, int w)
     }
 }
 
-/* wgmma.mma_async m64nNk16, f16/bf16, A K-major and B N-major (imm-trans-b) from shared memory
+/* wgmma.mma_async m64nNk16, f16/bf16, A K-major (M-major with imm-trans-a) and B N-major
+ * (imm-trans-b; K-major without) from shared memory
  * through descriptors in the 128-byte swizzle, after the PTX ISA's canonical layouts (T = 8
  * 16-bit elements per 16 bytes): A ((8,m),(T,2k)):((8T,SBO),(1,T)), B ((T,8,m),(8,k)):
  * ((1,T,LBO),(8T,SBO)), the swizzle XORing address bits 4-6 with bits 7-9. D: warp v of the
@@ -238,10 +239,14 @@ static void run_wgmma(Block *b, Ins *in, int u)
             for (int e = 0; e < 2; e++)
                 A[16 * v + g + 8 * (i & 1)][2 * q + e + 8 * (i >> 1)] = elem16((uint32_t)val(b, t, in->src[i]), e, bf);
     }
+    /* A K-major as B^T is read, or M-major (imm-trans-a) as an N-major B is */
     for (int m = 0; m < 64 && !regs; m++)
         for (int k = 0; k < 16; k++) {
             uint16_t h;
-            memcpy(&h, &smem[swizzle128(start[0] + (uint32_t)(m % 8) * 128 + (uint32_t)(m / 8) * sbo[0] + 2u * (uint32_t)k)], 2);
+            uint32_t at = in->trans_a ? start[0] + 2u * (uint32_t)(m % 64) + (uint32_t)(m / 64) * lbo[0] +
+                                            (uint32_t)(k % 8) * 128 + (uint32_t)(k / 8) * sbo[0]
+                                      : start[0] + (uint32_t)(m % 8) * 128 + (uint32_t)(m / 8) * sbo[0] + 2u * (uint32_t)k;
+            memcpy(&h, &smem[swizzle128(at)], 2);
             A[m][k] = bf ? bf2f(h) : h2f(h);
         }
     for (int k = 0; k < 16; k++)
