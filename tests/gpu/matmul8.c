@@ -281,7 +281,9 @@ done:
 
 static void run_examples(tilert_context *ctx, const char *dir)
 {
-    static const int sizes[][3] = { { 1, 1, 16 }, { 100, 37, 144 }, { 300, 260, 400 } };
+    /* k loops of 1, 2, 4 and 3 windows of 128 (fp8 adds each window's sums in the next
+       iteration, and the last at the loop's exit) */
+    static const int sizes[][3] = { { 1, 1, 16 }, { 100, 37, 144 }, { 300, 260, 400 }, { 130, 129, 384 } };
     int nsizes = test_small() ? 2 : (int)COUNT(sizes);
     for (int f = 0; f < 2; f++) {
         char path[512];
