@@ -124,13 +124,16 @@ done
 
 # inflight: "memory in flight" of inflight.tile's kernels (their blocks per multiprocessor from
 # the predicted registers: --no-ptxas), the hint only under sm_90a's 48 KiB and only where the
-# kernel streams (matmul_f32 has 32 KiB in cp.async groups and reuses them from shared memory)
-inflight() {   # inflight FILE ARCH KERNEL: the kernel's "memory in flight" line and the next
-	"$TILEC" --report --no-ptxas --arch="$2" "$1" -o /dev/null 2>&1 |
-	sed -n "/^kernel $3 (/,/^kernel /p" | grep -A1 "^  memory in flight" | head -n 2
+# kernel streams (matmul_f32 in 128 x 128 tiles of 256 threads has 32 KiB in cp.async groups and
+# reuses them from shared memory)
+inflight() {   # inflight FILE ARCH KERNEL [FLAGS]: the kernel's "memory in flight" line and the next
+	f=$1 a=$2 k=$3; shift 3
+	"$TILEC" --report --no-ptxas --arch="$a" "$@" "$f" -o /dev/null 2>&1 |
+	sed -n "/^kernel $k (/,/^kernel /p" | grep -A1 "^  memory in flight" | head -n 2
 }
-while read -r file arch kernel want hint; do
-	got=$(inflight "$file" "$arch" "$kernel")
+while read -r file arch kernel want hint flags; do
+	# shellcheck disable=SC2086 # the flags, underscores for spaces, split on purpose
+	got=$(inflight "$file" "$arch" "$kernel" $(echo "$flags" | tr _ ' '))
 	line=$(echo "$got" | head -n 1 | sed 's/^  memory in flight *//')
 	if [ "$line" != "$(echo "$want" | tr _ ' ')" ]; then
 		bad "inflight $kernel $arch: '$line', expected '$(echo "$want" | tr _ ' ')'"
@@ -144,7 +147,7 @@ tests/regs/inflight.tile sm_90a scale_wide 16_bytes_a_thread,_32_KiB_per_multipr
 tests/regs/inflight.tile sm_90a scale_narrow 32_bytes_a_thread,_64_KiB_per_multiprocessor_at_4_blocks none
 tests/regs/inflight.tile sm_90a axpy 32_bytes_a_thread,_64_KiB_per_multiprocessor_at_8_blocks none
 tests/regs/inflight.tile sm_80 scale_wide 16_bytes_a_thread,_32_KiB_per_multiprocessor_at_2_blocks none
-examples/matmul_f32.tile sm_90a matmul_f32 64_bytes_a_thread,_32_KiB_per_multiprocessor_at_2_blocks none
+examples/matmul_f32.tile sm_90a matmul_f32 64_bytes_a_thread,_32_KiB_per_multiprocessor_at_2_blocks none -D_BM=128_-D_THREADS=256_-D_BK=8_-D_STAGES=3
 LIST
 
 # rejected: PTX that ptxas refuses while tilec checks the register cap is an error, and no output
