@@ -71,6 +71,7 @@ static uint64_t val(Block *b, int t, Opnd o)
     if (o.kind == O_REG) return b->reg[t][o.reg];
     if (o.kind == O_IMM) return (uint64_t)o.i;
     if (o.kind == O_SYM && !strcmp(o.sym, "%tid.x")) return (uint64_t)t;
+    if (o.kind == O_SYM && !strcmp(o.sym, "tilec_scratch")) return 0;   /* the scratch area's base */
     printf("FAIL interpreter: operand kind %d\n", o.kind);
     exit(1);
 }
@@ -335,6 +336,7 @@ static void run(Func *f, Block *b)
                 else
                     goto unknown;
                 break;
+            case OP_MOVSYM: d = s0; break;     /* the scratch area (lower_smem.c): 0, in val */
             case OP_COMMENT: continue;
             default:
             unknown:
@@ -630,6 +632,93 @@ static void case_slabs(void)
         }
 }
 
+/* The row of each slot of layout L for thread t, by the Layout formula (lower.h) inverted. */
+static int row_of(const Layout *L, int t, int o0, int i0)
+{
+    int lo0 = L->Tlo[0], lo1 = L->Tlo[1], outer1 = L->T[1] / lo1;
+    int inner = t % (lo0 * lo1), outer = t / (lo0 * lo1);
+    int in0 = L->lo_t0_low ? inner % lo0 : inner / lo1;
+    int t0 = outer / outer1 % (L->T[0] / lo0) * lo0 + in0;
+    return layout_row_origin(L, t0) + layout_row(L, o0, i0);
+}
+
+/* Does every slot of tile v (i32) hold its own row plus base, in every thread? */
+static int rows_wrong(Func *f, Block *b, const Tile *v, int base)
+{
+    int bad = 0;
+    for (int t = 0; t < b->threads; t++)
+        for (int o0 = 0; o0 < v->L.O[0]; o0++)
+            for (int i0 = 0; i0 < v->L.V[0]; i0++)
+                for (int s1 = 0; s1 < v->L.O[1] * v->L.V[1]; s1++) {
+                    Opnd x = v->v[slot_index(&v->L, o0, i0, s1 / v->L.V[1], s1 % v->L.V[1])];
+                    int got = x.kind == O_REG ? (int)(uint32_t)b->reg[t][x.reg] : (int)x.i;
+                    (void)f;
+                    bad += got != base + row_of(&v->L, t, o0, i0);
+                }
+    return bad;
+}
+
+/* The wgmma accumulator's rows in warpgroup order (lower.h, wg_rows): warp w holds rows 16 w + g
+ * and 16 w + 8 + g of every 16 W. A tile of row indices made in it (tile_row_iota) holds each
+ * slot's row; moved to a row-major layout and back through the scratch area (scratch_store_tile,
+ * remap_smem) every slot still does; a slice of whole 2 T0-row blocks stays in registers and
+ * holds its rows. The formula itself: every row of the tile held exactly once. */
+static void case_wg_rows(int threads, int M, int N)
+{
+    char name[96];
+    Arena *a = arena_new();
+    Options opt = { .arch = "sm_90a" };
+    Lower c = { .a = a, .opt = &opt, .target = target_of("sm_90a"), .threads = threads };
+    c.f = func_new(&kernel);
+    c.f->arena = a;
+    c.tid = ir_mov(c.f, PT_U32, SYM("%tid.x"));
+    Layout L = layout_mma((Shape){ 2, { M, N } }, threads, TY_F16, true, false);
+    snprintf(name, sizeof name, "wg rows %dx%d threads=%d: the layout is in warpgroup order", M, N, threads);
+    if (!unit_check(layout_wg(&L), name, "wg_rows %d, T0 %d, O0 %d", L.wg_rows, L.T[0], L.O[0]))
+        return;
+    int *held = calloc((size_t)M, sizeof(int)), twice = 0;
+    for (int t = 0; t < threads; t++)
+        for (int o0 = 0; o0 < L.O[0]; o0++) {
+            int r = row_of(&L, t, o0, 0), w = t / 32, g = t % 32 / 4;
+            held[r] += t % 4 == 0;
+            twice += r % 16 != g + 8 * (o0 % 2) || r / 16 % (threads / 32) != w;
+        }
+    for (int r = 0; r < M; r++)
+        twice += held[r] != 1;
+    snprintf(name, sizeof name, "wg rows %dx%d threads=%d: warp w rows 16w + g, + 8", M, N, threads);
+    unit_check(!twice, name, "%d rows misplaced or not held once", twice);
+    free(held);
+    Tile rows = tile_row_iota(&c, &L);
+    Layout P = layout_rowmajor((Shape){ 2, { M, N } }, threads, 1);
+    Tile plain = to_layout(&c, rows, &P);
+    Tile back = to_layout(&c, plain, &L);
+    int w[2] = { M / 2, N }, at[2] = { M / 2, 0 };
+    Tile half = tile_slice(&c, rows, at, w, NULL);
+    bool regs = c.f->code.n > 0;
+    int before = c.f->code.n;
+    half = tile_slice(&c, rows, at, w, NULL);
+    regs = c.f->code.n == before;
+    Block b = { threads, malloc(sizeof(uint64_t *) * (size_t)threads) };
+    for (int i = 0; i < threads; i++)
+        b.reg[i] = calloc((size_t)c.f->regs.n, sizeof(uint64_t));
+    run(c.f, &b);
+    snprintf(name, sizeof name, "wg rows %dx%d threads=%d: row iota", M, N, threads);
+    unit_check(!rows_wrong(c.f, &b, &rows, 0), name, "%d slots wrong", rows_wrong(c.f, &b, &rows, 0));
+    snprintf(name, sizeof name, "wg rows %dx%d threads=%d: to row-major", M, N, threads);
+    unit_check(!rows_wrong(c.f, &b, &plain, 0), name, "%d slots wrong", rows_wrong(c.f, &b, &plain, 0));
+    snprintf(name, sizeof name, "wg rows %dx%d threads=%d: and back", M, N, threads);
+    unit_check(layout_eq(&back.L, &L) && !rows_wrong(c.f, &b, &back, 0), name, "%d slots wrong",
+               rows_wrong(c.f, &b, &back, 0));
+    snprintf(name, sizeof name, "wg rows %dx%d threads=%d: a slice of whole blocks in registers", M, N, threads);
+    unit_check(regs && layout_wg(&half.L) && !rows_wrong(c.f, &b, &half, M / 2), name,
+               "%s, %d slots wrong", regs ? "in registers" : "through shared memory", rows_wrong(c.f, &b, &half, M / 2));
+    for (int i = 0; i < threads; i++)
+        free(b.reg[i]);
+    free(b.reg);
+    func_free(c.f);
+    arena_free(a);
+}
+
 /* swz_offset_ir computes what swz_offset does: one thread per 16-byte piece of the tile. */
 static void case_slab_ir(int kind, int rb, int warps)
 {
@@ -728,6 +817,9 @@ int main(void)
         case_slab_ir(SWZ_SLAB, 128, warps);
         case_slab_ir(SWZ_SLAB, 512, warps);
     }
+    case_wg_rows(256, 256, 64);
+    case_wg_rows(128, 128, 32);
+    case_wg_rows(512, 512, 16);
     case_arch = "sm_90a";
     case_mma(TY_F16, 256, 128, 256, 64);
     case_mma(TY_BF16, 256, 128, 256, 64);
