@@ -18,6 +18,9 @@
  * grid. T0 = 8 WM, V0 = 1, O0 = M / T0: two consecutive o0 make one m16 tile, so m16 tile j of a
  * warp is rows r_lo = 2j T0 + 8 wm + g (fragment rows 0-7, c0 c1) and r_hi = (2j+1) T0 + 8 wm + g
  * (rows 8-15, c2 c3); ldmatrix takes one row address per lane, so these need not be contiguous.
+ * The wgmma accumulator (wgmma: one warp column) has its rows in warpgroup order instead (lower.h,
+ * wg_rows): r_lo = 2j T0 + 16 wm + g and r_hi = r_lo + 8, which the loads here follow too
+ * (Frags.hi, wrows), so a product in that layout may fall back to mma.sync.
  * Columns come in groups of G n8 tiles (G = 1, or 4 for tf32 whose B is read 4 tiles at a time,
  * see below): T1 = 4 WN, V1 = 2G, O1 = N / (8 G WN), and group o1 of warp wn spans the 8G columns
  * from base = (o1 WN + wn) 8G. Inside a group, n8 tile j (j < G) holds columns base + G c + j
@@ -440,8 +443,6 @@ static void load_a(Lower *c, Frags *F, int k, int *a)
     }
 }
 
-/* Each lane's address of its first A fragment (F->alane), by the way load_a reads A; wm8 = 8 wm,
- * the warp's first row. */
 /* The first row of warp wm = w / WN (wrows rows a warp: 8 wm, or 16 wm in warpgroup order) as
  * a field of the thread id, w = t / 32: for 8, the bits of wm under 5 + lwn shifted down to 3 */
 static int warp_first_row(Lower *c, const Frags *F, int WM, int lwn)
@@ -452,32 +453,34 @@ static int warp_first_row(Lower *c, const Frags *F, int WM, int lwn)
     return tid_bits(c, 5 + lwn - sh, (WM - 1) << sh);
 }
 
-static void a_lane(Lower *c, Frags *F, SmemMatrix a, int wm8)
+/* Each lane's address of its first A fragment (F->alane), by the way load_a reads A; wrow is the
+ * warp's first row (warp_first_row), r_lo = wrow + g and r_hi = r_lo + hi. */
+static void a_lane(Lower *c, Frags *F, SmemMatrix a, int wrow)
 {
     Func *f = c->f;
     if (F->trans_a && F->es == 1) {
-        /* 8-bit A^T: row k = 4q, column m = r_lo (wm8: the warp's first row) */
-        int col = ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 2, 7)));
+        /* 8-bit A^T: row k = 4q, column m = r_lo */
+        int col = ir_bin(f, OP_ADD, PT_U32, R(wrow), R(tid_bits(c, 2, 7)));
         int off = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(4 * F->apitch), R(col));
         F->alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(off));
     } else if (F->trans_a && F->tf) {
         /* tf32 A^T: row k = q, column m = r_lo */
-        int colb = ir_bin(f, OP_SHL, PT_B32, R(ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 2, 7)))), IMM(2));
+        int colb = ir_bin(f, OP_SHL, PT_B32, R(ir_bin(f, OP_ADD, PT_U32, R(wrow), R(tid_bits(c, 2, 7)))), IMM(2));
         int off = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(F->apitch), R(colb));
         F->alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(off));
     } else if (F->trans_a) {
         /* A^T ([K][M], ldmatrix.trans): lane l gives row k = (l & 7) + 8 ((l >> 4) & 1) at
-           column m = 8 wm + ((l >> 3) & 1) hi: matrices 0-3 are a0-a3 (rows r_lo / r_hi x the
+           column m = wrow + ((l >> 3) & 1) hi: matrices 0-3 are a0-a3 (rows r_lo / r_hi x the
            low / high 8 k) */
         int krow = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 4, 1)), IMM(8), R(tid_bits(c, 0, 7)));
-        int mcol = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(F->hi), R(wm8));
+        int mcol = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(F->hi), R(wrow));
         int colb = ir_bin(f, OP_SHL, PT_B32, R(mcol), IMM(log2_exact(F->es)));
         int off = F->swz_a ? swz_offset_ir(c, SWZ_LDMATRIX, krow, colb, true, (int)F->apitch, a.cols)
                           : ir_tern(f, OP_MAD, PT_U32, R(krow), IMM(F->apitch), R(colb));
         F->alane = ir_bin(f, OP_ADD, PT_U32, R(a.base), R(off));
     } else if (F->ldm_a) {
-        /* A: row (l & 8 ? hi : 0) + 8 wm + (l & 7), 16 bytes further for l >= 16 */
-        int row = ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 0, 7)));
+        /* A: row (l & 8 ? hi : 0) + wrow + (l & 7), 16 bytes further for l >= 16 */
+        int row = ir_bin(f, OP_ADD, PT_U32, R(wrow), R(tid_bits(c, 0, 7)));
         row = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 3, 1)), IMM(F->hi), R(row));
         if (F->swz_a) {
             int col = ir_bin(f, OP_SHL, PT_B32, R(tid_bits(c, 4, 1)), IMM(4));
@@ -487,8 +490,8 @@ static void a_lane(Lower *c, Frags *F, SmemMatrix a, int wm8)
             F->alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(F->apitch), R(aoff));
         }
     } else {
-        /* A by ld.shared.b32: row 8 wm + g, byte 4q (elements 2q, 2q+1, or tf32 element q) */
-        int row = ir_bin(f, OP_ADD, PT_U32, R(wm8), R(tid_bits(c, 2, 7)));
+        /* A by ld.shared.b32: row wrow + g, byte 4q (elements 2q, 2q+1, or tf32 element q) */
+        int row = ir_bin(f, OP_ADD, PT_U32, R(wrow), R(tid_bits(c, 2, 7)));
         int aoff = ir_tern(f, OP_MAD, PT_U32, R(tid_bits(c, 0, 3)), IMM(4), R(a.base));
         F->alane = ir_tern(f, OP_MAD, PT_U32, R(row), IMM(F->apitch), R(aoff));
     }
@@ -644,16 +647,16 @@ void lower_mma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b)
         die("lower_mma: operand rows not 4-byte aligned");
     f->cur_what = "mma fragment address";
     /* the warp's grid position (wm = w / WN, wn = w % WN) as bit fields of the thread id:
-       8 wm and the byte offset of the warp's first column */
+       its first row and the byte offset of its first column */
     int lwn = log2_exact(F.WN), colb = log2_exact(MMA_N * F.G * F.es);
-    int wm8 = warp_first_row(c, &F, WM, lwn);
+    int wrow = warp_first_row(c, &F, WM, lwn);
     int bcol = b.base;
     if (F.WN > 1) {
         int wcol = colb <= 5 ? tid_bits(c, 5 - colb, (F.WN - 1) << colb)
                              : ir_bin(f, OP_SHL, PT_B32, R(tid_bits(c, 0, (F.WN - 1) << 5)), IMM(colb - 5));
         bcol = ir_bin(f, OP_ADD, PT_U32, R(wcol), R(b.base));
     }
-    a_lane(c, &F, a, wm8);
+    a_lane(c, &F, a, wrow);
     if (F.trans_b && F.tf) {
         /* tf32 B^T: row n = 8 G wn + G g, k byte 4 q */
         int nrow = ir_tern(f, OP_MAD, PT_U32, R(warp_column(c, F.WN)), IMM(MMA_N * F.G),

@@ -238,7 +238,8 @@ bool regalloc(Func *f, int budget)
     memcpy(f->nphys, nphys, sizeof nphys);
     /* two registers hold the thread's own program counter since Volta; a wgmma needs its own
        floor (wgmma_floor), which the prediction reports as ptxas will count it */
-    f->peak_regs = peak + 2 > wgmma_floor(f) ? peak + 2 : wgmma_floor(f);
+    int wg_floor = wgmma_floor(f);
+    f->peak_regs = peak + 2 > wg_floor ? peak + 2 : wg_floor;
     /* The cap from the plain liveness, which the PTX's names follow too: with the demand's
        (lower where a loop's carried values count from the loop) a tf32 matmul's cap fell from
        194 to 183, above the 176 ptxas used either way, and it ran 1.5% slower (H200, same-call

@@ -643,7 +643,7 @@ static int row_of(const Layout *L, int t, int o0, int i0)
 }
 
 /* Does every slot of tile v (i32) hold its own row plus base, in every thread? */
-static int rows_wrong(Func *f, Block *b, const Tile *v, int base)
+static int rows_wrong(Block *b, const Tile *v, int base)
 {
     int bad = 0;
     for (int t = 0; t < b->threads; t++)
@@ -652,7 +652,6 @@ static int rows_wrong(Func *f, Block *b, const Tile *v, int base)
                 for (int s1 = 0; s1 < v->L.O[1] * v->L.V[1]; s1++) {
                     Opnd x = v->v[slot_index(&v->L, o0, i0, s1 / v->L.V[1], s1 % v->L.V[1])];
                     int got = x.kind == O_REG ? (int)(uint32_t)b->reg[t][x.reg] : (int)x.i;
-                    (void)f;
                     bad += got != base + row_of(&v->L, t, o0, i0);
                 }
     return bad;
@@ -693,25 +692,23 @@ static void case_wg_rows(int threads, int M, int N)
     Tile plain = to_layout(&c, rows, &P);
     Tile back = to_layout(&c, plain, &L);
     int w[2] = { M / 2, N }, at[2] = { M / 2, 0 };
-    Tile half = tile_slice(&c, rows, at, w, NULL);
-    bool regs = c.f->code.n > 0;
     int before = c.f->code.n;
-    half = tile_slice(&c, rows, at, w, NULL);
-    regs = c.f->code.n == before;
+    Tile half = tile_slice(&c, rows, at, w, NULL);
+    bool regs = c.f->code.n == before;     /* no instruction: the same registers */
     Block b = { threads, malloc(sizeof(uint64_t *) * (size_t)threads) };
     for (int i = 0; i < threads; i++)
         b.reg[i] = calloc((size_t)c.f->regs.n, sizeof(uint64_t));
     run(c.f, &b);
     snprintf(name, sizeof name, "wg rows %dx%d threads=%d: row iota", M, N, threads);
-    unit_check(!rows_wrong(c.f, &b, &rows, 0), name, "%d slots wrong", rows_wrong(c.f, &b, &rows, 0));
+    unit_check(!rows_wrong(&b, &rows, 0), name, "%d slots wrong", rows_wrong(&b, &rows, 0));
     snprintf(name, sizeof name, "wg rows %dx%d threads=%d: to row-major", M, N, threads);
-    unit_check(!rows_wrong(c.f, &b, &plain, 0), name, "%d slots wrong", rows_wrong(c.f, &b, &plain, 0));
+    unit_check(!rows_wrong(&b, &plain, 0), name, "%d slots wrong", rows_wrong(&b, &plain, 0));
     snprintf(name, sizeof name, "wg rows %dx%d threads=%d: and back", M, N, threads);
-    unit_check(layout_eq(&back.L, &L) && !rows_wrong(c.f, &b, &back, 0), name, "%d slots wrong",
-               rows_wrong(c.f, &b, &back, 0));
+    unit_check(layout_eq(&back.L, &L) && !rows_wrong(&b, &back, 0), name, "%d slots wrong",
+               rows_wrong(&b, &back, 0));
     snprintf(name, sizeof name, "wg rows %dx%d threads=%d: a slice of whole blocks in registers", M, N, threads);
-    unit_check(regs && layout_wg(&half.L) && !rows_wrong(c.f, &b, &half, M / 2), name,
-               "%s, %d slots wrong", regs ? "in registers" : "through shared memory", rows_wrong(c.f, &b, &half, M / 2));
+    unit_check(regs && layout_wg(&half.L) && !rows_wrong(&b, &half, M / 2), name,
+               "%s, %d slots wrong", regs ? "in registers" : "through shared memory", rows_wrong(&b, &half, M / 2));
     for (int i = 0; i < threads; i++)
         free(b.reg[i]);
     free(b.reg);
