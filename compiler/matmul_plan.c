@@ -45,7 +45,7 @@ static bool fits_wgmma(Lower *c, const MatmulPlan *p)
  * P @ V) is its own fragments: no shared memory at all (lower_wgmma_value); B from its slab.
  * (A transposed A took this row, its fragments loaded as mma.sync loads them, until the
  * accumulator's rows came in wgmma's order and the slab could take A^T as stored: 0.73 of
- * cuBLAS against the row-major product's 0.76 at 4096^3, H100.) tf32 reads B only K-major: B
+ * cuBLAS against the row-major product's 0.76 at 4096^3, H100, 2026-11-28.) tf32 reads B only K-major: B
  * transposed, and A in either layout, rounded in registers (A in a slab had to be rounded in
  * place after its copies: 0.53 of cuBLAS at 4096^3 against 0.71 this way). */
 static bool fits_wgmma_ra(Lower *c, const MatmulPlan *p)
