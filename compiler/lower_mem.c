@@ -163,9 +163,57 @@ Opnd widen_held(Lower *c, ElemType t, int r)
     }
 }
 
+/* The one instruction of the code so far that writes r, or NULL (none, or more than one). */
+static const Ins *sole_def(const Func *f, int r)
+{
+    const Ins *d = NULL;
+    for (int i = 0; i < f->code.n; i++) {
+        const Ins *in = &f->code.v[i];
+        for (int k = 0; k < in->ndst; k++)
+            if (in->dst[k] == r) {
+                if (d)
+                    return NULL;
+                d = in;
+            }
+    }
+    return d;
+}
+
+/* The 16-bit value a held f32 value was widened from (widen_held's instructions, after the
+ * rounding of an f16() or bf16() cast, narrow_slot), or -1. Storing that value stores the same
+ * bits without converting twice more: conversions issue at 16 a cycle on a multiprocessor, and
+ * `C = f16(acc)` of a 128 x 256 tile made 98304 of them where 32768 do. Each register must
+ * have one writer, so that the pair always holds one value's two forms. */
+static int widened_from(const Func *f, ElemType t, Opnd v)
+{
+    if (v.kind != O_REG)
+        return -1;
+    const Ins *d = sole_def(f, v.reg);
+    if (t == TY_BF16) {
+        /* mov.f32 (shl.b32 (cvt.u32.u16 b), 16) */
+        if (!d || d->op != OP_MOV || d->src[0].kind != O_REG)
+            return -1;
+        d = sole_def(f, d->src[0].reg);
+        if (!d || d->op != OP_SHL || d->src[0].kind != O_REG || d->src[1].kind != O_IMM || d->src[1].i != 16)
+            return -1;
+        d = sole_def(f, d->src[0].reg);
+        if (!d || d->op != OP_CVT || d->ty != PT_U32 || d->ty2 != PT_U16 || d->src[0].kind != O_REG)
+            return -1;
+    } else if (!d || d->op != OP_CVT || d->ty != PT_F32 || d->ty2 != PT_F16 || d->rnd || d->src[0].kind != O_REG) {
+        return -1;
+    }
+    int h = d->src[0].reg;
+    const Ins *hd = sole_def(f, h);
+    PType ht = t == TY_BF16 ? PT_BF16 : PT_F16;
+    return hd && hd->op == OP_CVT && hd->ty == ht && hd->ty2 == PT_F32 ? h : -1;
+}
+
 static int narrow(Lower *c, ElemType t, Opnd v)
 {
     Func *f = c->f;
+    int h = t == TY_F16 || t == TY_BF16 ? widened_from(f, t, v) : -1;
+    if (h >= 0)
+        return h;
     switch (t) {
     case TY_F16: return ir_cvt(f, PT_F16, PT_F32, R(opnd_reg(c, v, PT_F32)));
     case TY_BF16: return ir_cvt(f, PT_BF16, PT_F32, R(opnd_reg(c, v, PT_F32)));

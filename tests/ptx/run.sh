@@ -509,6 +509,22 @@ else
 		"$(echo "$mf" | grep -c 'st.global.b16') element stores"
 fi
 
+# f16(acc) and bf16(acc) stored: the cast's rounding is the store's narrowing, one conversion a
+# value (lower_mem.c, widened_from), none back to f32 and again.
+for k in matmul_f16:f16 matmul_bf16:bf16; do
+	name=${k%%:*} ty=${k##*:}
+	"$tilec" --no-ptxas --arch=sm_90a examples/$name.tile -o "$tmp/cv.$name.ptx" 2>/dev/null
+	e=$(awk "/^\.visible \.entry $name\(/{k=1} k" "$tmp/cv.$name.ptx" | awk '/^}/{print; exit} {print}')
+	nn=$(echo "$e" | grep -c "cvt\.rn\.$ty\.f32")
+	nb=$(echo "$e" | grep -c "cvt\.f32\.$ty\|cvt\.u32\.u16\|shl\.b32")
+	np=$(echo "$e" | grep -c 'st\.global\.v2\.b16')
+	if [ "$np" -gt 0 ] && [ "$nn" -eq $((2 * np)) ] && [ "$nb" -eq 0 ]; then
+		pass "one conversion a stored value: $name"
+	else
+		fail "one conversion a stored value: $name" "$nn narrowing conversions, $nb widening, $np pair stores"
+	fi
+done
+
 # ---- sum up
 cat "$tmp"/*.res >"$tmp/all"
 grep -E '^(FAIL|SKIP) ' "$tmp/all" | sed 's/^FAIL /FAIL: /; s/^SKIP /skip: /'
