@@ -183,7 +183,9 @@ static const Ins *sole_def(const Func *f, int r)
  * rounding of an f16() or bf16() cast, narrow_slot), or -1. Storing that value stores the same
  * bits without converting twice more: conversions issue at 16 a cycle on a multiprocessor, and
  * `C = f16(acc)` of a 128 x 256 tile made 98304 of them where 32768 do. Each register must
- * have one writer, so that the pair always holds one value's two forms. */
+ * have one writer, so that the pair always holds one value's two forms. Only the code so far is
+ * searched: what comes later cannot write them either, as the cast's registers are fresh and a
+ * var copies a value into registers of its own (which never match: their writer is a mov). */
 static int widened_from(const Func *f, ElemType t, Opnd v)
 {
     if (v.kind != O_REG)
