@@ -262,8 +262,9 @@ static int occupancy_by(const char *arch, int threads, int regs, int smem, const
 {
     const Target *t = target_of(arch) ? target_of(arch) : target_default();
     int sm_threads = t->sm_threads, sm_smem = t->smem_sm;
-    int r = (regs + 7) & ~7;
-    int b = t->sm_regs / (threads * (r ? r : 8));
+    int r = (regs + 7) & ~7, warps = (threads + 31) / 32;
+    /* a quadrant's registers hold whole warps (regalloc.c, reg_budget) */
+    int b = 4 * (t->sm_regs / 4 / (32 * (r ? r : 8))) / warps;
     *limit = "registers";
     if (sm_threads / threads < b) {
         b = sm_threads / threads;

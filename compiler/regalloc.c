@@ -21,11 +21,17 @@ const char *reg_value_name(Arena *a, const char *name, ElemType t, Shape s)
     return arena_printf(a, "%s: %s[%lld,%lld]", name, type_name(t), (long long)s.dim[0], (long long)s.dim[1]);
 }
 
+/* The register file is four quadrants of 16384, one a scheduler, and a block's warps are dealt
+ * round the four: a block of 9 warps puts 3 on one quadrant, so its threads may have 16384 /
+ * (3 * 32) = 170 registers (168 in units of 8), not 65536 / 288 = 227 -- a launch of 288
+ * threads at 223 registers fails with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (H200, 2026-11-28). */
+enum { REG_QUADRANTS = 4, REG_QUADRANT = 16384 };
+
 int reg_budget(int threads)
 {
-    int r = 65536 / (threads > 0 ? threads : 1);
-    if (r > 255)
-        r = 255;
+    int warps = (threads > 0 ? threads : 1) + 31;
+    warps /= 32;
+    int r = REG_QUADRANT / (32 * ((warps + REG_QUADRANTS - 1) / REG_QUADRANTS));
     return r >= 255 ? 255 : r & ~7;
 }
 
@@ -38,11 +44,12 @@ int reg_budget(int threads)
  * demand allows, with a tenth (at least REG_SLACK) of slack on the demand: ptxas reschedules our
  * code and the demand is an estimate. Below the cap ptxas is free to use what it likes; above it
  * would only lose blocks. ptxas raises any cap below 24 to 24; the budget rules. */
-enum { REG_SLACK = 4, REG_FILE = 65536, MAX_BLOCKS_SM = 32 };
+enum { REG_SLACK = 4, MAX_BLOCKS_SM = 32 };
 
 static int blocks_per_sm(int threads, int regs, int sm_threads)
 {
-    int by_regs = REG_FILE / (threads * regs);
+    /* warps a quadrant holds at `regs` registers, four quadrants */
+    int warps = (threads + 31) / 32, by_regs = REG_QUADRANTS * (REG_QUADRANT / (32 * regs)) / warps;
     int by_threads = sm_threads / threads;
     int b = by_regs < by_threads ? by_regs : by_threads;
     return b < MAX_BLOCKS_SM ? b : MAX_BLOCKS_SM;
