@@ -26,6 +26,10 @@ Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *me
 {
     Lower lc;
     memset(&lc, 0, sizeof lc);
+    /* a kernel compiled again (compile.c: without a producer warp, or with lets demoted) starts
+       from a blank record: a tensor map the last try registered would be found and reused
+       without marking its tensor's pointer for the launcher's alignment check */
+    memset(meta, 0, sizeof *meta);
     Lower *c = &lc;
     c->a = a;
     c->p = p;
