@@ -249,16 +249,36 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
         Buf first = { 0 }, cur = { 0 };
         Func *f = NULL;
         bool kok = true, drop = false;
+        Options kopt = opt;
         for (int attempt = 0;; attempt++) {
             diag.capture = &cur;
-            f = lower_kernel(a, p, k, &opt, &out->metas[i]);
+            f = lower_kernel(a, p, k, &kopt, &out->metas[i]);
             if (f) {
                 f->sm_threads = (target_of(arch) ? target_of(arch) : target_default())->sm_threads;
-                kok = compile_kernel(a, f, &opt, &drop);
+                kok = compile_kernel(a, f, &kopt, &drop);
             } else {
                 kok = false;
             }
             diag.capture = NULL;
+            /* a producer warp's extra threads leave each fewer registers (lower_warpspec.c): a
+               kernel they put over the budget is compiled without one, as if never tried */
+            if (f && !kok && !drop && f->over_budget && f->threads != k->threads && kopt.warp_spec) {
+                kopt.warp_spec = false;
+                buf_free(&cur);
+                cur = (Buf){ 0 };
+                func_free(f);
+                int nw = diag.nwarnings;
+                diag = before;
+                diag.nwarnings = nw;
+                for (int j = 0; j < k->nsyms; j++)
+                    k->syms[j]->lower = NULL;
+                for (int j = 0; j < k->nviews; j++)
+                    k->views[j]->lower = NULL;
+                for (int j = 0; j < k->nparams; j++)
+                    k->params[j].sym->lower = NULL;
+                attempt--;
+                continue;
+            }
             bool retry = f && !kok && !drop && f->over_budget && diag.nerrors == before.nerrors + 1 &&
                          demote_peak(k, f, demoted, &ndemoted);
             if (!retry)

@@ -183,7 +183,13 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         put_opnd(out, f, in->src[0], PT_B32);
         buf_printf(out, ", %lld, 31, -1", (long long)in->src[1].i);
         break;
-    case OP_BAR: buf_puts(out, "bar.sync 0"); break;
+    case OP_BAR:
+        /* a count: only the threads that reach it (the consumers of a warp-specialized loop,
+           after its producer warp has left) */
+        buf_puts(out, "bar.sync 0");
+        if (in->count)
+            buf_printf(out, ", %d", in->count);
+        break;
     case OP_CPASYNC:
         /* 16-byte copies bypass L1 (.cg); smaller ones may only use .ca */
         buf_printf(out, "cp.async.%s.shared.global [", in->vec == 16 ? "cg" : "ca");
@@ -295,6 +301,11 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         buf_puts(out, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [");
         put_opnd(out, f, in->src[0], PT_U32);
         buf_printf(out, "], %d", in->bytes);
+        break;
+    case OP_MBARRIVE:
+        buf_puts(out, "mbarrier.arrive.shared::cta.b64 _, [");
+        put_opnd(out, f, in->src[0], PT_U32);
+        buf_puts(out, "]");
         break;
     case OP_MBWAIT:
         buf_puts(out, "mbarrier.try_wait.parity.shared::cta.b64 ");

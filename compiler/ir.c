@@ -276,7 +276,7 @@ void ir_bra(Func *f, int label, int guard, bool neg)
     in->guard_neg = neg;
 }
 
-void ir_bar(Func *f) { emit_ins(f, OP_BAR, PT_B32); }
+void ir_bar(Func *f) { emit_ins(f, OP_BAR, PT_B32)->count = (uint16_t)f->bar_threads; }
 
 void ir_comment(Func *f, const char *text) { emit_ins(f, OP_COMMENT, PT_B32)->text = text; }
 

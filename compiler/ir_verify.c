@@ -450,7 +450,7 @@ static bool check_ins(Verify *v, int i, const int *label_at)
             if (!src_kind(v, i, s, O_REG))
                 return false;
         return true;
-    case OP_MBINIT: case OP_MBEXPECT: case OP_MBINVAL:
+    case OP_MBINIT: case OP_MBEXPECT: case OP_MBINVAL: case OP_MBARRIVE:
         return src_bits(v, i, 0, 32, false);
     case OP_MBWAIT:
         return dst_bits(v, i, 0, 1, false) && srcs_bits(v, i, 2, (const int[]){ 32, 32 });

@@ -161,6 +161,10 @@ typedef struct PipeLoop {
      * loop's exit the last (lower_wgmma.c, wgmma_promotes) */
     bool promote;
     Tile part, acc;
+    /* a producer warp issues the copies (lower_warpspec.c): the register tensor of the stages'
+       empty barriers, and the predicate of each consumer warp's lane 0 that arrives on them */
+    bool ws;
+    int empty, lane0;
     struct PipeLoop *outer;
 } PipeLoop;
 
@@ -202,6 +206,8 @@ typedef struct Lower {
     /* a pipelined loop being lowered twice, on its windows' alignment (lower_version.c): no TMA
        in either version; the warnings of the version without the facts say so */
     bool versioning;
+    /* a loop of this kernel has a producer warp (lower_warpspec.c): only one can */
+    bool ws_done;
 } Lower;
 /* lower_pipeline.c: the innermost pipelined loop's issue of its pending copies (if any left) */
 void pipe_issue_pending(Lower *c);
@@ -505,6 +511,19 @@ bool tma_choose(Lower *c, PipeLoop *pl);
 void tma_setup(Lower *c, PipeLoop *pl);
 void tma_issue(Lower *c, const PipeLoop *pl, PipeOperand *p, int base, int bar, int valid);
 void tma_wait(Lower *c, int bar, int phase);
+
+/* ---- lower_warpspec.c: a producer warp for a pipelined loop's TMA copies (sm_90a). ws_choose
+ * says whether loop pl may have one (after tma_choose); ws_setup, after tma_setup, makes the empty
+ * barriers and grows the block by the producer warp; ws_producer, before the loop (lo: the loop's
+ * first value), emits the producer's loop and leaves the consumers' code to follow; ws_release,
+ * after the body's wgmma wait, hands the previous iteration's stage back. */
+bool ws_choose(Lower *c, const PipeLoop *pl);
+void ws_setup(Lower *c, PipeLoop *pl);
+void ws_producer(Lower *c, PipeLoop *pl, int lo, int64_t step);
+void ws_release(Lower *c, const PipeLoop *pl);
+/* the copies of loop pl's operands for the iteration whose loop value is in register v, into
+ * stage `stage` (lower_pipeline.c) */
+void pipe_issue_copies(Lower *c, const PipeLoop *pl, int v, Opnd stage);
 /* lower_limits.c: the trips of a constant loop that unrolls inside `copies` unrolled copies
  * (-1: it stays a loop); the instruction limit before and after lowering a statement (false
  * before: the statement would take the kernel past it, reported, and is not lowered). */

@@ -105,7 +105,7 @@ static int array_get(Func *f, int array, Opnd idx)
 
 /* Issues the copies of every operand of loop pl for the iteration whose loop value is in v, into
  * the stage whose index is in stage (a register) or a constant. */
-static void issue_copies(Lower *c, const PipeLoop *pl, int v, Opnd stage)
+void pipe_issue_copies(Lower *c, const PipeLoop *pl, int v, Opnd stage)
 {
     Func *f = c->f;
     int valid = ir_setp(f, CMP_LT, PT_S32, R(v), R(pl->hi));
@@ -185,6 +185,13 @@ static bool rounds_in_place(const PipeOperand *p)
 static void publish_stage(Lower *c, int n)
 {
     PipeLoop *pl = c->pipe;
+    if (pl->ws) {
+        /* a producer warp's copies (all TMA): each consumer waits for the stage's bytes, and the
+           empty barriers, not a block barrier, order the stage's reuse (lower_warpspec.c) */
+        for (int i = 0; i < pl->nops; i++)
+            tma_wait(c, array_get(c->f, pl->ops[i].bars, R(pl->stage)), pl->phase);
+        return;
+    }
     cp_wait(c->f, n);
     for (int i = 0; i < pl->nops; i++) {
         PipeOperand *p = &pl->ops[i];
@@ -235,7 +242,7 @@ static void issue_pending(Lower *c, PipeLoop *pl)
         return;
     pl->copies_pending = false;
     Tile saved = ((SymInfo *)pl->loop->sym->lower)->val;
-    issue_copies(c, pl, pl->ahead, pl->write);
+    pipe_issue_copies(c, pl, pl->ahead, pl->write);
     ((SymInfo *)pl->loop->sym->lower)->val = saved;
 }
 
@@ -331,18 +338,30 @@ static void set_stage_layout(Lower *c, PipeOperand *p)
  * reserve for the scratch of what follows (the epilogue's reductions or layout changes). */
 enum { DEEP_RESERVE = 16 * 1024 };
 
-static bool keeps_group(Lower *c, Stmt *body, const PipeOperand *ops, int nops, int S)
+/* The body is one `acc += a @ b` on the wgmma path, both operands in slabs: its group may stay in
+ * flight into the next iteration, given a stage it does not read (keeps_group) or a producer
+ * warp's empty barriers (lower_warpspec.c). */
+static bool one_product(Lower *c, Stmt *body, const PipeOperand *ops, int nops, int S)
 {
+    (void)c;
     if (S < 2 || body->nbody != 1)
         return false;
     Stmt *st = body->body[0];
     if (st->kind != S_ASSIGN || st->op != '+' || st->lhs->kind != E_NAME || st->rhs->kind != E_BINARY ||
         st->rhs->op != OP_MATMUL)
         return false;
-    int64_t bytes = c->smem_top, staged = 0;
-    for (int i = 0; i < nops; i++) {
+    for (int i = 0; i < nops; i++)
         if (ops[i].var || !ops[i].plan || ops[i].plan->row->path != MM_WGMMA)
             return false;
+    return true;
+}
+
+static bool keeps_group(Lower *c, Stmt *body, const PipeOperand *ops, int nops, int S)
+{
+    if (!one_product(c, body, ops, nops, S))
+        return false;
+    int64_t bytes = c->smem_top, staged = 0;
+    for (int i = 0; i < nops; i++) {
         bytes += (ops[i].held ? 1 : S) * (int64_t)ops[i].bytes + 1024 + 8 * (S + 1);
         staged += ops[i].held ? 0 : ops[i].bytes;
     }
@@ -539,6 +558,12 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     }
     if (tma)
         tma_setup(c, &pl);
+    pl.ws = tma && one_product(c, body, ops, nops, S) && ws_choose(c, &pl);
+    if (pl.ws) {
+        /* the empty barriers guard the stage the group in flight reads: no spare stage needed */
+        pl.wg_keep = 1;
+        ws_setup(c, &pl);
+    }
     f->cur_what = "temporary";
     Tile lo = lower_expr(c, s->lo, NULL), hi = lower_expr(c, s->hi, NULL);
     int64_t step = s->step ? s->step->ival : 1;
@@ -561,10 +586,12 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     for (int k = 0; k < nops; k++)
         if (ops[k].held)
             copy_window_async(c, ops[k].window, ops[k].held_base, ops[k].pitch, ops[k].swz, -1);
-    /* prologue: iterations 0 .. S-2 */
-    for (int st = 0; st + 1 < S; st++) {
+    /* prologue: iterations 0 .. S-2, or the producer warp's loop */
+    if (pl.ws)
+        ws_producer(c, &pl, i, step);
+    for (int st = 0; st + 1 < S && !pl.ws; st++) {
         int v = st ? ir_bin(f, OP_ADD, PT_S32, R(i), IMM(st * step)) : ir_mov(f, PT_S32, R(i));
-        issue_copies(c, &pl, v, IMM(st));
+        pipe_issue_copies(c, &pl, v, IMM(st));
     }
     int stage = ir_mov(f, PT_U32, IMM(0));
     f->regs.v[stage].what = "stage";
@@ -601,8 +628,10 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
        finished at the barrier) is not the one this body reads, so the copies may wait until the
        body has its first operands in registers: ptxas keeps cp.async and shared loads in program
        order, and copies issued first would hold back the body's first mma. */
-    if (S == 1 || !defer) {
-        issue_copies(c, &pl, pl.ahead, pl.write);
+    if (pl.ws) {
+        /* the producer's */
+    } else if (S == 1 || !defer) {
+        pipe_issue_copies(c, &pl, pl.ahead, pl.write);
         if (S == 1)
             publish_stage(c, 0);
     } else {
@@ -616,6 +645,8 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         die("pipeline: the loop's barrier was left to a matmul that did not place it");
     c->pipe = pl.outer;
     issue_pending(c, &pl);
+    if (pl.ws)
+        ws_release(c, &pl);
     int phase = pl.phase;
     f->cur_line = s->loc.line;
     /* next stage, wrapping */

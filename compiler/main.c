@@ -49,6 +49,8 @@ static void usage(FILE *out)
             "  -fno-remat, -fno-schedule  skip the register-pressure passes\n"
             "  -fno-reg-cap       let ptxas use any number of registers (no .maxnreg at the occupancy\n"
             "                     boundary the predicted demand allows)\n"
+            "  -fwarp-specialize  a producer warp issues a pipelined product's TMA copies (sm_90a;\n"
+            "                     docs/language.md, \"Warp specialization\")\n"
             "  --version, --help\n"
             "usage: tilec --run[=KERNEL] [options] FILE.tile: run a kernel on the CPU (interpreter)\n"
             "  --set NAME=VALUE   a size or scalar parameter (every one is needed)\n"
@@ -167,6 +169,10 @@ static int parse_args(Cli *cli, int argc, char **argv)
             cli->opt.reg_cap = true;
         } else if (!strcmp(a, "-fno-reg-cap")) {
             cli->opt.reg_cap = false;
+        } else if (!strcmp(a, "-fwarp-specialize")) {
+            cli->opt.warp_spec = true;
+        } else if (!strcmp(a, "-fno-warp-specialize")) {
+            cli->opt.warp_spec = false;
         } else if (!strncmp(a, "-fno-", 5) && pass_disable(&cli->opt, a + 5)) {
             /* a pass of compile.c's table, off */
         } else if (a[0] == '-' && a[1]) {

@@ -66,7 +66,7 @@
     X(RED,     NULL,      NULL,      SFX_TYPE,   OPF_LOAD | OPF_STORE, FL_OFF | FL_SPACE | FL_REDOP, 0, 2) \
     X(ATOM,    NULL,      NULL,      SFX_TYPE,   OPF_LOAD | OPF_STORE, FL_OFF | FL_SPACE | FL_REDOP, 1, N_VAR) \
     X(SHFL,    NULL,      NULL,      SFX_NONE,   OPF_SYNC, 0, 1, 2) \
-    X(BAR,     NULL,      NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
+    X(BAR,     NULL,      NULL,      SFX_NONE,   OPF_SYNC, FL_COUNT, 0, 0) \
     X(LDPARAM, NULL,      NULL,      SFX_TYPE,   OPF_PURE | OPF_CHEAP, 0, 1, 1) \
     X(CVTA,    NULL,      NULL,      SFX_NONE,   OPF_PURE | OPF_CHEAP, FL_SPACE, 1, 1) \
     X(CVTAGEN, NULL,      NULL,      SFX_NONE,   OPF_PURE | OPF_CHEAP, FL_SPACE, 1, 1) \
@@ -93,6 +93,7 @@
     X(MBFENCEINIT, NULL,  NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
     X(MBINVAL, NULL,      NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, 0, 0, 1) \
     X(MBEXPECT, NULL,     NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, FL_BYTES, 0, 1) \
+    X(MBARRIVE, NULL,     NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, 0, 0, 1) \
     X(MBWAIT,  NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_SYNC, 0, 1, 2) \
     X(TMALOAD, NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_STORE, FL_OFF, 0, N_VAR) \
     X(VPRINTF, NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_SYNC, 0, 0, 2)

@@ -28,6 +28,10 @@
  * - Own pieces: cp.async and TMA copies, and the in-place tf32 rounding of what a thread copied
  *   (Ins.own), touch bytes that only the issuing thread touches until the next barrier; two such
  *   accesses never conflict with each other.
+ * - A producer warp (lower_warpspec.c) runs a loop the consumers never reach and leaves: its
+ *   path holds only its own TMA copies, and nothing here pairs them with the consumers' reads.
+ *   The rings' mbarriers order those by construction (lower_warpspec.c says how), and
+ *   compute-sanitizer checks them on the GPU (tests/gpu/warpspec.mk).
  * - Asynchronous accesses outlive barriers: a cp.async write is pending until a
  *   cp.async.wait_group that covers its group (ages count commits), a TMA write until a wait on
  *   its stage's mbarrier, a wgmma read until wgmma.wait_group; only then does the next barrier

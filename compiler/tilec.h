@@ -588,7 +588,7 @@ typedef struct {
     bool guard_neg;        /* the guard's negation guards it */
     bool divergent;        /* BRA: a warp's threads may go both ways (bra, not bra.uni) */
     uint16_t n;            /* WGMMA: N of m64nNk16 (m64nNk8) */
-    uint16_t count;        /* MBINIT: the arrival count */
+    uint16_t count;        /* MBINIT: the arrival count; BAR: the threads it waits for (0: all) */
     int guard;             /* predicate register guarding the instruction, -1 if none */
     int dst[4]; int ndst;
     Opnd src[10]; int nsrc;       /* ST.v4: the address and four values; MMA: ten (below) */
@@ -680,7 +680,10 @@ typedef struct {
     Vec(SmemBuf) smem_bufs;
     int nlabels;
     int smem_bytes;        /* dynamic shared memory per block */
-    int threads;
+    int threads;           /* the block launched: Kernel.threads, and a warp-specialized loop's producer warp */
+    /* the threads a bar.sync waits for, 0 for the whole block: the consumers, once a
+       warp-specialized loop's producer warp has left (lower_warpspec.c) */
+    int bar_threads;
     const char *cur_what;  /* naming for new registers */
     int cur_line;
     /* filled by regalloc: */
@@ -751,6 +754,7 @@ typedef struct {
     const char *dump;      /* --dump=tir|alloc: print the IR after that stage to stdout */
     bool verify_ir;        /* ir_verify after lowering and every pass (--verify-ir, TILEC_VERIFY_IR=1) */
     bool print_all_blocks; /* print() in every block, not only block (0, 0, 0) (--print-all-blocks) */
+    bool warp_spec;        /* a producer warp for a pipelined loop's TMA copies (-fwarp-specialize) */
 } Options;
 
 /* Lowers one checked kernel. Returns NULL after reporting errors (e.g. a tile too large). */

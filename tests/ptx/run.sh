@@ -525,6 +525,46 @@ for k in matmul_f16:f16 matmul_bf16:bf16; do
 	fi
 done
 
+# -fwarp-specialize (lower_warpspec.c): a product loop whose copies are all TMA gets a producer
+# warp -- 32 threads more than threads() says, in the metadata and .maxntid alike; the consumers'
+# barriers after the split count only them; each consumer warp hands a stage back with one
+# mbarrier.arrive; the stage buffers and both barrier rings stay base + stage * stride (no
+# .local, ptxas: no stack, no spill, no lost wgmma path). Without the option, or where the
+# kernel's registers would not fit beside the extra warp (linear), or where code before the loop
+# spreads over the threads (attention), the PTX is the plain one.
+"$tilec" --arch=sm_90a -fwarp-specialize examples/matmul_f16.tile -o "$tmp/ws.ptx" 2>/dev/null
+"$tilec" --arch=sm_90a examples/matmul_f16.tile -o "$tmp/ws0.ptx" 2>/dev/null
+if grep -q '^//@kernel matmul_f16 threads 288 ' "$tmp/ws.ptx" && grep -q '^\.maxntid 288, 1, 1' "$tmp/ws.ptx" &&
+   [ "$(grep -c 'bar\.sync 0, 256;' "$tmp/ws.ptx")" -ge 1 ] && [ "$(grep -c 'mbarrier\.arrive\.shared::cta\.b64 _' "$tmp/ws.ptx")" -eq 1 ] &&
+   [ "$(grep -c 'setp\.ge\.u32.*, 256;' "$tmp/ws.ptx")" -ge 1 ] && [ "$(grep -c '^[[:space:]]*ret;' "$tmp/ws.ptx")" -eq 2 ] &&
+   ! grep -q '\.local' "$tmp/ws.ptx" && grep -q '^//@kernel matmul_f16 threads 256 ' "$tmp/ws0.ptx" &&
+   ! grep -q 'bar\.sync 0, \|mbarrier\.arrive\.shared' "$tmp/ws0.ptx"; then
+	pass "warp specialization: matmul_f16 with a producer warp, and without the option as before"
+else
+	fail "warp specialization: matmul_f16 with a producer warp, and without the option as before" \
+		"$(grep '^//@kernel\|maxntid' "$tmp/ws.ptx" | tr '\n' ' ')"
+fi
+if [ -n "$PTXAS" ] && [ -x "$PTXAS" ]; then
+	"$PTXAS" -arch=sm_90a -v --warn-on-spills "$tmp/ws.ptx" -o "$tmp/ws.cubin" >"$tmp/ws.log" 2>&1
+	probs=$(spill_problems "$tmp/ws.log" matmul_f16)
+	if [ $? -eq 0 ] && [ -z "$probs" ] && ! grep -q 'C75[01][0-9]\|C7602' "$tmp/ws.log"; then
+		pass "warp specialization: ptxas, no stack, spill or lost wgmma path"
+	else
+		fail "warp specialization: ptxas, no stack, spill or lost wgmma path" "$probs $(grep -m1 warning "$tmp/ws.log")"
+	fi
+else
+	skip "warp specialization: ptxas" "no ptxas"
+fi
+for k in linear attention; do
+	"$tilec" --arch=sm_90a -fwarp-specialize examples/$k.tile -o "$tmp/ws.$k.ptx" 2>/dev/null
+	"$tilec" --arch=sm_90a examples/$k.tile -o "$tmp/ws0.$k.ptx" 2>/dev/null
+	if [ -s "$tmp/ws.$k.ptx" ] && cmp -s "$tmp/ws.$k.ptx" "$tmp/ws0.$k.ptx"; then
+		pass "warp specialization: $k keeps its plain loop"
+	else
+		fail "warp specialization: $k keeps its plain loop" "the PTX differs with -fwarp-specialize"
+	fi
+done
+
 # ---- sum up
 cat "$tmp"/*.res >"$tmp/all"
 grep -E '^(FAIL|SKIP) ' "$tmp/all" | sed 's/^FAIL /FAIL: /; s/^SKIP /skip: /'

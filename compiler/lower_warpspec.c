@@ -1,0 +1,230 @@
+/* lower_warpspec.c: a producer warp for a pipelined loop's TMA copies (sm_90a).
+ *
+ * Why. In the plain pipelined loop (lower_pipeline.c) every thread of the block waits for a
+ * stage's copies, meets the others at a block barrier (which also says the stage about to be
+ * overwritten is no longer read), issues the wgmma, and thread 0 issues the next stage's copies.
+ * Any delay on that path -- a late warp at the barrier, the copies' address arithmetic -- could
+ * keep the tensor pipe waiting: at 4096^3 it was active 77% of the time in the f16 product
+ * against 94-96% in cuBLAS's (H200, docs/performance.md). Here one extra warp only copies, and the
+ * consumers only multiply; they meet through two rings of mbarriers instead of the block barrier:
+ * - full[s] (lower_tma.c's stage barriers): the producer announces the stage's bytes and issues
+ *   its TMA copies; the phase completes when the bytes land. Consumers wait for it.
+ * - empty[s] (here): each consumer warp's lane 0 arrives once its wgmma reading stage s are done;
+ *   the phase completes with the last warp. The producer waits for it before refilling s.
+ * Stage s is filled for the r-th time (r = 0, 1, ...) in iteration s + r B (B stages): the
+ * producer waits for empty[s]'s phase r - 1, parity (r & 1) ^ 1, which for r = 0 is the phase
+ * "before" a new barrier's first and passes at once (PTX ISA, mbarrier.try_wait.parity). The
+ * consumers wait for full[s]'s phase r, parity r & 1 (PipeLoop.phase).
+ *
+ * When. The loop's body is one `acc += a @ b` on the wgmma path (lower_pipeline.c, one_product),
+ * whose group then stays in flight into the next iteration without a spare stage (the empty
+ * barriers keep the stage it reads from being refilled), every operand comes by TMA, and
+ * everything the kernel does before the loop is scalar arithmetic and register initialisation:
+ * the producer warp runs that code too (it needs the loop's bounds and the tiles' coordinates),
+ * and a load or store spread over the threads would send its 32 extra threads outside the tile.
+ * Not for fp8 products, whose partial sums double the accumulator's registers; a kernel whose
+ * registers do not fit beside the extra warp (9 warps: 168 a thread, regalloc.c's reg_budget) is
+ * compiled again without it (compile.c). Only with -fwarp-specialize: measured neither faster
+ * nor slower than the plain loop on the examples (docs/performance.md, "A producer warp"), it is
+ * the ground a cluster's multicast copies need (a copy into both blocks waits for both blocks'
+ * consumers: their empty barriers).
+ *
+ * The block. The user's threads(T) stay the consumers, with every layout as before; the producer
+ * is warp T / 32 (threads T .. T + 31), launched as part of the block (KernelMeta.threads, and
+ * .maxntid, are T + 32). Its thread T issues; the others leave at once. After the split the
+ * producer never reaches a block barrier again, so the consumers' barriers count T threads
+ * (Func.bar_threads). The producer exits after its last copies; the consumers wait for every
+ * copy it issued (the full barriers), so when they leave the loop no copy is pending and the
+ * loop's memory may be reused as before.
+ *
+ * A register tensor again: the empty barriers are `empty_base + stage * 8`, like the full ones
+ * and the stage buffers (const_reg_elim). */
+#include "lower.h"
+
+/* Does e compute the same thing in every thread without touching another's data: scalars,
+ * elementwise arithmetic of registers, a scalar read of a global tensor. */
+static bool thread_local_expr(Expr *e)
+{
+    if (!e)
+        return true;
+    switch (e->kind) {
+    case E_INT: case E_FLOAT: case E_BOOL: case E_BLOCK:
+        return true;
+    case E_NAME:
+        return e->sym && !e->sym->is_shared;
+    case E_UNARY: case E_CAST:
+        return thread_local_expr(e->a);
+    case E_BINARY:
+        return e->op != OP_MATMUL && thread_local_expr(e->a) && thread_local_expr(e->b);
+    case E_CALL:
+        /* scalar functions only: a tile's reductions and scans go through shared memory */
+        if (e->shape.rank)
+            return false;
+        for (int i = 0; i < e->nargs; i++)
+            if (e->args[i]->shape.rank || !thread_local_expr(e->args[i]))
+                return false;
+        return true;
+    case E_INDEX:
+        if (e->shape.rank || !e->sym || e->sym->kind != SYM_TENSOR)
+            return false;
+        for (int i = 0; i < e->nidx; i++)
+            if (!thread_local_expr(e->idx[i].start))
+                return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The loop is a statement of the kernel's body, and what comes before it is thread-local. */
+static bool prologue_ok(Lower *c, Stmt *loop)
+{
+    Stmt *body = c->k->body;
+    for (int i = 0; body && i < body->nbody; i++) {
+        Stmt *st = body->body[i];
+        if (st == loop)
+            return true;
+        bool ok = (st->kind == S_LET && thread_local_expr(st->init)) ||
+                  (st->kind == S_VAR && !st->is_shared && thread_local_expr(st->init)) || st->kind == S_ASSUME;
+        if (!ok)
+            return false;
+    }
+    return false;
+}
+
+bool ws_choose(Lower *c, const PipeLoop *pl)
+{
+    int T = c->threads;
+    if (!c->opt || !c->opt->warp_spec)
+        return false;
+    if (!c->target->tma || c->ws_done || pl->promote || pl->S < 2 || T % 32 || T + 32 > 1024 ||
+        !prologue_ok(c, pl->loop))
+        return false;
+    for (int i = 0; i < pl->nops; i++) {
+        const PipeOperand *p = &pl->ops[i];
+        if (p->tmap < 0 || p->held || p->xpose || p->var || !p->plan || p->plan->row->path != MM_WGMMA ||
+            wgmma_promotes(p->plan->type))
+            return false;
+    }
+    /* the accumulator, and what the loop and its addresses need beside it, in the registers a
+       thread of T + 32 may have: a guess; a kernel that does not fit after all is compiled
+       again without the producer (compile.c) */
+    return layout_slots(&pl->ops[0].plan->acc) + 24 <= reg_budget(T + 32);
+}
+
+void ws_setup(Lower *c, PipeLoop *pl)
+{
+    Func *f = c->f;
+    int B = pl->nbuf, off = smem_alloc_aligned(c, 8 * B, 8);
+    smem_note_mbarriers(c, off, B);
+    f->cur_what = "stage free barrier";
+    RegArray arr = { "empty", B, RC_R, f->cur_line, false, false };
+    vec_push(&f->arrays, arr);
+    pl->empty = f->arrays.n - 1;
+    for (int st = 0; st < B; st++) {
+        int r = smem_base_reg(c, off + 8 * st);
+        Ins *in = emit_ins(f, OP_MBINIT, PT_B64);
+        in->src[0] = R(r);
+        in->nsrc = 1;
+        in->count = (uint16_t)(c->threads / 32);     /* one arrival a consumer warp */
+        in->guard = pl->leader;
+        in = emit_ins(f, OP_ARRSET, PT_U32);
+        in->src[0] = R(r);
+        in->nsrc = 1;
+        in->off = st;
+        in->array = pl->empty;
+    }
+    emit_ins(f, OP_MBFENCEINIT, PT_B32)->guard = pl->leader;
+    ir_bar(f);
+    f->cur_what = "consumer warp's lane 0";
+    int lane = ir_bin(f, OP_BAND, PT_B32, R(c->tid), IMM(31));
+    pl->lane0 = ir_setp(f, CMP_EQ, PT_U32, R(lane), IMM(0));
+    /* the block as launched: the consumers and the producer warp */
+    f->threads = c->meta->threads = c->threads + 32;
+    c->ws_done = true;
+    f->cur_what = "temporary";
+}
+
+/* Element idx of register tensor `array`. */
+static int element(Func *f, int array, int idx)
+{
+    int r = new_reg(f, RC_R);
+    Ins *in = emit_ins(f, OP_ARRGET, PT_U32);
+    in->dst[0] = r;
+    in->ndst = 1;
+    in->src[0] = R(idx);
+    in->nsrc = 1;
+    in->array = array;
+    return r;
+}
+
+/* stage + 1 mod B into stage; a wrap flips phase */
+static void advance(Func *f, int stage, int phase, int B)
+{
+    int n1 = ir_bin(f, OP_ADD, PT_U32, R(stage), IMM(1));
+    int wr = ir_setp(f, CMP_GE, PT_U32, R(n1), IMM(B));
+    Ins *in = emit_ins(f, OP_SELP, PT_U32);
+    in->dst[0] = stage;
+    in->ndst = 1;
+    in->src[0] = IMM(0);
+    in->src[1] = R(n1);
+    in->src[2] = R(wr);
+    in->nsrc = 3;
+    int flip = ir_tern(f, OP_SELP, PT_U32, IMM(1), IMM(0), R(wr));
+    ir_bin_to(f, OP_BXOR, PT_B32, phase, R(phase), R(flip));
+}
+
+void ws_producer(Lower *c, PipeLoop *pl, int lo, int64_t step)
+{
+    Func *f = c->f;
+    int T = c->threads, B = pl->nbuf;
+    int consumers = new_label(f), out = new_label(f), head = new_label(f);
+    f->cur_what = "producer warp";
+    /* warp-uniform (T is a multiple of 32) */
+    int producer = ir_setp(f, CMP_GE, PT_U32, R(c->tid), IMM(T));
+    ir_bra(f, consumers, producer, true);
+    int issuer = ir_setp(f, CMP_EQ, PT_U32, R(c->tid), IMM(T));
+    ir_bra(f, out, issuer, true);
+    f->code.v[f->code.n - 1].divergent = true;
+    int it = ir_mov(f, PT_S32, R(lo));
+    f->regs.v[it].what = "producer's iteration";
+    int stage = ir_mov(f, PT_U32, IMM(0));
+    f->regs.v[stage].what = "producer's stage";
+    int phase = ir_mov(f, PT_U32, IMM(0));
+    f->regs.v[phase].what = "producer's phase";
+    ir_label(f, head);
+    int end = ir_setp(f, CMP_GE, PT_S32, R(it), R(pl->hi));
+    ir_bra(f, out, end, false);
+    /* the stage's readers done (at once the first time round) */
+    int parity = ir_bin(f, OP_BXOR, PT_B32, R(phase), IMM(1));
+    tma_wait(c, element(f, pl->empty, stage), parity);
+    int leader = pl->leader;
+    pl->leader = issuer;
+    pipe_issue_copies(c, pl, it, R(stage));
+    pl->leader = leader;
+    advance(f, stage, phase, B);
+    ir_bin_to(f, OP_ADD, PT_S32, it, R(it), IMM(step));
+    ir_bra(f, head, -1, false);
+    ir_label(f, out);
+    emit_ins(f, OP_RET, PT_B32);
+    ir_label(f, consumers);
+    f->bar_threads = T;
+    f->cur_what = "temporary";
+}
+
+void ws_release(Lower *c, const PipeLoop *pl)
+{
+    Func *f = c->f;
+    int B = pl->nbuf;
+    /* the body waited for all but its own group: the previous iteration's stage is read */
+    int later = ir_setp(f, CMP_NE, PT_S32, R(pl->iter), pl->lo);
+    int wrap = ir_setp(f, CMP_EQ, PT_U32, R(pl->stage), IMM(0));
+    int back = ir_bin(f, OP_SUB, PT_U32, R(pl->stage), IMM(1));
+    int prev = ir_tern(f, OP_SELP, PT_U32, IMM(B - 1), R(back), R(wrap));
+    int go = ir_bin(f, OP_BAND, PT_PRED, R(later), R(pl->lane0));
+    int bar = element(f, pl->empty, prev);
+    Ins *in = emit_ins(f, OP_MBARRIVE, PT_B64);
+    in->src[0] = R(bar);
+    in->nsrc = 1;
+    in->guard = go;
+}
