@@ -373,6 +373,27 @@ static bool keeps_group(Lower *c, Stmt *body, const PipeOperand *ops, int nops, 
            per_sm / (bytes + staged + 1024) >= per_sm / (bytes + 1024);
 }
 
+/* The loop's product keeps its group in flight into the next iteration; an fp8 product's
+ * partial sums then live across iterations, zero for the first iteration's add. */
+static void keep_group(Lower *c, PipeLoop *pl)
+{
+    Func *f = c->f;
+    pl->wg_keep = 1;
+    const MatmulPlan *mp = pl->ops[0].plan;
+    if (!wgmma_promotes(mp->type) || pl->promote)
+        return;
+    pl->promote = true;
+    f->cur_what = "fp8 partial sums";
+    pl->part = tile_new(c, TY_F32, mp->acc);
+    for (int q = 0; q < layout_slots(&mp->acc); q++) {
+        Ins *in = emit_ins(f, OP_MOV, PT_F32);
+        in->dst[0] = pl->part.v[q].reg;
+        in->ndst = 1;
+        in->src[0] = FIMM(0);
+        in->nsrc = 1;
+    }
+}
+
 int pipe_windows(Lower *c, Stmt *s, Expr **out, int cap)
 {
     Sym *inner[256];
@@ -508,21 +529,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     PipeLoop pl = { .loop = s, .ops = ops, .nops = nops, .S = S, .nbuf = S, .phase = -1, .leader = -1 };
     if (keeps_group(c, body, ops, nops, S)) {
         pl.nbuf = S + 1;
-        pl.wg_keep = 1;
-        /* fp8: the product's partial sums, zero for the first iteration's add */
-        const MatmulPlan *mp = ops[0].plan;
-        if (wgmma_promotes(mp->type)) {
-            pl.promote = true;
-            f->cur_what = "fp8 partial sums";
-            pl.part = tile_new(c, TY_F32, mp->acc);
-            for (int q = 0; q < layout_slots(&mp->acc); q++) {
-                Ins *in = emit_ins(f, OP_MOV, PT_F32);
-                in->dst[0] = pl.part.v[q].reg;
-                in->ndst = 1;
-                in->src[0] = FIMM(0);
-                in->nsrc = 1;
-            }
-        }
+        keep_group(c, &pl);
     }
     int B = pl.nbuf;
     /* the slabs TMA can bring (lower_tma.c) */
@@ -561,7 +568,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     pl.ws = tma && one_product(c, body, ops, nops, S) && ws_choose(c, &pl);
     if (pl.ws) {
         /* the empty barriers guard the stage the group in flight reads: no spare stage needed */
-        pl.wg_keep = 1;
+        keep_group(c, &pl);
         ws_setup(c, &pl);
     }
     f->cur_what = "temporary";

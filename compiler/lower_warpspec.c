@@ -22,9 +22,9 @@
  * everything the kernel does before the loop is scalar arithmetic and register initialisation:
  * the producer warp runs that code too (it needs the loop's bounds and the tiles' coordinates),
  * and a load or store spread over the threads would send its 32 extra threads outside the tile.
- * Not for fp8 products, whose partial sums double the accumulator's registers; a kernel whose
- * registers do not fit beside the extra warp (9 warps: 168 a thread, regalloc.c's reg_budget) is
- * compiled again without it (compile.c). Only with -fwarp-specialize: measured neither faster
+ * An fp8 product's partial sums (lower_wgmma.c, wgmma_promotes) count twice the accumulator's
+ * registers; a kernel whose registers do not fit beside the extra warp (9 warps: 168 a thread,
+ * regalloc.c's reg_budget) is compiled again without it (compile.c). Only with -fwarp-specialize: measured neither faster
  * nor slower than the plain loop on the examples (docs/performance.md, "A producer warp"), it is
  * the ground a cluster's multicast copies need (a copy into both blocks waits for both blocks'
  * consumers: their empty barriers).
@@ -97,19 +97,20 @@ bool ws_choose(Lower *c, const PipeLoop *pl)
     int T = c->threads;
     if (!c->opt || !c->opt->warp_spec)
         return false;
-    if (!c->target->tma || c->ws_done || pl->promote || pl->S < 2 || T % 32 || T + 32 > 1024 ||
+    if (!c->target->tma || c->ws_done || pl->S < 2 || T % 32 || T + 32 > 1024 ||
         !prologue_ok(c, pl->loop))
         return false;
     for (int i = 0; i < pl->nops; i++) {
         const PipeOperand *p = &pl->ops[i];
-        if (p->tmap < 0 || p->held || p->xpose || p->var || !p->plan || p->plan->row->path != MM_WGMMA ||
-            wgmma_promotes(p->plan->type))
+        if (p->tmap < 0 || p->held || p->xpose || p->var || !p->plan || p->plan->row->path != MM_WGMMA)
             return false;
     }
-    /* the accumulator, and what the loop and its addresses need beside it, in the registers a
-       thread of T + 32 may have: a guess; a kernel that does not fit after all is compiled
-       again without the producer (compile.c) */
-    return layout_slots(&pl->ops[0].plan->acc) + 24 <= reg_budget(T + 32);
+    /* the accumulator (and an fp8 product's partial sums beside it), and what the loop and its
+       addresses need, in the registers a thread of T + 32 may have: a guess; a kernel that does
+       not fit after all is compiled again without the producer (compile.c) */
+    const MatmulPlan *mp = pl->ops[0].plan;
+    int acc = layout_slots(&mp->acc) * (wgmma_promotes(mp->type) ? 2 : 1);
+    return acc + 24 <= reg_budget(T + 32);
 }
 
 void ws_setup(Lower *c, PipeLoop *pl)

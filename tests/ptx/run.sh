@@ -555,6 +555,25 @@ if [ -n "$PTXAS" ] && [ -x "$PTXAS" ]; then
 else
 	skip "warp specialization: ptxas" "no ptxas"
 fi
+# fp8: the partial sums stay in flight with the group (lower_pipeline.c, keep_group), added
+# after the next iteration's wait, and ptxas keeps them without a spill
+"$tilec" --arch=sm_90a -fwarp-specialize examples/matmul_fp8.tile -o "$tmp/ws8.ptx" 2>/dev/null
+e=$(awk '/^\.visible \.entry matmul_fp8\(/{k=1} k' "$tmp/ws8.ptx" | awk '/^}/{print; exit} {print}')
+if grep -q '^//@kernel matmul_fp8 threads 288 ' "$tmp/ws8.ptx" && [ "$(echo "$e" | grep -c 'mbarrier\.arrive\.shared')" -eq 1 ] &&
+   [ "$(echo "$e" | grep -c 'wgmma\.wait_group\.sync\.aligned 0')" -eq 2 ]; then
+	pass "warp specialization: matmul_fp8's partial sums across the producer's stages"
+else
+	fail "warp specialization: matmul_fp8's partial sums across the producer's stages" "$(grep '^//@kernel' "$tmp/ws8.ptx" | tr '\n' ' ')"
+fi
+if [ -n "$PTXAS" ] && [ -x "$PTXAS" ]; then
+	"$PTXAS" -arch=sm_90a -v --warn-on-spills "$tmp/ws8.ptx" -o "$tmp/ws8.cubin" >"$tmp/ws8.log" 2>&1
+	probs=$(spill_problems "$tmp/ws8.log" matmul_fp8 matmul_fp8_block)
+	if [ $? -eq 0 ] && [ -z "$probs" ] && ! grep -q 'C75[01][0-9]\|C7602' "$tmp/ws8.log"; then
+		pass "warp specialization: matmul_fp8 through ptxas, no stack or spill"
+	else
+		fail "warp specialization: matmul_fp8 through ptxas, no stack or spill" "$probs"
+	fi
+fi
 for k in linear attention; do
 	"$tilec" --arch=sm_90a -fwarp-specialize examples/$k.tile -o "$tmp/ws.$k.ptx" 2>/dev/null
 	"$tilec" --arch=sm_90a examples/$k.tile -o "$tmp/ws0.$k.ptx" 2>/dev/null
