@@ -349,7 +349,11 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
             continue;
         }
         fprintf(o, "kernel %s (%s)\n", m->name, arch);
-        fprintf(o, "  threads            %d\n", m->threads);
+        if (m->threads != f->k->threads)   /* lower_warpspec.c */
+            fprintf(o, "  threads            %d (%d and a producer warp that issues the copies)\n", m->threads,
+                    f->k->threads);
+        else
+            fprintf(o, "  threads            %d\n", m->threads);
         fprintf(o, "  shared memory      %d bytes\n", m->smem_bytes);
         for (int j = 0; j < m->ndemoted; j++)
             fprintf(o, "    %-16s in shared memory: the registers cannot hold it\n", m->demoted[j]);

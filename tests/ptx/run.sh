@@ -574,6 +574,57 @@ if [ -n "$PTXAS" ] && [ -x "$PTXAS" ]; then
 		fail "warp specialization: matmul_fp8 through ptxas, no stack or spill" "$probs"
 	fi
 fi
+# Kernels written the way a user would: a product whose block walks the tiles with a 2-D grid
+# (producer warp), the same with a row sum before the loop (spread over the threads: plain),
+# and one at 1024 threads (its 128 rows too few for 8 warpgroups: mma.sync, no TMA, plain).
+# --report names the extra warp.
+cat >"$tmp/wsu.tile" <<'TILE'
+kernel grid2(A: f16[M, K], B: f16[K, N], C: f32[M, N]) grid(cdiv(M, 128), cdiv(N, 128)) threads(256)
+{
+    assume(K % 8 == 0);
+    assume(N % 8 == 0);
+    var acc: f32[128, 128] = 0;
+    for k in 0 .. K step 64 pipeline(3) {
+        acc += A[block.x * 128 +: 128, k +: 64] @ B[k +: 64, block.y * 128 +: 128];
+    }
+    C[block.x * 128 +: 128, block.y * 128 +: 128] = acc;
+}
+kernel rowsum_first(A: f16[M, K], B: f16[K, N], C: f32[M, N], S: f32[M]) grid(cdiv(M, 128), cdiv(N, 128)) threads(256)
+{
+    assume(K % 8 == 0);
+    assume(N % 8 == 0);
+    S[block.x * 128 +: 128] = sum(f32(A[block.x * 128 +: 128, 0 +: 64]), axis=1);
+    var acc: f32[128, 128] = 0;
+    for k in 0 .. K step 64 pipeline(3) {
+        acc += A[block.x * 128 +: 128, k +: 64] @ B[k +: 64, block.y * 128 +: 128];
+    }
+    C[block.x * 128 +: 128, block.y * 128 +: 128] = acc;
+}
+kernel wide(A: f16[M, K], B: f16[K, N], C: f32[M, N]) grid(cdiv(M, 128), cdiv(N, 128)) threads(1024)
+{
+    assume(K % 8 == 0);
+    assume(N % 8 == 0);
+    var acc: f32[128, 128] = 0;
+    for k in 0 .. K step 64 pipeline(3) {
+        acc += A[block.x * 128 +: 128, k +: 64] @ B[k +: 64, block.y * 128 +: 128];
+    }
+    C[block.x * 128 +: 128, block.y * 128 +: 128] = acc;
+}
+TILE
+"$tilec" --arch=sm_90a -fwarp-specialize "$tmp/wsu.tile" -o "$tmp/wsu.ptx" 2>"$tmp/wsu.err"
+want="grid2 288,rowsum_first 256,wide 1024"
+got=$(sed -n 's|^//@kernel \([a-z_0-9]*\) threads \([0-9]*\) .*|\1 \2|p' "$tmp/wsu.ptx" | paste -sd, -)
+if [ "$got" = "$want" ] && [ -z "$(maxntid_mismatches "$tmp/wsu.ptx")" ]; then
+	pass "warp specialization: a user's 2-D grid product, and where it stays plain"
+else
+	fail "warp specialization: a user's 2-D grid product, and where it stays plain" "threads: $got $(head -c 300 "$tmp/wsu.err")"
+fi
+"$tilec" --arch=sm_90a -fwarp-specialize --no-ptxas --report "$tmp/wsu.tile" 2>/dev/null >"$tmp/wsu.rep"
+if grep -q 'threads            288 (256 and a producer warp that issues the copies)' "$tmp/wsu.rep"; then
+	pass "warp specialization: --report names the producer warp"
+else
+	fail "warp specialization: --report names the producer warp" "$(grep threads "$tmp/wsu.rep" | head -3 | tr '\n' ' ')"
+fi
 for k in linear attention; do
 	"$tilec" --arch=sm_90a -fwarp-specialize examples/$k.tile -o "$tmp/ws.$k.ptx" 2>/dev/null
 	"$tilec" --arch=sm_90a examples/$k.tile -o "$tmp/ws0.$k.ptx" 2>/dev/null
