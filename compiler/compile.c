@@ -217,6 +217,19 @@ static int demote_peak(Kernel *k, const Func *f, Sym **demoted, int *n)
     return 0;
 }
 
+/* Lowering state is per compilation: an --emit=c list compiles the same checked program once
+ * per architecture, and one arch's plans and shared-memory offsets must not leak into the next
+ * (nor one try's into the next try of the same kernel). */
+static void forget_lowering(Kernel *k)
+{
+    for (int j = 0; j < k->nsyms; j++)
+        k->syms[j]->lower = NULL;
+    for (int j = 0; j < k->nviews; j++)
+        k->views[j]->lower = NULL;
+    for (int j = 0; j < k->nparams; j++)
+        k->params[j].sym->lower = NULL;
+}
+
 bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
 {
     Options opt = *options;
@@ -233,15 +246,7 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
         Kernel *k = p->kernels[i];
         Sym *demoted[DEMOTE_MAX];
         int ndemoted = 0;
-        /* Lowering state is per compilation: an --emit=c list compiles the same checked
-         * program once per architecture, and one arch's plans and shared-memory offsets must
-         * not leak into the next. */
-        for (int j = 0; j < k->nsyms; j++)
-            k->syms[j]->lower = NULL;
-        for (int j = 0; j < k->nviews; j++)
-            k->views[j]->lower = NULL;
-        for (int j = 0; j < k->nparams; j++)
-            k->params[j].sym->lower = NULL;
+        forget_lowering(k);
         /* Over the register budget with tiles a let holds at the peak, the kernel is compiled
            again with those lets in shared memory, until it fits; each try's messages are kept,
            and those of the one that stands (the first, when none fits) are printed. */
@@ -270,12 +275,7 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
                 int nw = diag.nwarnings;
                 diag = before;
                 diag.nwarnings = nw;
-                for (int j = 0; j < k->nsyms; j++)
-                    k->syms[j]->lower = NULL;
-                for (int j = 0; j < k->nviews; j++)
-                    k->views[j]->lower = NULL;
-                for (int j = 0; j < k->nparams; j++)
-                    k->params[j].sym->lower = NULL;
+                forget_lowering(k);
                 attempt--;
                 continue;
             }
