@@ -511,6 +511,9 @@ bool tma_choose(Lower *c, PipeLoop *pl);
 void tma_setup(Lower *c, PipeLoop *pl);
 void tma_issue(Lower *c, const PipeLoop *pl, PipeOperand *p, int base, int bar, int valid);
 void tma_wait(Lower *c, int bar, int phase);
+/* One mbarrier a stage of loop pl, 8 bytes each, initialised by the loop's leader with `count`
+ * arrivals, fenced and published by a barrier: the register tensor of their addresses. */
+int tma_barrier_ring(Lower *c, const PipeLoop *pl, const char *name, int count);
 
 /* ---- lower_warpspec.c: a producer warp for a pipelined loop's TMA copies (sm_90a). ws_choose
  * says whether loop pl may have one (after tma_choose); ws_setup, after tma_setup, makes the empty
@@ -524,6 +527,10 @@ void ws_release(Lower *c, const PipeLoop *pl);
 /* the copies of loop pl's operands for the iteration whose loop value is in register v, into
  * stage `stage` (lower_pipeline.c) */
 void pipe_issue_copies(Lower *c, const PipeLoop *pl, int v, Opnd stage);
+/* Element idx of register tensor `array`, in a new register (lower_pipeline.c) */
+int pipe_array_get(Func *f, int array, Opnd idx);
+/* stage + 1 mod B into register stage; a wrap flips register phase (phase < 0: none) */
+void pipe_advance(Func *f, int stage, int phase, int B);
 /* lower_limits.c: the trips of a constant loop that unrolls inside `copies` unrolled copies
  * (-1: it stays a loop); the instruction limit before and after lowering a statement (false
  * before: the statement would take the kernel past it, reported, and is not lowered). */

@@ -91,7 +91,7 @@ static void set_loop_value(Lower *c, Stmt *loop, int reg)
 }
 
 /* Element idx of register tensor array, in a new register. */
-static int array_get(Func *f, int array, Opnd idx)
+int pipe_array_get(Func *f, int array, Opnd idx)
 {
     int r = new_reg(f, RC_R);
     Ins *in = emit_ins(f, OP_ARRGET, PT_U32);
@@ -115,9 +115,9 @@ void pipe_issue_copies(Lower *c, const PipeLoop *pl, int v, Opnd stage)
         if (op->held)
             continue;      /* copied once, before the loop */
         Opnd idx = stage.kind == O_REG ? stage : R(ir_mov(f, PT_U32, stage));   /* before the read */
-        int base = array_get(f, op->array, idx);
+        int base = pipe_array_get(f, op->array, idx);
         if (op->tmap >= 0)
-            tma_issue(c, pl, op, base, array_get(f, op->bars, idx), valid);
+            tma_issue(c, pl, op, base, pipe_array_get(f, op->bars, idx), valid);
         else
             copy_window_async(c, op->window, base, op->pitch, op->swz, valid);
     }
@@ -147,7 +147,7 @@ int pipe_buffer(Lower *c, Expr *operand, Sym *var)
     PipeOperand *p = pipe_find(c, operand, var);
     if (p && p->held)
         return ir_mov(c->f, PT_U32, R(p->held_base));
-    return p ? array_get(c->f, p->array, R(c->pipe->stage)) : -1;
+    return p ? pipe_array_get(c->f, p->array, R(c->pipe->stage)) : -1;
 }
 
 static void cp_wait(Func *f, int n) { emit_ins(f, OP_CPWAIT, PT_B32)->inflight = n; }
@@ -189,14 +189,14 @@ static void publish_stage(Lower *c, int n)
         /* a producer warp's copies (all TMA): each consumer waits for the stage's bytes, and the
            empty barriers, not a block barrier, order the stage's reuse (lower_warpspec.c) */
         for (int i = 0; i < pl->nops; i++)
-            tma_wait(c, array_get(c->f, pl->ops[i].bars, R(pl->stage)), pl->phase);
+            tma_wait(c, pipe_array_get(c->f, pl->ops[i].bars, R(pl->stage)), pl->phase);
         return;
     }
     cp_wait(c->f, n);
     for (int i = 0; i < pl->nops; i++) {
         PipeOperand *p = &pl->ops[i];
         if (p->tmap >= 0)
-            tma_wait(c, array_get(c->f, p->bars, R(pl->stage)), pl->phase);
+            tma_wait(c, pipe_array_get(c->f, p->bars, R(pl->stage)), pl->phase);
         else if (rounds_in_place(p))
             round_window_tf32(c, p->window, pipe_buffer(c, p->operand, NULL), p->pitch, p->swz);
         else if (p->xpose)
@@ -218,6 +218,24 @@ void pipe_barrier(Lower *c)
         publish_stage(c, c->pipe->S - 2);
     else
         ir_bar(c->f);
+}
+
+void pipe_advance(Func *f, int stage, int phase, int B)
+{
+    int n1 = ir_bin(f, OP_ADD, PT_U32, R(stage), IMM(1));
+    int wr = ir_setp(f, CMP_GE, PT_U32, R(n1), IMM(B));
+    Ins *in = emit_ins(f, OP_SELP, PT_U32);
+    in->dst[0] = stage;
+    in->ndst = 1;
+    in->src[0] = IMM(0);
+    in->src[1] = R(n1);
+    in->src[2] = R(wr);
+    in->nsrc = 3;
+    if (phase >= 0) {
+        /* a wrap starts the stages' next phase */
+        int flip = ir_tern(f, OP_SELP, PT_U32, IMM(1), IMM(0), R(wr));
+        ir_bin_to(f, OP_BXOR, PT_B32, phase, R(phase), R(flip));
+    }
 }
 
 int pipe_first_iteration(Lower *c)
@@ -656,21 +674,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         ws_release(c, &pl);
     int phase = pl.phase;
     f->cur_line = s->loc.line;
-    /* next stage, wrapping */
-    int n1 = ir_bin(f, OP_ADD, PT_U32, R(stage), IMM(1));
-    int wr = ir_setp(f, CMP_GE, PT_U32, R(n1), IMM(B));
-    Ins *in = emit_ins(f, OP_SELP, PT_U32);
-    in->dst[0] = stage;
-    in->ndst = 1;
-    in->src[0] = IMM(0);
-    in->src[1] = R(n1);
-    in->src[2] = R(wr);
-    in->nsrc = 3;
-    if (phase >= 0) {
-        /* a wrap starts the stages' next phase */
-        int flip = ir_tern(f, OP_SELP, PT_U32, IMM(1), IMM(0), R(wr));
-        ir_bin_to(f, OP_BXOR, PT_B32, phase, R(phase), R(flip));
-    }
+    pipe_advance(f, stage, phase, B);
     ir_bin_to(f, OP_ADD, PT_S32, i, R(i), IMM(step));
     ir_bra(f, head, -1, false);
     ir_label(f, exit);

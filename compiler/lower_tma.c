@@ -167,31 +167,30 @@ static int map_address(Lower *c, int tmap)
     return addr;
 }
 
-/* The stages' barriers, 8 bytes each, as a register tensor like the stage buffers; initialised by
- * the issuing thread and made visible to every thread (and to the copies) before any use. */
-static void init_barriers(Lower *c, const PipeLoop *pl, PipeOperand *p)
+int tma_barrier_ring(Lower *c, const PipeLoop *pl, const char *name, int count)
 {
     Func *f = c->f;
     int S = pl->nbuf, off = smem_alloc_aligned(c, 8 * S, 8);
     smem_note_mbarriers(c, off, S);
-    RegArray arr = { arena_printf(c->a, "%s_full", p->operand->sym->name), S, RC_R, f->cur_line, false, false };
+    RegArray arr = { name, S, RC_R, f->cur_line, false, false };
     vec_push(&f->arrays, arr);
-    p->bars = f->arrays.n - 1;
+    int ring = f->arrays.n - 1;
     for (int st = 0; st < S; st++) {
         int r = smem_base_reg(c, off + 8 * st);
         Ins *in = emit_ins(f, OP_MBINIT, PT_B64);
         in->src[0] = R(r);
         in->nsrc = 1;
-        in->count = 1;
+        in->count = (uint16_t)count;
         in->guard = pl->leader;
         in = emit_ins(f, OP_ARRSET, PT_U32);
         in->src[0] = R(r);
         in->nsrc = 1;
         in->off = st;
-        in->array = p->bars;
+        in->array = ring;
     }
     emit_ins(f, OP_MBFENCEINIT, PT_B32)->guard = pl->leader;
     ir_bar(f);
+    return ring;
 }
 
 void tma_setup(Lower *c, PipeLoop *pl)
@@ -202,7 +201,7 @@ void tma_setup(Lower *c, PipeLoop *pl)
     for (int i = 0; i < pl->nops; i++)
         if (pl->ops[i].tmap >= 0) {
             f->cur_what = "TMA barrier";
-            init_barriers(c, pl, &pl->ops[i]);
+            pl->ops[i].bars = tma_barrier_ring(c, pl, arena_printf(c->a, "%s_full", pl->ops[i].operand->sym->name), 1);
             f->cur_what = "tensor map address";
             pl->ops[i].map_addr = map_address(c, pl->ops[i].tmap);
         }

@@ -116,27 +116,8 @@ bool ws_choose(Lower *c, const PipeLoop *pl)
 void ws_setup(Lower *c, PipeLoop *pl)
 {
     Func *f = c->f;
-    int B = pl->nbuf, off = smem_alloc_aligned(c, 8 * B, 8);
-    smem_note_mbarriers(c, off, B);
     f->cur_what = "stage free barrier";
-    RegArray arr = { "empty", B, RC_R, f->cur_line, false, false };
-    vec_push(&f->arrays, arr);
-    pl->empty = f->arrays.n - 1;
-    for (int st = 0; st < B; st++) {
-        int r = smem_base_reg(c, off + 8 * st);
-        Ins *in = emit_ins(f, OP_MBINIT, PT_B64);
-        in->src[0] = R(r);
-        in->nsrc = 1;
-        in->count = (uint16_t)(c->threads / 32);     /* one arrival a consumer warp */
-        in->guard = pl->leader;
-        in = emit_ins(f, OP_ARRSET, PT_U32);
-        in->src[0] = R(r);
-        in->nsrc = 1;
-        in->off = st;
-        in->array = pl->empty;
-    }
-    emit_ins(f, OP_MBFENCEINIT, PT_B32)->guard = pl->leader;
-    ir_bar(f);
+    pl->empty = tma_barrier_ring(c, pl, "empty", c->threads / 32);    /* one arrival a consumer warp */
     f->cur_what = "consumer warp's lane 0";
     int lane = ir_bin(f, OP_BAND, PT_B32, R(c->tid), IMM(31));
     pl->lane0 = ir_setp(f, CMP_EQ, PT_U32, R(lane), IMM(0));
@@ -144,35 +125,6 @@ void ws_setup(Lower *c, PipeLoop *pl)
     f->threads = c->meta->threads = c->threads + 32;
     c->ws_done = true;
     f->cur_what = "temporary";
-}
-
-/* Element idx of register tensor `array`. */
-static int element(Func *f, int array, int idx)
-{
-    int r = new_reg(f, RC_R);
-    Ins *in = emit_ins(f, OP_ARRGET, PT_U32);
-    in->dst[0] = r;
-    in->ndst = 1;
-    in->src[0] = R(idx);
-    in->nsrc = 1;
-    in->array = array;
-    return r;
-}
-
-/* stage + 1 mod B into stage; a wrap flips phase */
-static void advance(Func *f, int stage, int phase, int B)
-{
-    int n1 = ir_bin(f, OP_ADD, PT_U32, R(stage), IMM(1));
-    int wr = ir_setp(f, CMP_GE, PT_U32, R(n1), IMM(B));
-    Ins *in = emit_ins(f, OP_SELP, PT_U32);
-    in->dst[0] = stage;
-    in->ndst = 1;
-    in->src[0] = IMM(0);
-    in->src[1] = R(n1);
-    in->src[2] = R(wr);
-    in->nsrc = 3;
-    int flip = ir_tern(f, OP_SELP, PT_U32, IMM(1), IMM(0), R(wr));
-    ir_bin_to(f, OP_BXOR, PT_B32, phase, R(phase), R(flip));
 }
 
 void ws_producer(Lower *c, PipeLoop *pl, int lo, int64_t step)
@@ -198,12 +150,12 @@ void ws_producer(Lower *c, PipeLoop *pl, int lo, int64_t step)
     ir_bra(f, out, end, false);
     /* the stage's readers done (at once the first time round) */
     int parity = ir_bin(f, OP_BXOR, PT_B32, R(phase), IMM(1));
-    tma_wait(c, element(f, pl->empty, stage), parity);
+    tma_wait(c, pipe_array_get(f, pl->empty, R(stage)), parity);
     int leader = pl->leader;
     pl->leader = issuer;
     pipe_issue_copies(c, pl, it, R(stage));
     pl->leader = leader;
-    advance(f, stage, phase, B);
+    pipe_advance(f, stage, phase, B);
     ir_bin_to(f, OP_ADD, PT_S32, it, R(it), IMM(step));
     ir_bra(f, head, -1, false);
     ir_label(f, out);
@@ -223,7 +175,7 @@ void ws_release(Lower *c, const PipeLoop *pl)
     int back = ir_bin(f, OP_SUB, PT_U32, R(pl->stage), IMM(1));
     int prev = ir_tern(f, OP_SELP, PT_U32, IMM(B - 1), R(back), R(wrap));
     int go = ir_bin(f, OP_BAND, PT_PRED, R(later), R(pl->lane0));
-    int bar = element(f, pl->empty, prev);
+    int bar = pipe_array_get(f, pl->empty, R(prev));
     Ins *in = emit_ins(f, OP_MBARRIVE, PT_B64);
     in->src[0] = R(bar);
     in->nsrc = 1;

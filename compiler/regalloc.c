@@ -37,8 +37,9 @@ int reg_budget(int threads)
 
 /* The .maxnreg tilec binds ptxas to: the demand plus slack, never across an occupancy boundary.
  * What costs speed is not registers but occupancy: a block
- * of T threads using R registers lets floor(65536 / (T * R)) blocks share a multiprocessor (R in
- * units of 8, the hardware's allocation unit), and one register over a boundary can halve that
+ * of T threads using R registers lets 4 floor(16384 / (32 R)) / ceil(T / 32) blocks share a
+ * multiprocessor (R in units of 8, the hardware's allocation unit; whole warps a quadrant, as
+ * reg_budget says), and one register over a boundary can halve that
  * (layernorm at 1024 threads: 2 blocks at 32 registers, 1 at 40 -- measured 0.165 against
  * 0.239 ms on an H200). So the cap is the most registers that keep the occupancy the predicted
  * demand allows, with a tenth (at least REG_SLACK) of slack on the demand: ptxas reschedules our

@@ -544,17 +544,22 @@ else
 	fail "warp specialization: matmul_f16 with a producer warp, and without the option as before" \
 		"$(grep '^//@kernel\|maxntid' "$tmp/ws.ptx" | tr '\n' ' ')"
 fi
-if [ -n "$PTXAS" ] && [ -x "$PTXAS" ]; then
-	"$PTXAS" -arch=sm_90a -v --warn-on-spills "$tmp/ws.ptx" -o "$tmp/ws.cubin" >"$tmp/ws.log" 2>&1
-	probs=$(spill_problems "$tmp/ws.log" matmul_f16)
-	if [ $? -eq 0 ] && [ -z "$probs" ] && ! grep -q 'C75[01][0-9]\|C7602' "$tmp/ws.log"; then
-		pass "warp specialization: ptxas, no stack, spill or lost wgmma path"
-	else
-		fail "warp specialization: ptxas, no stack, spill or lost wgmma path" "$probs $(grep -m1 warning "$tmp/ws.log")"
+# ptxas_clean NAME PTX KERNEL...: sm_90a ptxas takes PTX with no stack, spill or lost wgmma path
+ptxas_clean() {
+	name=$1 ptx=$2; shift 2
+	if [ -z "$PTXAS" ] || [ ! -x "$PTXAS" ]; then
+		skip "$name" "no ptxas"
+		return
 	fi
-else
-	skip "warp specialization: ptxas" "no ptxas"
-fi
+	"$PTXAS" -arch=sm_90a -v --warn-on-spills "$ptx" -o "$ptx.cubin" >"$ptx.log" 2>&1
+	probs=$(spill_problems "$ptx.log" "$@")
+	if [ $? -eq 0 ] && [ -z "$probs" ] && ! grep -q 'C75[01][0-9]\|C7602' "$ptx.log"; then
+		pass "$name"
+	else
+		fail "$name" "$probs $(grep -m1 warning "$ptx.log")"
+	fi
+}
+ptxas_clean "warp specialization: ptxas, no stack, spill or lost wgmma path" "$tmp/ws.ptx" matmul_f16
 # fp8: the partial sums stay in flight with the group (lower_pipeline.c, keep_group), added
 # after the next iteration's wait, and ptxas keeps them without a spill
 "$tilec" --arch=sm_90a -fwarp-specialize examples/matmul_fp8.tile -o "$tmp/ws8.ptx" 2>/dev/null
@@ -565,52 +570,26 @@ if grep -q '^//@kernel matmul_fp8 threads 288 ' "$tmp/ws8.ptx" && [ "$(echo "$e"
 else
 	fail "warp specialization: matmul_fp8's partial sums across the producer's stages" "$(grep '^//@kernel' "$tmp/ws8.ptx" | tr '\n' ' ')"
 fi
-if [ -n "$PTXAS" ] && [ -x "$PTXAS" ]; then
-	"$PTXAS" -arch=sm_90a -v --warn-on-spills "$tmp/ws8.ptx" -o "$tmp/ws8.cubin" >"$tmp/ws8.log" 2>&1
-	probs=$(spill_problems "$tmp/ws8.log" matmul_fp8 matmul_fp8_block)
-	if [ $? -eq 0 ] && [ -z "$probs" ] && ! grep -q 'C75[01][0-9]\|C7602' "$tmp/ws8.log"; then
-		pass "warp specialization: matmul_fp8 through ptxas, no stack or spill"
-	else
-		fail "warp specialization: matmul_fp8 through ptxas, no stack or spill" "$probs"
-	fi
-fi
+ptxas_clean "warp specialization: matmul_fp8 through ptxas, no stack or spill" "$tmp/ws8.ptx" matmul_fp8 matmul_fp8_block
 # Kernels written the way a user would: a product whose block walks the tiles with a 2-D grid
 # (producer warp), the same with a row sum before the loop (spread over the threads: plain),
 # and one at 1024 threads (its 128 rows too few for 8 warpgroups: mma.sync, no TMA, plain).
 # --report names the extra warp.
-cat >"$tmp/wsu.tile" <<'TILE'
-kernel grid2(A: f16[M, K], B: f16[K, N], C: f32[M, N]) grid(cdiv(M, 128), cdiv(N, 128)) threads(256)
-{
-    assume(K % 8 == 0);
-    assume(N % 8 == 0);
-    var acc: f32[128, 128] = 0;
-    for k in 0 .. K step 64 pipeline(3) {
-        acc += A[block.x * 128 +: 128, k +: 64] @ B[k +: 64, block.y * 128 +: 128];
-    }
-    C[block.x * 128 +: 128, block.y * 128 +: 128] = acc;
+# user_product NAME THREADS [EXTRA_PARAMS] [STATEMENT]: C = A @ B over a 2-D grid of 128 x 128
+# tiles, STATEMENT before the loop
+user_product() {
+	printf 'kernel %s(A: f16[M, K], B: f16[K, N], C: f32[M, N]%s) grid(cdiv(M, 128), cdiv(N, 128)) threads(%s)\n' "$1" "$3" "$2"
+	printf '{\n    assume(K %% 8 == 0);\n    assume(N %% 8 == 0);\n%s\n    var acc: f32[128, 128] = 0;\n' "$4"
+	printf '    for k in 0 .. K step 64 pipeline(3) {\n'
+	printf '        acc += A[block.x * 128 +: 128, k +: 64] @ B[k +: 64, block.y * 128 +: 128];\n    }\n'
+	printf '    C[block.x * 128 +: 128, block.y * 128 +: 128] = acc;\n}\n'
 }
-kernel rowsum_first(A: f16[M, K], B: f16[K, N], C: f32[M, N], S: f32[M]) grid(cdiv(M, 128), cdiv(N, 128)) threads(256)
 {
-    assume(K % 8 == 0);
-    assume(N % 8 == 0);
-    S[block.x * 128 +: 128] = sum(f32(A[block.x * 128 +: 128, 0 +: 64]), axis=1);
-    var acc: f32[128, 128] = 0;
-    for k in 0 .. K step 64 pipeline(3) {
-        acc += A[block.x * 128 +: 128, k +: 64] @ B[k +: 64, block.y * 128 +: 128];
-    }
-    C[block.x * 128 +: 128, block.y * 128 +: 128] = acc;
-}
-kernel wide(A: f16[M, K], B: f16[K, N], C: f32[M, N]) grid(cdiv(M, 128), cdiv(N, 128)) threads(1024)
-{
-    assume(K % 8 == 0);
-    assume(N % 8 == 0);
-    var acc: f32[128, 128] = 0;
-    for k in 0 .. K step 64 pipeline(3) {
-        acc += A[block.x * 128 +: 128, k +: 64] @ B[k +: 64, block.y * 128 +: 128];
-    }
-    C[block.x * 128 +: 128, block.y * 128 +: 128] = acc;
-}
-TILE
+	user_product grid2 256
+	user_product rowsum_first 256 ', S: f32[M]' \
+		'    S[block.x * 128 +: 128] = sum(f32(A[block.x * 128 +: 128, 0 +: 64]), axis=1);'
+	user_product wide 1024
+} >"$tmp/wsu.tile"
 "$tilec" --arch=sm_90a -fwarp-specialize "$tmp/wsu.tile" -o "$tmp/wsu.ptx" 2>"$tmp/wsu.err"
 want="grid2 288,rowsum_first 256,wide 1024"
 got=$(sed -n 's|^//@kernel \([a-z_0-9]*\) threads \([0-9]*\) .*|\1 \2|p' "$tmp/wsu.ptx" | paste -sd, -)
