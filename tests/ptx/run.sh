@@ -614,6 +614,38 @@ for k in linear attention; do
 	fi
 done
 
+# A user's split-K product (few rows: the K loop cut into slices on grid y, run-time bounds,
+# partial sums added with atomic_add): the same fast path as the examples' loop -- wgmma with
+# both operands by TMA on sm_90a, mma.sync with cp.async on sm_80 -- and the sums leave as
+# reductions (red.global.add.f32), no local memory, ptxas clean.
+cat >"$tmp/splitk.tile" <<'TILE'
+kernel splitk(A: f16[M, K], B: f16[K, N], C: f32[M, N]) grid(cdiv(M, 64) * cdiv(N, 128), 4) threads(128)
+{
+    assume(K % 8 == 0);
+    assume(N % 8 == 0);
+    let m0 = block.x % cdiv(M, 64) * 64;
+    let n0 = block.x / cdiv(M, 64) * 128;
+    let slice = cdiv(cdiv(K, 4), 64) * 64;
+    let k0 = block.y * slice;
+    var acc: f32[64, 128] = 0;
+    for k in k0 .. min(K, k0 + slice) step 64 pipeline(4) {
+        acc += A[m0 +: 64, k +: 64] @ B[k +: 64, n0 +: 128];
+    }
+    atomic_add(C[m0 +: 64, n0 +: 128], acc);
+}
+TILE
+"$tilec" --arch=sm_90a "$tmp/splitk.tile" -o "$tmp/splitk90.ptx" 2>"$tmp/splitk.err"
+"$tilec" --arch=sm_80 "$tmp/splitk.tile" -o "$tmp/splitk80.ptx" 2>>"$tmp/splitk.err"
+if grep -q 'wgmma\.mma_async' "$tmp/splitk90.ptx" && grep -q 'cp\.async\.bulk\.tensor' "$tmp/splitk90.ptx" &&
+   [ "$(grep -c 'red\.global\.add\.f32' "$tmp/splitk90.ptx")" -ge 1 ] && grep -q 'mma\.sync' "$tmp/splitk80.ptx" &&
+   grep -q 'cp\.async\.cg' "$tmp/splitk80.ptx" && ! grep -q '\.local' "$tmp/splitk90.ptx" "$tmp/splitk80.ptx" &&
+   ! grep -q 'atom\.global' "$tmp/splitk90.ptx"; then
+	pass "a user's split-K product: the tensor-core loop, sums added by red.global"
+else
+	fail "a user's split-K product: the tensor-core loop, sums added by red.global" "$(head -c 300 "$tmp/splitk.err")"
+fi
+ptxas_clean "a user's split-K product: ptxas, no stack, spill or lost wgmma path" "$tmp/splitk90.ptx" splitk
+
 # ---- sum up
 cat "$tmp"/*.res >"$tmp/all"
 grep -E '^(FAIL|SKIP) ' "$tmp/all" | sed 's/^FAIL /FAIL: /; s/^SKIP /skip: /'
