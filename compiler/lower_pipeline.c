@@ -359,9 +359,8 @@ enum { DEEP_RESERVE = 16 * 1024 };
 /* The body is one `acc += a @ b` on the wgmma path, both operands in slabs: its group may stay in
  * flight into the next iteration, given a stage it does not read (keeps_group) or a producer
  * warp's empty barriers (lower_warpspec.c). */
-static bool one_product(Lower *c, Stmt *body, const PipeOperand *ops, int nops, int S)
+static bool one_product(Stmt *body, const PipeOperand *ops, int nops, int S)
 {
-    (void)c;
     if (S < 2 || body->nbody != 1)
         return false;
     Stmt *st = body->body[0];
@@ -376,7 +375,7 @@ static bool one_product(Lower *c, Stmt *body, const PipeOperand *ops, int nops, 
 
 static bool keeps_group(Lower *c, Stmt *body, const PipeOperand *ops, int nops, int S)
 {
-    if (!one_product(c, body, ops, nops, S))
+    if (!one_product(body, ops, nops, S))
         return false;
     int64_t bytes = c->smem_top, staged = 0;
     for (int i = 0; i < nops; i++) {
@@ -583,7 +582,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     }
     if (tma)
         tma_setup(c, &pl);
-    pl.ws = tma && one_product(c, body, ops, nops, S) && ws_choose(c, &pl);
+    pl.ws = tma && one_product(body, ops, nops, S) && ws_choose(c, &pl);
     if (pl.ws) {
         /* the empty barriers guard the stage the group in flight reads: no spare stage needed */
         keep_group(c, &pl);

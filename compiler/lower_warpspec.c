@@ -24,10 +24,10 @@
  * and a load or store spread over the threads would send its 32 extra threads outside the tile.
  * An fp8 product's partial sums (lower_wgmma.c, wgmma_promotes) count twice the accumulator's
  * registers; a kernel whose registers do not fit beside the extra warp (9 warps: 168 a thread,
- * regalloc.c's reg_budget) is compiled again without it (compile.c). Only with -fwarp-specialize: measured neither faster
- * nor slower than the plain loop on the examples (docs/performance.md, "A producer warp"), it is
- * the ground a cluster's multicast copies need (a copy into both blocks waits for both blocks'
- * consumers: their empty barriers).
+ * regalloc.c's reg_budget) is compiled again without it (compile.c). Only with
+ * -fwarp-specialize: measured neither faster nor slower than the plain loop on the examples
+ * (docs/performance.md, "A producer warp"), it is the ground a cluster's multicast copies need (a
+ * copy into both blocks waits for both blocks' consumers: their empty barriers).
  *
  * The block. The user's threads(T) stay the consumers, with every layout as before; the producer
  * is warp T / 32 (threads T .. T + 31), launched as part of the block (KernelMeta.threads, and
