@@ -315,9 +315,11 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         buf_puts(out, "], ");
         put_opnd(out, f, in->src[1], PT_U32);
         break;
-    case OP_TMALOAD:
-        buf_printf(out, "cp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes [",
-                   in->nsrc - 3);
+    case OP_TMALOAD: {
+        /* count: a multicast copy, whose last source is the cta mask (the blocks it writes) */
+        int ncoord = in->nsrc - 3 - (in->count ? 1 : 0);
+        buf_printf(out, "cp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes%s [",
+                   ncoord, in->count ? ".multicast::cluster" : "");
         put_opnd(out, f, in->src[0], PT_U32);
         if (in->off)
             buf_printf(out, "+%lld", (long long)in->off);
@@ -327,14 +329,31 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         put_opnd(out, f, in->src[2], PT_S32);
         buf_puts(out, ", ");
         put_opnd(out, f, in->src[3], PT_S32);
-        for (int j = 5; j < in->nsrc; j++) {
+        for (int j = 5; j < 3 + ncoord; j++) {
             buf_puts(out, ", ");
             put_opnd(out, f, in->src[j], PT_S32);
         }
         buf_puts(out, "}], [");
         put_opnd(out, f, in->src[4], PT_U32);
         buf_puts(out, "]");
+        if (in->count) {
+            buf_puts(out, ", ");
+            put_opnd(out, f, in->src[in->nsrc - 1], PT_B16);
+        }
         break;
+    }
+    case OP_STCLUSTER:
+        buf_puts(out, "st.shared::cluster.u32 [");
+        put_opnd(out, f, in->src[0], PT_U32);
+        buf_puts(out, "], ");
+        put_opnd(out, f, in->src[1], PT_U32);
+        break;
+    case OP_MBARRIVEC:
+        buf_puts(out, "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [");
+        put_opnd(out, f, in->src[0], PT_U32);
+        buf_puts(out, "]");
+        break;
+    case OP_CLUSTERSYNC: buf_puts(out, "barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire"); break;
     case OP_WGMMA: {
         /* the accumulators are the WGACC instructions that follow */
         bool tf32 = in->ty2 == PT_B32, b16 = in->ty2 == PT_F16 || in->ty2 == PT_BF16;

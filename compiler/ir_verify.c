@@ -148,7 +148,7 @@ static bool counts(Verify *v, int i)
         case OP_WGMMA: ns = in->a_regs ? 5 : 2; break;
         case OP_WGACC: ns = wgacc_reads(v->f, i) ? 4 : 0; break;
         case OP_WGHOLD: ns = in->nsrc >= 1 && in->nsrc <= 10 ? in->nsrc : 1; break;
-        case OP_TMALOAD: ns = in->nsrc >= 5 && in->nsrc <= 5 + TMAP_MAX_OUTER ? in->nsrc : 5; break;
+        case OP_TMALOAD: ns = in->nsrc >= 5 && in->nsrc <= 5 + TMAP_MAX_OUTER + (in->count ? 1 : 0) ? in->nsrc : 5; break;
         default: return fail(v, i, "ops.h gives no source count");
         }
     }
@@ -450,11 +450,16 @@ static bool check_ins(Verify *v, int i, const int *label_at)
             if (!src_kind(v, i, s, O_REG))
                 return false;
         return true;
-    case OP_MBINIT: case OP_MBEXPECT: case OP_MBINVAL: case OP_MBARRIVE:
+    case OP_MBINIT: case OP_MBEXPECT: case OP_MBINVAL: case OP_MBARRIVE: case OP_MBARRIVEC:
         return src_bits(v, i, 0, 32, false);
+    case OP_STCLUSTER:
+        return srcs_bits(v, i, 2, (const int[]){ 32, 32 });
     case OP_MBWAIT:
         return dst_bits(v, i, 0, 1, false) && srcs_bits(v, i, 2, (const int[]){ 32, 32 });
     case OP_TMALOAD:
+        if (in->count)   /* a multicast copy: the cta mask last */
+            return srcs_bits(v, i, in->nsrc - 1, (const int[]){ 32, 64, 32, 32, 32, 32, 32, 32 }) &&
+                   src_bits(v, i, in->nsrc - 1, 16, false);
         return srcs_bits(v, i, in->nsrc, (const int[]){ 32, 64, 32, 32, 32, 32, 32, 32 });
     case OP_F8WIDEN: case OP_F8NARROW:
         if (!in->text || (strcmp(in->text, "e4m3") && strcmp(in->text, "e5m2")))

@@ -61,6 +61,9 @@ Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *me
     mark_matmul_vars(c, k->body);
     plan_layouts(c, k->body);
     lower_block(c, k->body);
+    /* a kernel whose blocks may share copies in pairs (lower_warpspec.c) */
+    if (c->ws_cluster)
+        meta->cluster = 2;
     emit_ins(c->f, OP_RET, PT_B32);
     c->loc = k->loc;   /* the scratch serves the whole kernel */
     /* ... above every buffer, released ones included: no reuse code after the return */

@@ -120,6 +120,11 @@ typedef struct {
     /* copied as it lies and turned in place into a K-major slab after its copies
        (MatmulPathRow.xpose, lower_transpose.c) */
     bool xpose;
+    /* copied by TMA and shared with the other block of a 2-block cluster when mc (predicates:
+       mc_solo, the window is this block's alone; mc_mine[j], it is shared and this block issues
+       the boxes j, j + 2, ..., multicast into both) (lower_warpspec.c) */
+    bool mc;
+    int mc_solo, mc_mine[2];
 } PipeOperand;
 
 /* A pipelined loop while it is lowered (lower_pipeline.c); Lower.pipe is the innermost one whose
@@ -165,6 +170,12 @@ typedef struct PipeLoop {
        empty barriers, and the predicate of each consumer warp's lane 0 that arrives on them */
     bool ws;
     int empty, lane0;
+    /* ... in a cluster of two blocks that may share operand windows (lower_warpspec.c): the
+       block whose empty barriers a consumer warp also arrives on (the other block's when they
+       share any, else its own) */
+    bool cluster;
+    int partner;
+    int shares, done;             /* predicate: it shares any; the ring whose element 0 is `done` */
     struct PipeLoop *outer;
 } PipeLoop;
 
@@ -208,6 +219,8 @@ typedef struct Lower {
     bool versioning;
     /* a loop of this kernel has a producer warp (lower_warpspec.c): only one can */
     bool ws_done;
+    /* ... and it runs in clusters: every thread meets the other block before it leaves */
+    bool ws_cluster;
 } Lower;
 /* lower_pipeline.c: the innermost pipelined loop's issue of its pending copies (if any left) */
 void pipe_issue_pending(Lower *c);
@@ -511,6 +524,8 @@ bool tma_choose(Lower *c, PipeLoop *pl);
 void tma_setup(Lower *c, PipeLoop *pl);
 void tma_issue(Lower *c, const PipeLoop *pl, PipeOperand *p, int base, int bar, int valid);
 void tma_wait(Lower *c, int bar, int phase);
+/* the boxes (copies) of one stage of TMA operand p */
+int tma_boxes(const PipeOperand *p);
 /* One mbarrier a stage of loop pl, 8 bytes each, initialised by the loop's leader with `count`
  * arrivals, fenced and published by a barrier: the register tensor of their addresses. */
 int tma_barrier_ring(Lower *c, const PipeLoop *pl, const char *name, int count);
@@ -524,9 +539,15 @@ bool ws_choose(Lower *c, const PipeLoop *pl);
 void ws_setup(Lower *c, PipeLoop *pl);
 void ws_producer(Lower *c, PipeLoop *pl, int lo, int64_t step);
 void ws_release(Lower *c, const PipeLoop *pl);
+/* after the loop's last wgmma wait: in a cluster, the two blocks' word that each has all the
+ * other sent it */
+void ws_finish(Lower *c, const PipeLoop *pl);
 /* the copies of loop pl's operands for the iteration whose loop value is in register v, into
  * stage `stage` (lower_pipeline.c) */
 void pipe_issue_copies(Lower *c, const PipeLoop *pl, int v, Opnd stage);
+/* the loop variable of `loop` takes register reg's value; does e mention s (lower_pipeline.c) */
+void pipe_set_loop_value(Lower *c, Stmt *loop, int reg);
+bool pipe_uses_sym(Expr *e, Sym *s);
 /* Element idx of register tensor `array`, in a new register (lower_pipeline.c) */
 int pipe_array_get(Func *f, int array, Opnd idx);
 /* stage + 1 mod B into register stage; a wrap flips register phase (phase < 0: none) */

@@ -49,7 +49,7 @@ static bool invariant_but_loop_var(Expr *e, Sym **inner, int ninner)
 }
 
 /* Does e mention s? */
-static bool uses_sym(Expr *e, Sym *s)
+bool pipe_uses_sym(Expr *e, Sym *s)
 {
     if (!e)
         return false;
@@ -57,17 +57,17 @@ static bool uses_sym(Expr *e, Sym *s)
         return e->sym == s;
     if (e->kind == E_INDEX) {
         for (int i = 0; i < e->nidx; i++)
-            if (uses_sym(e->idx[i].start, s))
+            if (pipe_uses_sym(e->idx[i].start, s))
                 return true;
         return false;
     }
     if (e->kind == E_CALL) {
         for (int i = 0; i < e->nargs; i++)
-            if (uses_sym(e->args[i], s))
+            if (pipe_uses_sym(e->args[i], s))
                 return true;
         return false;
     }
-    return uses_sym(e->a, s) || uses_sym(e->b, s);
+    return pipe_uses_sym(e->a, s) || pipe_uses_sym(e->b, s);
 }
 
 /* A window the loop can copy ahead: its starts use the loop variable and values fixed before
@@ -84,7 +84,7 @@ static bool pipelinable_window(Expr *x, Sym **inner, int ninner)
     return true;
 }
 
-static void set_loop_value(Lower *c, Stmt *loop, int reg)
+void pipe_set_loop_value(Lower *c, Stmt *loop, int reg)
 {
     SymInfo *si = loop->sym->lower;
     si->val = tile_splat(c, TY_I32, layout_scalar(c->threads), R(reg));
@@ -109,7 +109,7 @@ void pipe_issue_copies(Lower *c, const PipeLoop *pl, int v, Opnd stage)
 {
     Func *f = c->f;
     int valid = ir_setp(f, CMP_LT, PT_S32, R(v), R(pl->hi));
-    set_loop_value(c, pl->loop, v);
+    pipe_set_loop_value(c, pl->loop, v);
     for (int i = 0; i < pl->nops; i++) {
         PipeOperand *op = &pl->ops[i];
         if (op->held)
@@ -475,6 +475,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             p->plan = NULL;
             p->side = 0;
             p->tmap = p->bars = p->map_addr = -1;
+            p->mc = false;
             p->held = false;
             p->xpose = false;
             p->bytes = ((int)st->rhs->shape.dim[0] * p->pitch * type_size(p->type) + 127) & ~127;
@@ -513,6 +514,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
             p->var = NULL;
             p->type = x->type;
             p->tmap = p->bars = p->map_addr = -1;
+            p->mc = false;
             p->held = false;
             p->plan = plan;
             p->side = j;
@@ -532,7 +534,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
            rounding would rewrite what the tensor cores may be reading) */
         for (int j = 0; j < 2; j++)
             if (have[j]) {
-                cand[j].held = !uses_sym(cand[j].window, s->sym) && !rounds_in_place(&cand[j]) && !cand[j].xpose;
+                cand[j].held = !pipe_uses_sym(cand[j].window, s->sym) && !rounds_in_place(&cand[j]) && !cand[j].xpose;
                 ops[nops++] = cand[j];
             }
     }
@@ -633,7 +635,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     pl.inflight = inflight ? &held : NULL;
     pl.outer = c->pipe;
     c->pipe = &pl;
-    set_loop_value(c, s, i);
+    pipe_set_loop_value(c, s, i);
     if (!bar_to_mma && S >= 2)
         publish_stage(c, S - 2);
     else if (!bar_to_mma)
@@ -661,7 +663,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     } else {
         pl.copies_pending = true;
     }
-    set_loop_value(c, s, i);
+    pipe_set_loop_value(c, s, i);
     pl.bar_pending = bar_to_mma;
     for (int b = 0; b < body->nbody; b++)
         lower_stmt(c, body->body[b]);
@@ -686,6 +688,8 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         for (int q = 0; pl.promote && pl.acc.v && q < layout_slots(&pl.acc.L); q++)
             ir_bin_to(f, OP_ADD, PT_F32, pl.acc.v[q].reg, pl.acc.v[q], pl.part.v[q]);
     }
+    if (pl.ws)
+        ws_finish(c, &pl);
     /* copies issued for iterations past the end were predicated off; drain anyway so shared
        memory is quiet for whatever follows */
     cp_wait(f, 0);

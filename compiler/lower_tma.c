@@ -47,6 +47,8 @@ enum { SLAB_BYTES = 128, TMA_BOX_MAX = 256 };
 /* Columns of one slab: one box is the window's rows by that many columns */
 static int slab_cols(const PipeOperand *p) { return SLAB_BYTES / type_size(p->type); }
 
+int tma_boxes(const PipeOperand *p) { return (int)p->window->shape.dim[1] / slab_cols(p); }
+
 /* The maps' element type: f32 tiles are read as tf32 (rounded on the copy), 8-bit ones as bytes */
 static const char *map_type(ElemType t)
 {
@@ -210,6 +212,28 @@ void tma_setup(Lower *c, PipeLoop *pl)
     f->cur_what = "temporary";
 }
 
+/* One box of a stage: slab j of the window at (row, col + j * slab columns). mask: a register
+ * with a multicast copy's blocks of the cluster (-1: this block's shared memory only). */
+static void issue_box(Lower *c, const PipeOperand *p, int base, int bar, int j, int rows, int row, int cj,
+                      const int *outer, int nouter, int guard, int mask)
+{
+    Ins *in = emit_ins(c->f, OP_TMALOAD, PT_B32);
+    in->src[0] = R(base);
+    in->off = (int64_t)j * rows * SLAB_BYTES;
+    in->src[1] = R(p->map_addr);
+    in->src[2] = R(cj);
+    in->src[3] = R(row);
+    in->src[4] = R(bar);
+    in->nsrc = 5;
+    for (int q = 0; q < nouter; q++)
+        in->src[in->nsrc++] = R(outer[q]);
+    in->guard = guard;
+    if (mask >= 0) {
+        in->src[in->nsrc++] = R(mask);
+        in->count = 1;
+    }
+}
+
 void tma_issue(Lower *c, const PipeLoop *pl, PipeOperand *p, int base, int bar, int valid)
 {
     Func *f = c->f;
@@ -226,19 +250,21 @@ void tma_issue(Lower *c, const PipeLoop *pl, PipeOperand *p, int base, int bar, 
     in->nsrc = 1;
     in->bytes = rows * cols * type_size(p->type);
     in->guard = go;
+    /* a window both blocks of a cluster copy: each block issues every other box into both
+       (the same offsets, its barrier at the same offset counting the bytes in each block), so
+       each stage still receives all its bytes and announces them as before */
+    int solo = go, mine[2] = { -1, -1 }, both = -1;
+    if (p->mc) {
+        both = ir_mov(f, PT_B16, IMM(3));     /* the cta mask: blocks 0 and 1 of the cluster */
+        solo = ir_bin(f, OP_BAND, PT_PRED, R(go), R(p->mc_solo));
+        for (int q = 0; q < 2; q++)
+            mine[q] = ir_bin(f, OP_BAND, PT_PRED, R(go), R(p->mc_mine[q]));
+    }
     for (int j = 0; j < cols / sc; j++) {
         int cj = j ? ir_bin(f, OP_ADD, PT_S32, R(col), IMM(j * sc)) : col;
-        in = emit_ins(f, OP_TMALOAD, PT_B32);
-        in->src[0] = R(base);
-        in->off = (int64_t)j * rows * SLAB_BYTES;
-        in->src[1] = R(p->map_addr);
-        in->src[2] = R(cj);
-        in->src[3] = R(row);
-        in->src[4] = R(bar);
-        in->nsrc = 5;
-        for (int j = 0; j < r - 2; j++)
-            in->src[in->nsrc++] = R(outer[j]);
-        in->guard = go;
+        issue_box(c, p, base, bar, j, rows, row, cj, outer, r - 2, solo, -1);
+        if (p->mc)
+            issue_box(c, p, base, bar, j, rows, row, cj, outer, r - 2, mine[j % 2], both);
     }
 }
 

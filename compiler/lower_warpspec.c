@@ -113,11 +113,54 @@ bool ws_choose(Lower *c, const PipeLoop *pl)
     return acc + 24 <= reg_budget(T + 32);
 }
 
+/* e is the loop variable plus or minus values the loop does not change, or one of those: two
+ * blocks whose window starts there agree in every iteration once they agree in the first. */
+static bool moves_with_loop(Expr *e, Sym *k)
+{
+    if (!pipe_uses_sym(e, k))
+        return true;
+    if (e->kind == E_NAME)
+        return e->sym == k;
+    if (e->kind == E_BINARY && e->op == '+')
+        return (!pipe_uses_sym(e->a, k) && moves_with_loop(e->b, k)) ||
+               (!pipe_uses_sym(e->b, k) && moves_with_loop(e->a, k));
+    if (e->kind == E_BINARY && e->op == '-')
+        return !pipe_uses_sym(e->b, k) && moves_with_loop(e->a, k);
+    return false;
+}
+
+/* Which windows a cluster's two blocks may find they share: every copied one whose starts move
+ * with the loop (moves_with_loop). */
+static int cluster_candidates(Lower *c, PipeLoop *pl)
+{
+    int n = 0;
+    for (int i = 0; i < pl->nops; i++) {
+        PipeOperand *p = &pl->ops[i];
+        if (p->held || p->tmap < 0)
+            continue;
+        /* each block issues every other box: with one box, one block would issue nothing, and
+           the other's consumers could then run a stage ahead and arrive twice on its barriers
+           within one phase */
+        bool ok = tma_boxes(p) >= 2;
+        for (int d = 0; d < p->window->nidx; d++)
+            ok &= moves_with_loop(p->window->idx[d].start, pl->loop->sym);
+        p->mc = ok && !c->opt->no_cluster;
+        n += p->mc;
+    }
+    return n;
+}
+
 void ws_setup(Lower *c, PipeLoop *pl)
 {
     Func *f = c->f;
+    pl->cluster = cluster_candidates(c, pl) > 0;
     f->cur_what = "stage free barrier";
-    pl->empty = tma_barrier_ring(c, pl, "empty", c->threads / 32);    /* one arrival a consumer warp */
+    /* one arrival a consumer warp, and in a cluster one more from a warp of the block it shares
+       stages with (itself when it shares none) */
+    pl->empty = tma_barrier_ring(c, pl, "empty", c->threads / 32 * (pl->cluster ? 2 : 1));
+    /* the other block's word that it has all this block sent it (ws_finish; element 0) */
+    if (pl->cluster)
+        pl->done = tma_barrier_ring(c, pl, "cluster_done", 1);
     f->cur_what = "consumer warp's lane 0";
     int lane = ir_bin(f, OP_BAND, PT_B32, R(c->tid), IMM(31));
     pl->lane0 = ir_setp(f, CMP_EQ, PT_U32, R(lane), IMM(0));
@@ -127,11 +170,107 @@ void ws_setup(Lower *c, PipeLoop *pl)
     f->cur_what = "temporary";
 }
 
+/* The two blocks of a cluster (launched so where the grid allows: KernelMeta.cluster) compare
+ * the first iteration's window starts of each candidate operand and the loop's bounds: thread 0
+ * of each writes its own into the other's shared memory, a cluster barrier (which also publishes
+ * both blocks' barrier initialisation) separates the writes from the reads, and each thread
+ * compares. Equal, and the loop moves them alike (moves_with_loop): the blocks read the same
+ * window in every iteration, and each issues half its boxes into both. Both blocks reach the
+ * same answer, so they agree on the protocol; launched alone (%cluster_nctarank 1), a block
+ * shares nothing. */
+static void ws_exchange(Lower *c, PipeLoop *pl, int lo)
+{
+    Func *f = c->f;
+    enum { MAXW = 16 };
+    int own[MAXW], nw = 0;
+    f->cur_what = "a window start the blocks compare";
+    pipe_set_loop_value(c, pl->loop, lo);
+    for (int i = 0; i < pl->nops; i++) {
+        PipeOperand *p = &pl->ops[i];
+        for (int d = 0; p->mc && d < p->window->nidx && nw + 2 < MAXW; d++)
+            own[nw++] = opnd_reg(c, lower_expr(c, p->window->idx[d].start, NULL).v[0], PT_S32);
+    }
+    own[nw++] = lo;
+    own[nw++] = pl->hi;
+    int off = smem_alloc_aligned(c, 4 * nw, 128);
+    f->smem_bufs.v[f->smem_bufs.n - 1].name = "the window starts the cluster's blocks compare";
+    f->cur_what = "cluster rank";
+    int rank = ir_movsym(f, PT_U32, "%cluster_ctarank");
+    int nranks = ir_movsym(f, PT_U32, "%cluster_nctarank");
+    int two = ir_setp(f, CMP_EQ, PT_U32, R(nranks), IMM(2));
+    int other = ir_bin(f, OP_BXOR, PT_B32, R(rank), IMM(1));
+    int peer = ir_tern(f, OP_SELP, PT_U32, R(other), R(rank), R(two));
+    int base = smem_base_reg(c, off);
+    int there = ir_bin(f, OP_MAPA, PT_U32, R(base), R(peer));
+    /* the other block may not have started: its shared memory is written only after both
+       arrived once (which also publishes both blocks' barrier initialisation) */
+    emit_ins(f, OP_CLUSTERSYNC, PT_B32);
+    for (int w = 0; w < nw; w++) {
+        int at = w ? ir_bin(f, OP_ADD, PT_U32, R(there), IMM(4 * w)) : there;
+        Ins *in = emit_ins(f, OP_STCLUSTER, PT_B32);
+        in->src[0] = R(at);
+        in->src[1] = R(own[w]);
+        in->nsrc = 2;
+        in->guard = pl->leader;
+    }
+    emit_ins(f, OP_CLUSTERSYNC, PT_B32);
+    c->ws_cluster = true;
+    /* the other block's values, now in this one's shared memory */
+    int same_loop = two;
+    int w = nw - 2;
+    for (int q = 0; q < 2; q++) {
+        int v = new_reg(f, RC_R);
+        Ins *in = emit_ins(f, OP_LD, PT_B32);
+        in->space = SP_SHARED;
+        in->dst[0] = v;
+        in->ndst = 1;
+        in->src[0] = R(base);
+        in->nsrc = 1;
+        in->off = 4 * (w + q);
+        int eq = ir_setp(f, CMP_EQ, PT_S32, R(v), R(own[w + q]));
+        same_loop = ir_bin(f, OP_BAND, PT_PRED, R(same_loop), R(eq));
+    }
+    int any = ir_setp(f, CMP_NE, PT_U32, R(rank), R(rank));    /* false */
+    int first = ir_setp(f, CMP_EQ, PT_U32, R(rank), IMM(0));
+    int second = ir_setp(f, CMP_NE, PT_U32, R(rank), IMM(0));
+    w = 0;
+    for (int i = 0; i < pl->nops; i++) {
+        PipeOperand *p = &pl->ops[i];
+        if (!p->mc)
+            continue;
+        int shared = same_loop;
+        for (int d = 0; d < p->window->nidx && w < nw - 2; d++, w++) {
+            int v = new_reg(f, RC_R);
+            Ins *in = emit_ins(f, OP_LD, PT_B32);
+            in->space = SP_SHARED;
+            in->dst[0] = v;
+            in->ndst = 1;
+            in->src[0] = R(base);
+            in->nsrc = 1;
+            in->off = 4 * w;
+            int eq = ir_setp(f, CMP_EQ, PT_S32, R(v), R(own[w]));
+            shared = ir_bin(f, OP_BAND, PT_PRED, R(shared), R(eq));
+        }
+        f->cur_what = "operand shared in the cluster";
+        p->mc_solo = ir_un(f, OP_BNOT, PT_PRED, R(shared));
+        p->mc_mine[0] = ir_bin(f, OP_BAND, PT_PRED, R(shared), R(first));
+        p->mc_mine[1] = ir_bin(f, OP_BAND, PT_PRED, R(shared), R(second));
+        any = ir_bin(f, OP_BOR, PT_PRED, R(any), R(shared));
+    }
+    /* a consumer warp's second arrival: on the block it shares stages with */
+    f->cur_what = "the block a consumer warp also releases stages in";
+    pl->partner = ir_tern(f, OP_SELP, PT_U32, R(other), R(rank), R(any));
+    pl->shares = any;
+    f->cur_what = "temporary";
+}
+
 void ws_producer(Lower *c, PipeLoop *pl, int lo, int64_t step)
 {
     Func *f = c->f;
     int T = c->threads, B = pl->nbuf;
     int consumers = new_label(f), out = new_label(f), head = new_label(f);
+    if (pl->cluster)
+        ws_exchange(c, pl, lo);
     f->cur_what = "producer warp";
     /* warp-uniform (T is a multiple of 32) */
     int producer = ir_setp(f, CMP_GE, PT_U32, R(c->tid), IMM(T));
@@ -169,15 +308,56 @@ void ws_release(Lower *c, const PipeLoop *pl)
 {
     Func *f = c->f;
     int B = pl->nbuf;
-    /* the body waited for all but its own group: the previous iteration's stage is read */
+    /* the body waited for all but its own group: the previous iteration's stage is read. It is
+       handed back only where the producer fills it again (iteration iter + (B - 1) steps is in
+       the loop): in a cluster, no arrival reaches the other block after its last wait for one,
+       when its loop may be over and the barrier's memory reused. */
+    int64_t step = pl->loop->step ? pl->loop->step->ival : 1;
     int later = ir_setp(f, CMP_NE, PT_S32, R(pl->iter), pl->lo);
+    int refill = ir_bin(f, OP_ADD, PT_S32, R(pl->iter), IMM((B - 1) * step));
+    int again = ir_setp(f, CMP_LT, PT_S32, R(refill), R(pl->hi));
     int wrap = ir_setp(f, CMP_EQ, PT_U32, R(pl->stage), IMM(0));
     int back = ir_bin(f, OP_SUB, PT_U32, R(pl->stage), IMM(1));
     int prev = ir_tern(f, OP_SELP, PT_U32, IMM(B - 1), R(back), R(wrap));
     int go = ir_bin(f, OP_BAND, PT_PRED, R(later), R(pl->lane0));
+    go = ir_bin(f, OP_BAND, PT_PRED, R(go), R(again));
     int bar = pipe_array_get(f, pl->empty, R(prev));
     Ins *in = emit_ins(f, OP_MBARRIVE, PT_B64);
     in->src[0] = R(bar);
     in->nsrc = 1;
     in->guard = go;
+    if (pl->cluster) {
+        int there = ir_bin(f, OP_MAPA, PT_U32, R(bar), R(pl->partner));
+        in = emit_ins(f, OP_MBARRIVEC, PT_B64);
+        in->src[0] = R(there);
+        in->nsrc = 1;
+        in->guard = go;
+    }
+}
+
+/* After the loop, in a cluster whose blocks share copies: a block must not leave, nor reuse the
+ * loop's shared memory, while copies it issued may still be landing in the other block, or the
+ * other's arrivals may still reach its barriers. Each block's thread 0, past its last stage's
+ * wait (every copy into this block has landed), says so on the other's `done` barrier; then
+ * every consumer waits for the other's word. The other's arrivals on the empty barriers all
+ * came before this block's last stages were filled (ws_release). (A cluster barrier at the
+ * kernel's end would do, but raised an illegal instruction on an H200 there.) */
+void ws_finish(Lower *c, const PipeLoop *pl)
+{
+    Func *f = c->f;
+    if (!pl->cluster)
+        return;
+    f->cur_what = "cluster's done barrier";
+    int bar = pipe_array_get(f, pl->done, IMM(0));
+    int there = ir_bin(f, OP_MAPA, PT_U32, R(bar), R(pl->partner));
+    int go = ir_bin(f, OP_BAND, PT_PRED, R(pl->shares), R(pl->leader));
+    Ins *in = emit_ins(f, OP_MBARRIVEC, PT_B64);
+    in->src[0] = R(there);
+    in->nsrc = 1;
+    in->guard = go;
+    int skip = new_label(f);
+    ir_bra(f, skip, pl->shares, true);
+    tma_wait(c, bar, ir_mov(f, PT_U32, IMM(0)));
+    ir_label(f, skip);
+    f->cur_what = "temporary";
 }

@@ -173,6 +173,10 @@ static int parse_args(Cli *cli, int argc, char **argv)
             cli->opt.warp_spec = true;
         } else if (!strcmp(a, "-fno-warp-specialize")) {
             cli->opt.warp_spec = false;
+        } else if (!strcmp(a, "-fcluster")) {
+            cli->opt.no_cluster = false;
+        } else if (!strcmp(a, "-fno-cluster")) {
+            cli->opt.no_cluster = true;
         } else if (!strncmp(a, "-fno-", 5) && pass_disable(&cli->opt, a + 5)) {
             /* a pass of compile.c's table, off */
         } else if (a[0] == '-' && a[1]) {

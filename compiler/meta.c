@@ -90,5 +90,7 @@ void meta_write(Buf *out, KernelMeta *k)
             buf_printf(out, " | %s | %s", t->outer_rpn[j], t->outer_stride_rpn[j]);
         buf_puts(out, "\n");
     }
+    if (k->cluster)
+        buf_printf(out, "//@cluster %d\n", k->cluster);
     buf_puts(out, "//@end\n");
 }

@@ -416,6 +416,9 @@ typedef struct {
     const char **assume_rpn; const char **assume_text; int nassumes;
     int pred_regs;         /* predicted registers per thread (regalloc) */
     TensorMapMeta *tmaps; int ntmaps;   /* the TMA tensor maps, passed after the arguments */
+    /* blocks a cluster where the grid's x extent allows (lower_warpspec.c: two blocks that copy
+       the same operand window share its copies); 0: launched without clusters */
+    int cluster;
     /* Filled from ptxas -v when it ran (-1 otherwise): */
     int ptxas_regs, ptxas_spill_stores, ptxas_spill_loads, ptxas_stack;
     /* ptxas serialized the kernel's wgmma for want of registers (C7512): the tensor cores' fast
@@ -434,6 +437,7 @@ typedef struct {
  *   //@assume RPN | TEXT
  *   //@tmap aP DTYPE SWIZZLE BOXROWS BOXCOLS | ROWS_RPN | COLS_RPN | PITCH_RPN
  *           [| EXTENT_RPN | STRIDE_RPN]...   (TensorMapMeta: its outer dimensions, innermost first)
+ *   //@cluster N               (KernelMeta.cluster, when not 0)
  *   //@end
  * (one //@kernel ... //@end group per kernel). runtime/meta.c parses exactly this, within its
  * limits: an RPN expression of at most META_MAX_RPN tokens (lowering refuses longer grid() and
@@ -755,6 +759,7 @@ typedef struct {
     bool verify_ir;        /* ir_verify after lowering and every pass (--verify-ir, TILEC_VERIFY_IR=1) */
     bool print_all_blocks; /* print() in every block, not only block (0, 0, 0) (--print-all-blocks) */
     bool warp_spec;        /* a producer warp for a pipelined loop's TMA copies (-fwarp-specialize) */
+    bool no_cluster;       /* ... without 2-block clusters that share operand windows (-fno-cluster) */
 } Options;
 
 /* Lowers one checked kernel. Returns NULL after reporting errors (e.g. a tile too large). */

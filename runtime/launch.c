@@ -2,6 +2,7 @@
  * rt_plan_launch (args.c) on the CPU; this file only talks to the driver. */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "tilert_internal.h"
 
@@ -56,6 +57,31 @@ static tilert_status encode_tmaps(tilert_kernel *k, rt_launch_plan *plan)
     return TILERT_OK;
 }
 
+/* A kernel that asks for clusters (//@cluster N) gets them where the grid's x extent is a
+ * multiple of N. It reads its cluster's size and shares nothing when alone, so a launch the
+ * driver refuses as clustered (say, no room for N such blocks at once) is made plain instead:
+ * CUDA_ERROR_NOT_SUPPORTED here means "launch it plain". Configuration errors are not sticky. */
+static CUresult launch_clustered(tilert_kernel *k, rt_launch_plan *plan, CUstream stream)
+{
+    int n = k->meta->cluster;
+    if (n < 2 || plan->grid[0] % (unsigned)n)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = (unsigned)n;
+    attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = plan->grid[0], cfg.gridDimY = plan->grid[1], cfg.gridDimZ = plan->grid[2];
+    cfg.blockDimX = (unsigned)k->meta->threads, cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = (unsigned)k->meta->smem_bytes;
+    cfg.hStream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return cuLaunchKernelEx(&cfg, k->fn, plan->params, NULL);
+}
+
 tilert_status tilert_launch(tilert_kernel *k, CUstream stream, const tilert_arg *args, int nargs)
 {
     tilert_status s;
@@ -72,9 +98,10 @@ tilert_status tilert_launch(tilert_kernel *k, CUstream stream, const tilert_arg 
     if (s == TILERT_OK)
         s = encode_tmaps(k, &plan);
     if (s == TILERT_OK) {
-        CUresult r = cuLaunchKernel(k->fn, plan.grid[0], plan.grid[1], plan.grid[2],
-                                    (unsigned)k->meta->threads, 1, 1,
-                                    (unsigned)k->meta->smem_bytes, stream, plan.params, NULL);
+        CUresult r = launch_clustered(k, &plan, stream);
+        if (r != CUDA_SUCCESS)
+            r = cuLaunchKernel(k->fn, plan.grid[0], plan.grid[1], plan.grid[2], (unsigned)k->meta->threads, 1, 1,
+                               (unsigned)k->meta->smem_bytes, stream, plan.params, NULL);
         if (r != CUDA_SUCCESS)
             s = rt_cuda_error("cuLaunchKernel", r);
     }

@@ -8,9 +8,12 @@
  *   //@assume RPN | TEXT
  *   //@tmap aP f32|tf32|f16|bf16 SWIZZLE BOXROWS BOXCOLS | ROWS_RPN | COLS_RPN | PITCH_RPN
  *           [| EXTENT_RPN | STRIDE_RPN]...   (up to 3 outer dimensions, innermost first)
+ *   //@cluster N
  *   //@end
  *
- * The //@arg lines come first; //@grid, //@assume and //@tmap lines follow in any order. A
+ * The //@arg lines come first; //@grid, //@assume, //@tmap and //@cluster lines follow in any
+ * order. //@cluster asks for clusters of N blocks along x where the grid's x extent is a
+ * multiple of N (the kernel works either way: it reads its cluster's size). A
  * //@tmap line describes pointer argument P as a row-major ROWS x COLS tensor whose rows are
  * PITCH elements apart, copied by TMA in boxes of BOXROWS x BOXCOLS elements. The kernel takes
  * one hidden CUtensorMap parameter per //@tmap line, in line order, after its arguments.
@@ -414,8 +417,8 @@ static tilert_status meta_line(Parser *P, char *body)
     if (!P->cur)
         return bad(P, "outside a //@kernel ... //@end group");
     if (strcmp(word, "arg") == 0) {
-        if (P->cur->ngrid || P->cur->nassumes || P->cur->ntmaps)
-            return bad(P, "//@arg after //@grid, //@assume or //@tmap");
+        if (P->cur->ngrid || P->cur->nassumes || P->cur->ntmaps || P->cur->cluster)
+            return bad(P, "//@arg after //@grid, //@assume, //@tmap or //@cluster");
         return arg_line(P, rest);
     }
     if (strcmp(word, "grid") == 0) {
@@ -427,6 +430,14 @@ static tilert_status meta_line(Parser *P, char *body)
         return assume_line(P, rest);
     if (strcmp(word, "tmap") == 0)
         return tmap_line(P, rest);
+    if (strcmp(word, "cluster") == 0) {
+        char *w[2];
+        int64_t n;
+        if (split(rest, w, 1) != 1 || !parse_int(w[0], 1, 8, &n))
+            return bad(P, "expected //@cluster N (1..8)");
+        P->cur->cluster = (int)n;
+        return TILERT_OK;
+    }
     if (strcmp(word, "end") == 0) {
         char *w[1];
         if (split(rest, w, 0) != 0)

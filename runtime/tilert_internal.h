@@ -90,6 +90,7 @@ typedef struct {
     rpn_expr grid[RT_MAX_GRID]; int ngrid;
     rpn_expr *assume; char **assume_text; int nassumes;
     rt_tmap_meta *tmaps; int ntmaps;
+    int cluster;           /* //@cluster: blocks a cluster along x where the grid allows; 0: none */
 } rt_kernel_meta;
 
 typedef struct {

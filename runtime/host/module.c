@@ -196,3 +196,14 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
     free(args);
     return ok ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
 }
+
+/* A clustered launch runs as a plain one: the interpreter runs the source, whose meaning does
+ * not depend on how blocks are grouped (the cluster only shares copies in the PTX). */
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+{
+    if (!config)
+        return CUDA_ERROR_INVALID_VALUE;
+    return cuLaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                          config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream,
+                          kernelParams, extra);
+}
