@@ -93,7 +93,12 @@ int wgmma_descriptor(Lower *c, int base, int lbo)
 {
     Func *f = c->f;
     int64_t fixed = ((int64_t)(lbo >> 4) << 16) | ((int64_t)(1024 >> 4) << 32) | ((int64_t)1 << 62);
-    int start = ir_bin(f, OP_SHR, PT_U32, R(base), IMM(4));
+    /* the address field is 14 bits: the address mod 2^18, over 16 (the PTX ISA's
+       matrix-descriptor-encode). A shared address can carry more: in a clustered launch the
+       block's rank sits above the 18 bits, and unmasked it would spill into the leading byte
+       offset (row-major B's second slab, read wrongly in the second block of each cluster). */
+    int low = ir_bin(f, OP_BAND, PT_B32, R(base), IMM(0x3FFFF));
+    int start = ir_bin(f, OP_SHR, PT_U32, R(low), IMM(4));
     int wide = ir_cvt(f, PT_U64, PT_U32, R(start));
     return ir_bin(f, OP_BOR, PT_B64, R(wide), IMM(fixed));
 }
