@@ -51,6 +51,7 @@ static void usage(FILE *out)
             "                     boundary the predicted demand allows)\n"
             "  -fwarp-specialize  a producer warp issues a pipelined product's TMA copies (sm_90a;\n"
             "                     docs/language.md, \"Warp specialization\")\n"
+            "  -fno-cluster       ... without pairs of blocks sharing an operand's copies\n"
             "  --version, --help\n"
             "usage: tilec --run[=KERNEL] [options] FILE.tile: run a kernel on the CPU (interpreter)\n"
             "  --set NAME=VALUE   a size or scalar parameter (every one is needed)\n"

@@ -29,6 +29,7 @@ static const char two_kernels[] =
     "//@arg N size i32 4\n"
     "//@grid a3 128 cdiv\n"
     "//@grid   a5 128 cdiv  \n"
+    "//@cluster 2\n"
     "//@assume a4 4 % 0 == | K % 4 == 0\n"
     "//@assume a5 4 % 0 == a3 0 > || | N % 4 == 0 || M > 0 | odd text\n"
     "//@end\n"
@@ -68,6 +69,8 @@ static void valid(void)
     if (!unit_check(s == TILERT_OK, "meta two kernels parse", "%s", tilert_last_error()))
         return;
     k = &m.k[0];
+    unit_check(k->cluster == 2 && m.k[1].cluster == 0, "meta //@cluster", "cluster %d, %d", k->cluster,
+               m.k[1].cluster);
     unit_check(m.nk == 2 && k->smem_bytes == 65536 && k->ngrid == 2 && k->nassumes == 2 &&
                    !strcmp(k->assume_text[0], "K % 4 == 0") &&
                    !strcmp(k->assume_text[1], "N % 4 == 0 || M > 0 | odd text") &&
@@ -163,6 +166,10 @@ int main(void)
     malformed("arg after grid", K ARG "//@grid a0\n//@arg M size i32 4\n//@end\n",
               "line 4: //@arg after //@grid");
     malformed("unknown line", K "//@frobnicate 1\n//@end\n", "line 2: unknown metadata line");
+    malformed("cluster 0", K "//@cluster 0\n//@end\n", "line 2: expected //@cluster N");
+    malformed("cluster 9", K "//@cluster 9\n//@end\n", "line 2: expected //@cluster N");
+    malformed("cluster two words", K "//@cluster 2 1\n//@end\n", "line 2: expected //@cluster N");
+    malformed("arg after cluster", K "//@cluster 2\n" ARG "//@end\n", "line 3: //@arg after");
     malformed("grid arg out of range", K ARG "//@grid a1 128 cdiv\n//@end\n", "out of range");
     malformed("grid not RPN", K ARG "//@grid a0 +\n//@end\n", "line 3:");
     malformed("grid empty", K ARG "//@grid\n//@end\n", "leaves 0 values");

@@ -48,6 +48,7 @@ static void roundtrip(void)
     k[0].pred_regs = 122;
     k[0].tmaps = matmul_tmaps;
     k[0].ntmaps = 3;
+    k[0].cluster = 2;
     k[1].name = "scalars";
     k[1].args = scalar_args;
     k[1].nargs = 7;
@@ -132,6 +133,8 @@ static void roundtrip(void)
         maps_ok = t->arg == 2 && t->nouter == 2 && e0 == 129 && s0 == 100000 && e1 == 7 && s1 == 12900000;
     }
     unit_check(maps_ok, "roundtrip tensor maps", "%s", b.s);
+    unit_check(m.k[0].cluster == 2 && m.k[1].cluster == 0, "roundtrip cluster", "%d %d", m.k[0].cluster,
+               m.k[1].cluster);
     unit_check(!strcmp(m.k[0].assume_text[0], "K % 4 == 0") &&
                    !strcmp(m.k[0].assume_text[1], "N % 4 == 0 || M > 0 | x") &&
                    !strcmp(m.k[0].assume_text[2], "N <=  8192") &&
