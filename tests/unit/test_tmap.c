@@ -213,7 +213,7 @@ static void parse_malformed(void)
     malformed("nine maps", text, "line 11: more than 8 tensor maps");
     malformed("arg after tmap",
               KERNEL "//@tmap a0 f32 0 8 8 | a2 | a2 | a2\n//@arg M size i32 4\n" END,
-              "line 6: //@arg after //@grid, //@assume or //@tmap");
+              "line 6: //@arg after //@grid, //@assume, //@tmap or //@cluster");
     malformed("tmap outside a kernel", "//@tmap a0 f32 0 8 8 | 1 | 8 | 8\n",
               "line 1: outside a //@kernel");
 }
