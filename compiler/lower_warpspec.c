@@ -144,7 +144,7 @@ static int cluster_candidates(Lower *c, PipeLoop *pl)
         bool ok = tma_boxes(p) >= 2;
         for (int d = 0; d < p->window->nidx; d++)
             ok &= moves_with_loop(p->window->idx[d].start, pl->loop->sym);
-        p->mc = ok && !c->opt->no_cluster;
+        p->mc = ok && c->opt->cluster;
         n += p->mc;
     }
     return n;

@@ -51,7 +51,7 @@ static void usage(FILE *out)
             "                     boundary the predicted demand allows)\n"
             "  -fwarp-specialize  a producer warp issues a pipelined product's TMA copies (sm_90a;\n"
             "                     docs/language.md, \"Warp specialization\")\n"
-            "  -fno-cluster       ... without pairs of blocks sharing an operand's copies\n"
+            "  -fcluster          ... and pairs of blocks sharing an operand's copies (TMA multicast)\n"
             "  --version, --help\n"
             "usage: tilec --run[=KERNEL] [options] FILE.tile: run a kernel on the CPU (interpreter)\n"
             "  --set NAME=VALUE   a size or scalar parameter (every one is needed)\n"
@@ -175,9 +175,9 @@ static int parse_args(Cli *cli, int argc, char **argv)
         } else if (!strcmp(a, "-fno-warp-specialize")) {
             cli->opt.warp_spec = false;
         } else if (!strcmp(a, "-fcluster")) {
-            cli->opt.no_cluster = false;
+            cli->opt.cluster = true;
         } else if (!strcmp(a, "-fno-cluster")) {
-            cli->opt.no_cluster = true;
+            cli->opt.cluster = false;
         } else if (!strncmp(a, "-fno-", 5) && pass_disable(&cli->opt, a + 5)) {
             /* a pass of compile.c's table, off */
         } else if (a[0] == '-' && a[1]) {

@@ -759,7 +759,7 @@ typedef struct {
     bool verify_ir;        /* ir_verify after lowering and every pass (--verify-ir, TILEC_VERIFY_IR=1) */
     bool print_all_blocks; /* print() in every block, not only block (0, 0, 0) (--print-all-blocks) */
     bool warp_spec;        /* a producer warp for a pipelined loop's TMA copies (-fwarp-specialize) */
-    bool no_cluster;       /* ... without 2-block clusters that share operand windows (-fno-cluster) */
+    bool cluster;          /* ... in 2-block clusters that share operand windows (-fcluster) */
 } Options;
 
 /* Lowers one checked kernel. Returns NULL after reporting errors (e.g. a tile too large). */
