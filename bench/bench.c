@@ -91,6 +91,10 @@ static bool launch(tilert_kernel *k, Run *r, int set)
 {
     tilert_arg a[MAX_ARGS];
     int n = kind_of(r->w)->args(r, set, a);
+    /* a kernel that adds into C starts from zeros, which the caller pays for */
+    if (r->w->zero_c &&
+        !cu_ok(cuMemsetD32Async(r->buf[set][G_C], 0, (size_t)(r->w->m * r->w->n), r->stream), "cuMemsetD32Async"))
+        return false;
     tilert_status st = tilert_launch(k, r->stream, a, n);
     if (st != TILERT_OK) {
         fprintf(stderr, "bench: %s: launch failed: %s: %s\n", r->w->kernel,

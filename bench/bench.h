@@ -30,7 +30,12 @@ typedef struct {
     bool bias;             /* GEMM: a bias argument after B (all zeros: cuBLAS has none) */
     bool patches;          /* lse_bwd: the convolution variant (m images, n pixels, k outputs) */
     bool stats;            /* layernorm: also writes each row's mean and rstd (layernorm_stats) */
+    bool zero_c;           /* GEMM: the kernel adds into C (split K): C zeroed before each launch,
+                              the memset timed with it, as a caller pays for it */
 } Workload;
+
+/* A GEMM's buffers in Run.buf[set] */
+enum { G_A, G_B, G_C, G_BIAS };
 
 /* The live state of one workload: device buffers per input set and host copies of set 0. */
 typedef struct {

@@ -41,6 +41,9 @@ const Workload workloads[] = {
     GEMM3("matmul_f16", 512, 8192, 8192, DT_F16, DT_F16),
     GEMM3("matmul_f16", 4096, 8192, 8192, DT_F16, DT_F16),
     GEMM3("matmul_f16", 4096, 28672, 8192, DT_F16, DT_F16),
+    /* the few-token rows again with K split over 4 blocks added into f32 C (examples/matmul_splitk) */
+    { .kernel = "matmul_splitk", .kind = K_GEMM, .m = 16, .n = 8192, .k = 8192, .in = DT_F16, .out = DT_F32, .zero_c = true },
+    { .kernel = "matmul_splitk", .kind = K_GEMM, .m = 128, .n = 8192, .k = 8192, .in = DT_F16, .out = DT_F32, .zero_c = true },
     GEMM("matmul_bf16", 2048, DT_BF16, DT_BF16),
     GEMM("matmul_bf16", 4096, DT_BF16, DT_BF16),
     GEMM("matmul_bf16", 8192, DT_BF16, DT_BF16),
@@ -348,8 +351,6 @@ static bool no_before(Run *r, int s) { (void)r; (void)s; return true; }
 
 /* ---------------------------------------------------------------- GEMM */
 
-enum { G_A, G_B, G_C, G_BIAS };
-
 static size_t gemm_set_bytes(const Workload *w)
 {
     return (size_t)(w->m * w->k + w->k * w->n + (w->bias ? w->n : 0)) * dt_size(w->in)
@@ -450,10 +451,11 @@ static void gemm_describe(const Workload *w, char *size, size_t len, char *ref, 
     static const char *names[] = { "f32", "tf32", "f16", "bf16" };
     snprintf(size, len, "%lldx%lldx%lld", (long long)w->m, (long long)w->n, (long long)w->k);
     const char *ops = w->ta ? (w->tb ? " T,T" : " T,N") : w->tb ? " N,T" : "";
+    const char *out = (w->in == DT_F16 || w->in == DT_BF16) && w->out == DT_F32 ? " f32 out" : "";
     if (w->in == DT_F32 && w->out == DT_F32)
         snprintf(ref, rlen, "cuBLAS SGEMM%s", ops);
     else
-        snprintf(ref, rlen, "cuBLAS GemmEx %s%s", names[w->in], ops);
+        snprintf(ref, rlen, "cuBLAS GemmEx %s%s%s", names[w->in], ops, out);
 }
 
 static double gemm_work(const Workload *w) { return 2.0 * (double)w->m * (double)w->n * (double)w->k; }

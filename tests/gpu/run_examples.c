@@ -125,6 +125,7 @@ static Example examples[] = {
     {"matmul_f16", "A B C M K N", NULL, NULL, false, NULL},
     {"matmul_bf16", "A B C M K N", NULL, NULL, false, NULL},
     {"matmul_tf32", "A B C M K N", NULL, NULL, false, NULL},
+    {"matmul_splitk", "A B C M K N", NULL, NULL, false, NULL},
     {"gemm_bias_relu", "A B bias C M K N", NULL, NULL, false, NULL},
     {"linear", "X W bias Y M K N", NULL, NULL, false, NULL},
     {"linear_bf16", "X W bias Y M K N", NULL, NULL, false, "linear"},
@@ -632,6 +633,47 @@ static void case_mma_bt(tilert_context *ctx, const char *name, MmaType t, bool b
 done:
     free_case();
     free(ha), free(hb), free(hbias), free(ref), free(bound);
+}
+
+/* examples/matmul_splitk.tile: C (f32, zeroed; its guard poisoned) += A @ B, each tile's K loop
+ * cut into slices whose blocks add their partial sums atomically: any order of the adds is
+ * within the product's bound (sum_rel_bound counts two roundings a term). K small enough that
+ * some slices are empty (they add zeros), and not a multiple of the slice. */
+static void case_splitk(tilert_context *ctx, int m, int n, int kk)
+{
+    tilert_kernel *k = kernel(ctx, "matmul_splitk");
+    if (!k)
+        return;
+    char desc[128];
+    snprintf(desc, sizeof desc, "matmul_splitk M=%d N=%d K=%d", m, n, kk);
+    size_t sa = (size_t)m * kk, sb = (size_t)kk * n, sc = (size_t)m * n;
+    float *ha = malloc(sa * 4 + 4), *hb = malloc(sb * 4 + 4);
+    double *ref = malloc(sc * 8 + 8), *bound = malloc(sc * 8 + 8);
+    CUdeviceptr da, db, dc;
+    if (!ha || !hb || !ref || !bound) {
+        result(false, desc, "out of host memory");
+        goto done;
+    }
+    if (!(da = mma_input(T_F16, ha, sa)) || !(db = mma_input(T_F16, hb, sb)) || !(dc = dev_floats(sc)) ||
+        !gpu_fill32(dc, 0, sc)) {
+        result(false, desc, "device memory setup failed");
+        goto done;
+    }
+    tilert_arg a[] = { tilert_ptr(da), tilert_ptr(db), tilert_ptr(dc), tilert_i32(m), tilert_i32(kk), tilert_i32(n) };
+    ref_matmul_bound(ha, NULL, hb, NULL, ref, bound, m, n, kk, SUM_TENSOR);
+    if (launch(desc, k, a, 6))
+        check_output(desc, dc, sc, ref, bound, (size_t)n);
+done:
+    free_case();
+    free(ha), free(hb), free(ref), free(bound);
+}
+
+static void cases_splitk(tilert_context *ctx)
+{
+    static const int mnk[][3] = {{1, 8, 8}, {16, 136, 264}, {7, 104, 1000}, {129, 264, 520}, {100, 8, 72}};
+    for (size_t i = 0; i < COUNT(mnk); i++)
+        if (!test_small() || i < 2)
+            case_splitk(ctx, mnk[i][0], mnk[i][1], mnk[i][2]);
 }
 
 /* examples/bmm.tile. bmm: C[b] = A[b] @ B[b] over [nb, m, k] and [nb, k, n] f16 tensors, f16 out.
@@ -1845,6 +1887,7 @@ int main(int argc, char **argv)
     case_matmul(ctx, 129, 7, 128, true);
     if (tilert_device_arch(ctx) >= 80) {   /* mma.sync, ldmatrix and cp.async need sm_80 */
         cases_mma(ctx);
+        cases_splitk(ctx);
         cases_batched(ctx);
         case_tf32_rounding(ctx);
         cases_mma_shapes(ctx);
