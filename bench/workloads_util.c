@@ -41,7 +41,7 @@ const Workload workloads[] = {
     GEMM3("matmul_f16", 512, 8192, 8192, DT_F16, DT_F16),
     GEMM3("matmul_f16", 4096, 8192, 8192, DT_F16, DT_F16),
     GEMM3("matmul_f16", 4096, 28672, 8192, DT_F16, DT_F16),
-    /* the few-token rows again with K split over 4 blocks added into f32 C (examples/matmul_splitk) */
+    /* the few-token rows again with K split over 2 blocks added into f32 C (examples/matmul_splitk) */
     { .kernel = "matmul_splitk", .kind = K_GEMM, .m = 16, .n = 8192, .k = 8192, .in = DT_F16, .out = DT_F32, .zero_c = true },
     { .kernel = "matmul_splitk", .kind = K_GEMM, .m = 128, .n = 8192, .k = 8192, .in = DT_F16, .out = DT_F32, .zero_c = true },
     GEMM("matmul_bf16", 2048, DT_BF16, DT_BF16),
