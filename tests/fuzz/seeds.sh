@@ -22,6 +22,11 @@ for f in $(find examples tests -name '*.tile' | sort); do
 		{ printf "\\$b"; cat "$f"; } >"$out/compile/$b-$base"
 	done
 done
+# the examples again with a producer warp and clusters (sm_90a), which only a flags line asks for
+for f in examples/*.tile; do
+	{ printf '\002// flags: --arch=sm_90a -fwarp-specialize -fcluster\n'; cat "$f"; } \
+		>"$out/compile/ws-$(basename "$f")"
+done
 
 for f in examples/*.tile; do
 	base=$(basename "$f" .tile)
@@ -29,10 +34,13 @@ for f in examples/*.tile; do
 		"$tilec" --no-ptxas --arch=$arch "$f" -o - 2>/dev/null | grep '^//@' >"$out/meta/$base-$arch"
 		[ -s "$out/meta/$base-$arch" ] || rm -f "$out/meta/$base-$arch"
 	done
+	"$tilec" --no-ptxas --arch=sm_90a -fwarp-specialize -fcluster "$f" -o - 2>/dev/null |
+		grep '^//@' >"$out/meta/$base-cluster"
+	grep -q '^//@cluster' "$out/meta/$base-cluster" || rm -f "$out/meta/$base-cluster"
 done
 
 LC_ALL=C awk 'BEGIN { for (i = 0; i < 256; i++) printf "%c", i }' >"$out/gen/counting"
 LC_ALL=C awk 'BEGIN { for (i = 255; i >= 0; i--) printf "%c", i }' >"$out/gen/falling"
 head -c 256 /dev/zero >"$out/gen/zeros"
 head -c 256 /dev/zero | tr '\0' '\377' >"$out/gen/ones"
-echo "seeds: $((n * 3)) compile, $(ls "$out/meta" | wc -l) meta, 4 gen in $out"
+echo "seeds: $(ls "$out/compile" | wc -l) compile, $(ls "$out/meta" | wc -l) meta, 4 gen in $out"

@@ -7,7 +7,8 @@
  *   bit 6     -fno-reg-cap            bit 7  --emit=c's launchers too
  *
  * The rest is the source. A first line `// flags: ...` gives -D NAME=VALUE, --arch=ARCH,
- * --max-regs=N, the -fno-* options above and --emit=c, the way tests/diag's files do, so that
+ * --max-regs=N, the -fno-* options above, -fwarp-specialize, -fcluster and --emit=c, the way
+ * tests/diag's files do, so that
  * their files are seeds as they are (and fuzz_gen's printed programs reproducers).
  * Compile errors are the expected outcome of most inputs; an internal error is a finding, as
  * a crash, a sanitizer report, a leak, a hang or a blow-up of memory are. */
@@ -77,6 +78,10 @@ static void read_flags(CompileJob *job, char *line, Define *defs)
             job->opt.schedule = false;
         } else if (!strcmp(w, "-fno-reg-cap")) {
             job->opt.reg_cap = false;
+        } else if (!strcmp(w, "-fwarp-specialize")) {
+            job->opt.warp_spec = true;
+        } else if (!strcmp(w, "-fcluster")) {
+            job->opt.cluster = true;
         } else if (!strcmp(w, "--emit=c")) {
             job->c_base = "fuzz";
         }

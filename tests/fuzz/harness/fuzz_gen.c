@@ -475,14 +475,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     job.defs = g.defs;
     job.ndefs = g.ndefs;
     fuzz_options(&job, o, "gen");
+    /* the producer warp and its clusters (sm_90a products): drawn after the program, so the
+       bytes that made a program still make it */
+    unsigned ws = pick(&g, 4);
+    job.opt.warp_spec = ws >= 2;
+    job.opt.cluster = ws == 3;
     const char *print = getenv("TILEC_FUZZ_PRINT"), *save = getenv("TILEC_FUZZ_SAVE");
     if ((print && *print && strcmp(print, "0")) || (save && *save)) {
         Buf text = { 0 };
-        buf_printf(&text, "// flags: --arch=%s%s%s%s%s%s%s%s\n%s", job.opt.arch,
+        buf_printf(&text, "// flags: --arch=%s%s%s%s%s%s%s%s%s%s\n%s", job.opt.arch,
                    g.flags.s ? g.flags.s : "", job.opt.addr_split ? "" : " -fno-addr-split",
                    job.opt.const_reg_elim ? "" : " -fno-const-reg-elim",
                    job.opt.remat ? "" : " -fno-remat", job.opt.schedule ? "" : " -fno-schedule",
-                   job.opt.reg_cap ? "" : " -fno-reg-cap", job.c_base ? " --emit=c" : "", job.src);
+                   job.opt.reg_cap ? "" : " -fno-reg-cap", job.opt.warp_spec ? " -fwarp-specialize" : "",
+                   job.opt.cluster ? " -fcluster" : "", job.c_base ? " --emit=c" : "", job.src);
         if (print && *print && strcmp(print, "0"))
             fputs(text.s, stderr);
         FILE *f = save && *save ? fopen(save, "wb") : NULL;
