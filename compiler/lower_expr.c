@@ -415,9 +415,67 @@ static Tile lower_cast(Lower *c, Expr *e, const Layout *want)
     return r;
 }
 
+/* exp(a - b) of f32 operands: ex2(a log2e - b log2e), the multiply and the difference one fma
+ * (flash attention's softmax: exp(s - rowmax)). b's product is taken in b's own slots, so a row
+ * statistic broadcast along its row costs one multiply a row; each element then costs an fma
+ * and an ex2 where it cost a subtraction, a multiply and an ex2. The exponent's error is
+ * 2^-24 (|a - b| + |b|) log2e instead of 2^-23 |a - b| log2e (docs/language.md, the precision
+ * table); infinities and NaN come out as from the subtraction. */
+static bool exp_of_difference(const Expr *e)
+{
+    const Expr *d = e->args[0];
+    return e->builtin == B_EXP && d->kind == E_BINARY && d->op == '-' && d->type == TY_F32 &&
+           d->a->type == TY_F32 && d->b->type == TY_F32;
+}
+
+static Tile lower_exp_difference(Lower *c, Expr *e, const Layout *want)
+{
+    Func *f = c->f;
+    const double LOG2E = 1.4426950408889634;
+    Expr *d = e->args[0];
+    Tile a, b;
+    lower_pair(c, d->a, d->b, d->shape, want, &a, &b);
+    int nb = layout_slots(&b.L);
+    Tile mb = { TY_F32, b.L, arena_alloc(c->a, sizeof *mb.v * (size_t)nb) };
+    for (int i = 0; i < nb; i++) {
+        /* a broadcast operand repeats its registers: one product each (searched among the
+           first 64 slots, as lower_binary does) */
+        int j = 0;
+        while (i < 64 && j < i && !same_opnd(b.v[j], b.v[i]))
+            j++;
+        if (j < i && i < 64) {
+            mb.v[i] = mb.v[j];
+            continue;
+        }
+        Opnd x = b.v[i].kind == O_REG ? b.v[i] : R(opnd_reg(c, b.v[i], PT_F32));
+        mb.v[i] = R(ir_bin(f, OP_MUL, PT_F32, x, FIMM(-LOG2E)));
+    }
+    Layout L = result_layout(c, d->shape, &a, &mb, want);
+    a = to_layout(c, a, &L);
+    mb = to_layout(c, mb, &L);
+    Tile r = { e->type, L, NULL };
+    int n = layout_slots(&L);
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        int j = 0;
+        while (i < 64 && j < i && !(same_opnd(a.v[j], a.v[i]) && same_opnd(mb.v[j], mb.v[i])))
+            j++;
+        if (j < i && i < 64) {
+            r.v[i] = r.v[j];
+            continue;
+        }
+        Opnd x = a.v[i].kind == O_REG ? a.v[i] : R(opnd_reg(c, a.v[i], PT_F32));
+        Opnd y = mb.v[i].kind == O_REG ? mb.v[i] : R(opnd_reg(c, mb.v[i], PT_F32));
+        r.v[i] = R(ir_un(f, OP_EX2, PT_F32, R(ir_tern(f, OP_FMA, PT_F32, x, FIMM(LOG2E), y))));
+    }
+    return r;
+}
+
 static Tile lower_call(Lower *c, Expr *e, const Layout *want)
 {
     Func *f = c->f;
+    if (exp_of_difference(e))
+        return lower_exp_difference(c, e, want);
     /* the builtins.h kinds lowered one way for every member */
     if (builtin_info[e->builtin].kind == BK_MATH)
         return map_unary(c, lower_expr(c, e->args[0], want), e->type, math_slot, e->builtin);
