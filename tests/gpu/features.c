@@ -1158,7 +1158,8 @@ static void chain(bool bf, int m, int n, int d, int e)
  * theta_n at most: the logit's error d_n (the scores' tensor-core bound times scale, plus the
  * product's rounding: exp(d) - 1 <= 1.01 d), exp's own (2 + 1.7 |x|) ulp at |x| <= M - t_n
  * (math_bound's figure with the subtraction's rounding), the nb corrections' exp errors (their
- * arguments sum to at most max t - min t), two f32 roundings per block (the rescale and the add)
+ * arguments sum to at most max t - min t), the product of the running maximum by log2 e in each
+ * (exp(a - b) is one fma: u |b| relative, nb + 1 times), two f32 roundings per block (the rescale and the add)
  * and the tensor-core sum of each block; the numerator also has f16's 2^-11 and, below f16's
  * normal range, 2^-25 absolute per term. Then |o' - o| <= (thN S + thD |o| + a)/(1 - thD) plus
  * the division's rounding, with S = sum w_n |V_n|, w_n = p_n / l, a the absolute parts over l >= 1. */
@@ -1196,7 +1197,11 @@ static void attn(const char *name, int bh, int sq, int d)
                 th = fmax(th, e);
                 l += exp(-x);
             }
-            th += (2 * nb + 1.7 * (M - lo)) * ulp + (2 * nb + 2) * u + sum_rel_bound(SUM_TENSOR, 64);
+            double bmax = 0;
+            for (int n = 0; n < sq; n++)
+                bmax = fmax(bmax, br[n]);
+            th += (2 * nb + 1.7 * (M - lo)) * ulp + (2 * nb + 2) * u + sum_rel_bound(SUM_TENSOR, 64) +
+                  (nb + 1) * 1.01 * u * (fmax(fabs(M), fabs(lo)) + bmax);
             double thn = th + u16;
             for (int e = 0; e < d; e++) {
                 double o = 0, s = 0;

@@ -214,6 +214,8 @@ void ref_rowsum(const float *x, double *y, double *bound, int rows, int n, doubl
 /* Softmax of a row, e_j = exp(t_j), t_j = x_j - max (exact in double), y_j = e_j / S.
  *   t'_j = fl(x_j - max) = t_j (1 + d), so exp(t'_j) = e_j exp(t_j d): within exp(|t_j| u) - 1;
  *   e'_j = ex2.approx(t'_j * log2 e), the __expf recipe: (2 + 1.173 |t'_j|) ulp, plus FTZ_ABS
+ *     (tilec computes exp(x - max) as ex2(fma(x, log2 e, -(max log2 e))), whose exponent also
+ *     carries the rounding of max log2 e: exp(1.01 |max| u) - 1 more, counted with the first)
  *     where it flushes: |e'_j - e_j| <= a_j e_j + FTZ_ABS;
  *   S' sums the e'_j in any order (depth n - 1): |S' - S| <= E = sum (a_j e_j + FTZ_ABS)
  *     + gamma(n - 1) (S + that); sigma = E / S;
@@ -229,7 +231,7 @@ void ref_softmax(const float *x, double *y, double *bound, int rows, int n)
             mx = xr[j] > mx ? xr[j] : mx;
         for (int j = 0; j < n; j++) {
             double t = (double)xr[j] - mx;
-            double a = (1 + (2 + 1.173 * fabs(t) * (1 + U_F32)) * 0x1p-23) * exp(fabs(t) * U_F32) - 1;
+            double a = (1 + (2 + 1.173 * fabs(t) * (1 + U_F32)) * 0x1p-23) * exp((fabs(t) + 1.01 * fabs(mx)) * U_F32) - 1;
             s += yr[j] = exp(t);
             br[j] = a;                            /* the relative error of e'_j, for now */
             e_err += a * yr[j] + FTZ_ABS;

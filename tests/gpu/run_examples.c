@@ -1317,7 +1317,9 @@ done:
  * follows the kernel's arithmetic: scores by the tensor cores on exact 16-bit inputs (f32
  * accumulation: gamma(D) of sum |q||k|, then the scale's rounding), each error moving a
  * probability by at most twice the worst score error of its row (its own and the maximum's);
- * exp as ex2.approx of an argument rounded once (2^-22 + |x| u relative); P rounded to the
+ * exp as ex2.approx of an argument rounded once (2^-22 + |x| u relative), and of the running
+ * maximum's product by log2 e (exp(a - b) is one fma: u |b| relative, in each block's p and in
+ * each rescaling, so (blocks + 1) u max |score|); P rounded to the
  * operand type for P V (u_p) while l sums the unrounded ones; P V and l accumulated in f32
  * (gamma(S)); the division; O rounded to its type (u_o). */
 /* The scaled scores of query row i against keys 0..nj-1 (sc) and each one's error bound as the
@@ -1348,14 +1350,18 @@ static void ref_attention(const float *q, const float *k, const float *v, int bh
         const float *qh = q + (size_t)h * s * d, *kh = k + (size_t)(h / g) * s * d, *vh = v + (size_t)(h / g) * s * d;
         for (int i = 0; i < s; i++) {
             int nj = causal ? i + 1 : s;
-            double m = ref_scores(qh + (size_t)i * d, kh, nj, d, scale, sc, se), emax = 0;
-            for (int j = 0; j < nj; j++)
+            double m = ref_scores(qh + (size_t)i * d, kh, nj, d, scale, sc, se), emax = 0, mabs = 0;
+            for (int j = 0; j < nj; j++) {
                 emax = se[j] > emax ? se[j] : emax;
+                mabs = fabs(sc[j]) > mabs ? fabs(sc[j]) : mabs;
+            }
+            /* blocks of at least 32 keys: the rescalings' and p's products of the maximum */
+            double rmax = ((nj + 31) / 32 + 1) * 1.01 * U_F32 * (mabs + emax);
             double lsum = 0, rel_p = 0;
             for (int j = 0; j < nj; j++) {
                 double x = sc[j] - m;
                 lsum += exp(x);
-                double r = expm1(2 * emax) + 0x1p-22 + fabs(x) * 1.5 * U_F32;
+                double r = expm1(2 * emax) + 0x1p-22 + fabs(x) * 1.5 * U_F32 + rmax;
                 rel_p = r > rel_p ? r : rel_p;
             }
             for (int x = 0; x < d; x++) {
@@ -1444,7 +1450,7 @@ static void cases_attention(tilert_context *ctx)
  * (the rowdot kernel is checked on its own, on O rounded to the type). Bounds follow the kernels'
  * arithmetic, as ref_attention's: a score's error es (f32 accumulation of exact products, the
  * scale's rounding); p = exp(s * scale - L) within dp = expm1(es + u|L| + u|x|) + 2^-22 + 1.5 u |x|
- * relative (ex2.approx); dP's error gamma(D) sum |do||v|; dS = p (dP - Dl) with Dl's rounding and
+ * + 1.01 u |L| relative (ex2.approx of one fma, whose product L log2 e is rounded); dP's error gamma(D) sum |do||v|; dS = p (dP - Dl) with Dl's rounding and
  * two roundings of its own; P and dS rounded to the operand type (up) for their products, which
  * accumulate in f32 (gamma of the number of terms); dK and dQ times the scale (one rounding). */
 typedef struct { double *l, *dl, *dq, *dqb, *dk, *dkb, *dv, *dvb, *o; } BwdRef;
@@ -1488,7 +1494,7 @@ static void ref_attention_bwd(const float *q, const float *k, const float *v, co
                 double xa = sc[j] - Lf;
                 pr[j] = exp(xa);
                 double ea = se[j] + U_F32 * fabs(xa) + U_F32 * (fabs(xa) + se[j]);
-                pe[j] = expm1(ea) + 0x1p-22 + fabs(xa) * 1.5 * U_F32;
+                pe[j] = expm1(ea) + 0x1p-22 + fabs(xa) * 1.5 * U_F32 + 1.01 * U_F32 * fabs(Lf);
                 double dp = 0, dpm = 0;
                 for (int x = 0; x < d; x++) {
                     dp += (double)doh[(size_t)i * d + x] * vh[(size_t)j * d + x];
