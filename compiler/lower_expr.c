@@ -218,6 +218,18 @@ static const Layout *follow_full(const Layout *full, Shape s, Shape whole, Layou
     return buf;
 }
 
+/* An earlier slot than i whose operands (a's, and b's unless b is NULL) are the same: slots
+ * that repeat operands (a broadcast scalar, a row's value along its row) repeat the result.
+ * Looked for among the first 64 only, so a tile of thousands of slots costs no quadratic
+ * search. -1: none. */
+static int repeated_slot(const Tile *a, const Tile *b, int i)
+{
+    for (int j = 0; i < 64 && j < i; j++)
+        if (same_opnd(a->v[j], a->v[i]) && (!b || same_opnd(b->v[j], b->v[i])))
+            return j;
+    return -1;
+}
+
 static Tile lower_binary(Lower *c, Expr *e, const Layout *want)
 {
     Tile a, b;
@@ -230,12 +242,8 @@ static Tile lower_binary(Lower *c, Expr *e, const Layout *want)
     int n = layout_slots(&L);
     r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
     for (int i = 0; i < n; i++) {
-        /* slots that repeat operands (broadcast scalars) repeat the result; looked for among
-           the first 64 only, so a tile of thousands of slots costs no quadratic search */
-        int j = 0;
-        while (i < 64 && j < i && !(same_opnd(a.v[j], a.v[i]) && same_opnd(b.v[j], b.v[i])))
-            j++;
-        if (j < i && i < 64) {
+        int j = repeated_slot(&a, &b, i);
+        if (j >= 0) {
             r.v[i] = r.v[j];
             continue;
         }
@@ -438,12 +446,8 @@ static Tile lower_exp_difference(Lower *c, Expr *e, const Layout *want)
     int nb = layout_slots(&b.L);
     Tile mb = { TY_F32, b.L, arena_alloc(c->a, sizeof *mb.v * (size_t)nb) };
     for (int i = 0; i < nb; i++) {
-        /* a broadcast operand repeats its registers: one product each (searched among the
-           first 64 slots, as lower_binary does) */
-        int j = 0;
-        while (i < 64 && j < i && !same_opnd(b.v[j], b.v[i]))
-            j++;
-        if (j < i && i < 64) {
+        int j = repeated_slot(&b, NULL, i);    /* b broadcast: one product a register */
+        if (j >= 0) {
             mb.v[i] = mb.v[j];
             continue;
         }
@@ -457,10 +461,8 @@ static Tile lower_exp_difference(Lower *c, Expr *e, const Layout *want)
     int n = layout_slots(&L);
     r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
     for (int i = 0; i < n; i++) {
-        int j = 0;
-        while (i < 64 && j < i && !(same_opnd(a.v[j], a.v[i]) && same_opnd(mb.v[j], mb.v[i])))
-            j++;
-        if (j < i && i < 64) {
+        int j = repeated_slot(&a, &mb, i);
+        if (j >= 0) {
             r.v[i] = r.v[j];
             continue;
         }
