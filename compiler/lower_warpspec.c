@@ -170,6 +170,22 @@ void ws_setup(Lower *c, PipeLoop *pl)
     f->cur_what = "temporary";
 }
 
+/* Predicate `acc` and: word w of the values the other block wrote at shared address `base`
+ * equals this block's own (register mine). */
+static int and_same_as_peer(Func *f, int acc, int base, int w, int mine)
+{
+    int v = new_reg(f, RC_R);
+    Ins *in = emit_ins(f, OP_LD, PT_B32);
+    in->space = SP_SHARED;
+    in->dst[0] = v;
+    in->ndst = 1;
+    in->src[0] = R(base);
+    in->nsrc = 1;
+    in->off = 4 * w;
+    int eq = ir_setp(f, CMP_EQ, PT_S32, R(v), R(mine));
+    return ir_bin(f, OP_BAND, PT_PRED, R(acc), R(eq));
+}
+
 /* The two blocks of a cluster (launched so where the grid allows: KernelMeta.cluster) compare
  * the first iteration's window starts of each candidate operand and the loop's bounds: thread 0
  * of each writes its own into the other's shared memory, a cluster barrier (which also publishes
@@ -218,18 +234,8 @@ static void ws_exchange(Lower *c, PipeLoop *pl, int lo)
     /* the other block's values, now in this one's shared memory */
     int same_loop = two;
     int w = nw - 2;
-    for (int q = 0; q < 2; q++) {
-        int v = new_reg(f, RC_R);
-        Ins *in = emit_ins(f, OP_LD, PT_B32);
-        in->space = SP_SHARED;
-        in->dst[0] = v;
-        in->ndst = 1;
-        in->src[0] = R(base);
-        in->nsrc = 1;
-        in->off = 4 * (w + q);
-        int eq = ir_setp(f, CMP_EQ, PT_S32, R(v), R(own[w + q]));
-        same_loop = ir_bin(f, OP_BAND, PT_PRED, R(same_loop), R(eq));
-    }
+    for (int q = 0; q < 2; q++)
+        same_loop = and_same_as_peer(f, same_loop, base, w + q, own[w + q]);
     int any = ir_setp(f, CMP_NE, PT_U32, R(rank), R(rank));    /* false */
     int first = ir_setp(f, CMP_EQ, PT_U32, R(rank), IMM(0));
     int second = ir_setp(f, CMP_NE, PT_U32, R(rank), IMM(0));
@@ -239,18 +245,8 @@ static void ws_exchange(Lower *c, PipeLoop *pl, int lo)
         if (!p->mc)
             continue;
         int shared = same_loop;
-        for (int d = 0; d < p->window->nidx && w < nw - 2; d++, w++) {
-            int v = new_reg(f, RC_R);
-            Ins *in = emit_ins(f, OP_LD, PT_B32);
-            in->space = SP_SHARED;
-            in->dst[0] = v;
-            in->ndst = 1;
-            in->src[0] = R(base);
-            in->nsrc = 1;
-            in->off = 4 * w;
-            int eq = ir_setp(f, CMP_EQ, PT_S32, R(v), R(own[w]));
-            shared = ir_bin(f, OP_BAND, PT_PRED, R(shared), R(eq));
-        }
+        for (int d = 0; d < p->window->nidx && w < nw - 2; d++, w++)
+            shared = and_same_as_peer(f, shared, base, w, own[w]);
         f->cur_what = "operand shared in the cluster";
         p->mc_solo = ir_un(f, OP_BNOT, PT_PRED, R(shared));
         p->mc_mine[0] = ir_bin(f, OP_BAND, PT_PRED, R(shared), R(first));
