@@ -28,11 +28,22 @@ void assign_tile(Lower *c, Tile *dst, Tile v, int op)
     }
 }
 
+/* A statement whose shared memory is dead at its end: all but a shared var's declaration (a
+   matmul's staged operands, say, which a loop after it may then reuse). */
+static bool frees_its_smem(const Stmt *s)
+{
+    return !((s->kind == S_LET || s->kind == S_VAR) && s->sym && s->sym->is_shared);
+}
+
 void lower_block(Lower *c, Stmt *b)
 {
     int mark = c->smem_top;
-    for (int i = 0; i < b->nbody; i++)
+    for (int i = 0; i < b->nbody; i++) {
+        int before = c->smem_top;
         lower_stmt(c, b->body[i]);
+        if (frees_its_smem(b->body[i]))
+            smem_release(c, before, false);
+    }
     /* the block's shared vars and staged operands are dead at its end (each unrolled copy of a
        loop body is a block of its own); what reuses them waits at a barrier for their readers */
     smem_release(c, mark, false);
