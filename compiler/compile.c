@@ -59,6 +59,7 @@ static void emit_module(ArchOutput *out, const char *arch)
 
 typedef struct { Arena *a; Func *f; const Options *opt; } PassCtx;
 
+static bool run_wgmma_wait(PassCtx *x) { wgmma_wait_sink(x->f); return true; }
 static bool run_race_check(PassCtx *x) { return race_check(x->f); }
 static bool run_const_reg_elim(PassCtx *x) { const_reg_elim(x->f); return true; }
 static bool run_arrays_to_local(PassCtx *x) { arrays_to_local(x->f); return true; }
@@ -86,6 +87,8 @@ static const struct {
     bool fatal;
     bool (*run)(PassCtx *);
 } passes[] = {
+    /* before the race check, which proves the moved waits still order the shared accesses */
+    { "wgmma-wait", offsetof(Options, wgmma_wait), false, run_wgmma_wait },
     { "race-check", ALWAYS, true, run_race_check },
     { "const-reg-elim", offsetof(Options, const_reg_elim), false, run_const_reg_elim },
     { "arrays-to-local", ALWAYS, false, run_arrays_to_local },

@@ -76,6 +76,7 @@ Ins *emit_ins(Func *f, int op, PType ty)
     in.vec = 1;
     in.guard = -1;
     in.line = f->cur_line;
+    in.ahead = f->cur_ahead;
     vec_push(&f->code, in);
     return &f->code.v[f->code.n - 1];
 }

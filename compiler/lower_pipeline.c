@@ -260,7 +260,9 @@ static void issue_pending(Lower *c, PipeLoop *pl)
         return;
     pl->copies_pending = false;
     Tile saved = ((SymInfo *)pl->loop->sym->lower)->val;
+    c->f->cur_ahead = true;
     pipe_issue_copies(c, pl, pl->ahead, pl->write);
+    c->f->cur_ahead = false;
     ((SymInfo *)pl->loop->sym->lower)->val = saved;
 }
 

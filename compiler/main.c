@@ -41,12 +41,14 @@ static void usage(FILE *out)
             "                     that dispatch by shape\n"            "  --no-ptxas         never run ptxas (no cap check, no ptxas figures; not with cubin/c)\n"
             "  -w                 do not print warnings\n"
             "  --print-all-blocks print() in every block, not only block (0, 0, 0)\n"
-            "  --dump=STAGE       print the IR after a stage: lower, or a pass (race-check, const-reg-elim,\n"
-            "                     arrays-to-local, addr-split (or tir), remat, schedule, regalloc (or alloc))\n"
+            "  --dump=STAGE       print the IR after a stage: lower, or a pass (wgmma-wait, race-check,\n"
+            "                     const-reg-elim, arrays-to-local, addr-split (or tir), remat, schedule,\n"
+            "                     regalloc (or alloc))\n"
             "  --max-regs=N       register budget per thread (default: what the block size allows)\n"
             "  -fno-addr-split    compute every address in full (no base + constant offset)\n"
             "  -fno-const-reg-elim  keep stage arrays as arrays\n"
             "  -fno-remat, -fno-schedule  skip the register-pressure passes\n"
+            "  -fno-wgmma-wait    wait for each wgmma product where it is issued, not at its first use\n"
             "  -fno-reg-cap       let ptxas use any number of registers (no .maxnreg at the occupancy\n"
             "                     boundary the predicted demand allows)\n"
             "  -fwarp-specialize  a producer warp issues a pipelined product's TMA copies (sm_90a;\n"
@@ -87,7 +89,7 @@ static int parse_args(Cli *cli, int argc, char **argv)
     memset(cli, 0, sizeof *cli);
     cli->opt.addr_split = true;
     cli->opt.const_reg_elim = true;
-    cli->opt.remat = cli->opt.schedule = cli->opt.reg_cap = true;
+    cli->opt.remat = cli->opt.schedule = cli->opt.reg_cap = cli->opt.wgmma_wait = true;
     for (int i = 1; i < argc; i++) {
         char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

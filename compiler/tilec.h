@@ -639,6 +639,9 @@ typedef struct {
     /* a shared access that touches only bytes the issuing thread's own async copies fill, until
        the next barrier (cp.async, TMA, the in-place tf32 rounding): race_check.c */
     bool own;
+    /* part of a pipelined loop's copies into its stage ahead, issued inside the body: no product
+       of the iteration reads that stage, so a wait for one may move past it (wgmma_wait.c) */
+    bool ahead;
 } Ins;
 
 typedef struct {
@@ -690,6 +693,7 @@ typedef struct {
     int bar_threads;
     const char *cur_what;  /* naming for new registers */
     int cur_line;
+    bool cur_ahead;        /* new instructions are Ins.ahead */
     /* filled by regalloc: */
     int nphys[RC_COUNT];
     int peak_regs;         /* predicted 32-bit registers per thread */
@@ -760,6 +764,7 @@ typedef struct {
     bool print_all_blocks; /* print() in every block, not only block (0, 0, 0) (--print-all-blocks) */
     bool warp_spec;        /* a producer warp for a pipelined loop's TMA copies (-fwarp-specialize) */
     bool cluster;          /* ... in 2-block clusters that share operand windows (-fcluster) */
+    bool wgmma_wait;       /* wgmma waits moved to the first use (-fno-wgmma-wait keeps them) */
 } Options;
 
 /* Lowers one checked kernel. Returns NULL after reporting errors (e.g. a tile too large). */
@@ -900,6 +905,12 @@ int reg_cap_blocks(int pred, int threads, int sm_threads);
  * a few rounds. False when ptxas rejects the PTX (reported). */
 bool regcap_fit(ArchOutput *out, const Options *opt,
                 void (*emit)(ArchOutput *out, const char *arch));
+
+/* ---------------------------------------------------------------- wgmma_wait.c */
+
+/* Moves each wgmma wait that follows its commit down to the first instruction that needs the
+ * product done. Returns the number moved. */
+int wgmma_wait_sink(Func *f);
 
 /* ---------------------------------------------------------------- const_reg_elim.c */
 

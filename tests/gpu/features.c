@@ -1150,7 +1150,8 @@ static void chain(bool bf, int m, int n, int d, int e)
     free(sref), free(sbound), free(ref), free(bound);
 }
 
-/* attn: O = softmax(scale Q K^T) V per batch-head, rows of 128, keys in blocks of 64 (D <= 64).
+/* attn: O = softmax(scale Q K^T) V per batch-head, rows of 128 (attn_next: 64), keys in blocks of 64
+ * (D <= 64).
  *
  * The bound. With exact logits t_n, M = max t, p_n = exp(t_n - M), l = sum p_n, the kernel's
  * numerator sum_n f16(p'_n) V_n and denominator sum_n p'_n carry each term scaled by the same
@@ -1411,6 +1412,8 @@ int main(int argc, char **argv)
     static const int at[][3] = { { 1, 1, 8 }, { 2, 100, 64 }, { 3, 129, 64 }, { 1, 1000, 40 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(at)); i++)
         attn("attn", at[i][0], at[i][1], at[i][2]);
+    for (size_t i = 0; i < (small ? 2 : COUNT(at)); i++)
+        attn("attn_next", at[i][0], at[i][1], at[i][2]);
     static const int at128[][3] = { { 1, 1, 8 }, { 2, 100, 128 }, { 1, 300, 72 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(at128)); i++)
         attn("attn_d128", at128[i][0], at128[i][1], at128[i][2]);

@@ -695,6 +695,35 @@ else
 	fail "exp(x - max): one fma and an ex2 an element" "$nex ex2, $nfma fma with log2 e"
 fi
 
+# Products in flight (compiler/wgmma_wait.c): in attn_next (tests/gpu/kernels/features.tile) the
+# next block's scores are waited for past the softmax, inside the edge block's masking (before its
+# shared stores) and, as one of two groups in flight, before `s = s_next`; the PV product's wait
+# comes at the loop's end. With -fno-wgmma-wait each wait follows its commit, no branch between.
+for opt in "" -fno-wgmma-wait; do
+	"$tilec" -w --no-ptxas --arch=sm_90a $opt tests/gpu/kernels/features.tile -o "$tmp/next$opt.ptx" 2>/dev/null
+done
+next_seq() {
+	awk '/^\.visible \.entry attn_next\(/{k=1} k' "$1" | awk '/^}/{exit} /^\$L0:/{l=1} l' |
+		grep -oE 'wgmma\.commit_group|wgmma\.wait_group\.sync\.aligned [0-9]|bra\.uni \$L[0-9]+|bar\.sync' |
+		sed 's/wgmma\.wait_group\.sync\.aligned /wait/; s/wgmma\.commit_group/commit/; s/bra\.uni //; s/bar\.sync/bar/' | tr '\n' ' '
+}
+moved=$(next_seq "$tmp/next.ptx"); kept=$(next_seq "$tmp/next-fno-wgmma-wait.ptx")
+if echo "$moved" | grep -q '^$L1 $L2 $L3 bar commit $L4 wait0 bar bar bar $L5 commit wait1 wait0 $L0' &&
+   echo "$kept" | grep -q '^$L1 $L2 $L3 bar commit wait0 $L4 bar bar bar $L5 commit wait0 $L0'; then
+	pass "products in flight: attn_next waits at the scores' first use, PV's at the loop's end"
+else
+	fail "products in flight: attn_next waits at the scores' first use, PV's at the loop's end" \
+		"moved: $moved; kept: $kept"
+fi
+# ... and the product before its loop frees its staged operands at the statement's end, so the
+# loop reuses them: 41348 bytes a block, 59780 when they were held to the kernel's end.
+smem_next=$(grep '^//@kernel attn_next ' "$tmp/next.ptx" | sed 's/.* smem \([0-9]*\).*/\1/')
+if [ "${smem_next:-0}" -gt 0 ] && [ "$smem_next" -le 41348 ]; then
+	pass "a statement's staged operands freed at its end (attn_next: $smem_next bytes)"
+else
+	fail "a statement's staged operands freed at its end" "attn_next needs ${smem_next:-?} bytes of shared memory"
+fi
+
 # ---- sum up
 cat "$tmp"/*.res >"$tmp/all"
 grep -E '^(FAIL|SKIP) ' "$tmp/all" | sed 's/^FAIL /FAIL: /; s/^SKIP /skip: /'

@@ -25,7 +25,7 @@ static CompileJob job_of(const char *src, const char *arch)
     j.src = src;
     j.len = strlen(src);
     j.opt.arch = arch;
-    j.opt.addr_split = j.opt.const_reg_elim = j.opt.remat = j.opt.schedule = j.opt.reg_cap = true;
+    j.opt.addr_split = j.opt.const_reg_elim = j.opt.remat = j.opt.schedule = j.opt.reg_cap = j.opt.wgmma_wait = true;
     j.opt.no_ptxas = true;
     return j;
 }

@@ -76,6 +76,8 @@ static void read_flags(CompileJob *job, char *line, Define *defs)
             job->opt.remat = false;
         } else if (!strcmp(w, "-fno-schedule")) {
             job->opt.schedule = false;
+        } else if (!strcmp(w, "-fno-wgmma-wait")) {
+            job->opt.wgmma_wait = false;
         } else if (!strcmp(w, "-fno-reg-cap")) {
             job->opt.reg_cap = false;
         } else if (!strcmp(w, "-fwarp-specialize")) {

@@ -18,6 +18,7 @@ void fuzz_options(CompileJob *job, unsigned o, const char *c_base)
     job->opt.remat = !(o & 16);
     job->opt.schedule = !(o & 32);
     job->opt.reg_cap = !(o & 64);
+    job->opt.wgmma_wait = true;
     job->c_base = o & 128 ? c_base : NULL;
 }
 
