@@ -436,13 +436,33 @@ static bool exp_of_difference(const Expr *e)
            d->a->type == TY_F32 && d->b->type == TY_F32;
 }
 
+/* The scalar factor of a (x * k or k * x, k an f32 scalar, x a tile), or NULL: exp(x k - b) then
+   takes k log2 e once and one fma an element, where the product x k would be a multiply of its
+   own (attention's exp(s * scale - m)). */
+static Expr *scalar_factor(const Expr *a, Expr **x)
+{
+    if (a->kind != E_BINARY || a->op != '*' || a->type != TY_F32 || a->a->type != TY_F32 ||
+        a->b->type != TY_F32 || (a->a->shape.rank == 0) == (a->b->shape.rank == 0))
+        return NULL;
+    *x = a->a->shape.rank ? a->a : a->b;
+    return a->a->shape.rank ? a->b : a->a;
+}
+
 static Tile lower_exp_difference(Lower *c, Expr *e, const Layout *want)
 {
     Func *f = c->f;
     const double LOG2E = 1.4426950408889634;
-    Expr *d = e->args[0];
+    Expr *d = e->args[0], *x_of_a = NULL, *k_of_a = scalar_factor(d->a, &x_of_a);
+    /* exp(a - b) = 2^(a log2 e - b log2 e); a = x k: 2^(x (k log2 e) - b log2 e) */
+    Opnd scale = FIMM(LOG2E);
+    if (k_of_a) {
+        Tile k = lower_expr(c, k_of_a, NULL);
+        Opnd kv = k.v[0];
+        scale = kv.kind == O_FIMM ? FIMM((double)(float)((double)(float)kv.f * (double)(float)LOG2E))
+              : R(ir_bin(f, OP_MUL, PT_F32, kv.kind == O_REG ? kv : R(opnd_reg(c, kv, PT_F32)), FIMM(LOG2E)));
+    }
     Tile a, b;
-    lower_pair(c, d->a, d->b, d->shape, want, &a, &b);
+    lower_pair(c, k_of_a ? x_of_a : d->a, d->b, d->shape, want, &a, &b);
     int nb = layout_slots(&b.L);
     Tile mb = { TY_F32, b.L, arena_alloc(c->a, sizeof *mb.v * (size_t)nb) };
     for (int i = 0; i < nb; i++) {
@@ -468,7 +488,7 @@ static Tile lower_exp_difference(Lower *c, Expr *e, const Layout *want)
         }
         Opnd x = a.v[i].kind == O_REG ? a.v[i] : R(opnd_reg(c, a.v[i], PT_F32));
         Opnd y = mb.v[i].kind == O_REG ? mb.v[i] : R(opnd_reg(c, mb.v[i], PT_F32));
-        r.v[i] = R(ir_un(f, OP_EX2, PT_F32, R(ir_tern(f, OP_FMA, PT_F32, x, FIMM(LOG2E), y))));
+        r.v[i] = R(ir_un(f, OP_EX2, PT_F32, R(ir_tern(f, OP_FMA, PT_F32, x, scale, y))));
     }
     return r;
 }
