@@ -25,6 +25,9 @@
 
 enum { CROSS, COMMIT, WAIT, BRANCH, STOP };
 
+/* A wait to insert before pos, with newer groups left in flight. */
+typedef struct { int pos, newer; } Wait;
+
 typedef struct {
     Func *f;
     int *label_at;            /* label -> position */
@@ -32,8 +35,9 @@ typedef struct {
     uint8_t *mark;            /* register -> in the group's set */
     int *held;                /* the group's registers, in order */
     int nheld;
-    int *waits;               /* positions to wait before, inside passed branches */
+    Wait *waits;              /* inside passed branches */
     int nwaits;
+    int newer;                /* groups committed since the moved wait's own */
 } Sink;
 
 static int classify(const Ins *in)
@@ -120,7 +124,7 @@ static int pass_branch(Sink *s, int j)
         } else if (in->op == OP_RET || in->op == OP_WGCOMMIT || in->op == OP_WGWAIT || in->op == OP_WGMMA) {
             goto entered;     /* (a group's count would differ between the paths) */
         } else if (!waited && (classify(in) != CROSS || touches(s, in))) {
-            s->waits[s->nwaits++] = k;
+            s->waits[s->nwaits++] = (Wait){ k, s->newer };
             waited = true;
         }
     }
@@ -130,25 +134,17 @@ entered:
     return -1;
 }
 
-static Ins wait_ins(int inflight)
+/* A wait (inflight: the groups it leaves in flight) or a hold, with no operands yet. */
+static Ins pseudo(int op, int inflight)
 {
     Ins w;
     memset(&w, 0, sizeof w);
-    w.op = OP_WGWAIT;
+    w.op = (uint16_t)op;
     w.ty = PT_B32;
     w.vec = 1;
     w.guard = -1;
-    w.inflight = inflight;
+    w.inflight = (uint8_t)inflight;
     return w;
-}
-
-static void put(Ins **out, int *n, int *cap, Ins in)
-{
-    if (*n == *cap) {
-        *cap = *cap ? 2 * *cap : 64;
-        *out = realloc(*out, sizeof(Ins) * (size_t)*cap);
-    }
-    (*out)[(*n)++] = in;
 }
 
 /* The wait at i, if it follows a commit: moved. Returns whether the code changed. */
@@ -164,7 +160,7 @@ static bool sink(Sink *s, int i)
     if (c < 0 || f->code.v[c].op != OP_WGCOMMIT)
         return false;
     memset(s->mark, 0, (size_t)f->regs.n + 1);
-    s->nheld = s->nwaits = 0;
+    s->nheld = s->nwaits = s->newer = 0;
     group_regs(s, c - 1);
     int nh = 0;
     while (i + 1 + nh < f->code.n && f->code.v[i + 1 + nh].op == OP_WGHOLD) {
@@ -175,8 +171,7 @@ static bool sink(Sink *s, int i)
         nh++;
     }
     /* where the wait goes (before `at`), or the later wait that covers it (`merged`) */
-    int at = i + 1 + nh, newer = 0, merged = -1;
-    int *newer_at = calloc((size_t)f->code.n + 1, sizeof(int));
+    int at = i + 1 + nh, merged = -1;
     for (;;) {
         if (at >= f->code.n)
             break;
@@ -187,78 +182,68 @@ static bool sink(Sink *s, int i)
         if (k == CROSS) {
             at++;
         } else if (k == COMMIT) {
-            newer++;
+            s->newer++;
             at++;
         } else if (k == WAIT) {
-            if (in->inflight <= newer && in->guard < 0) {
+            if (in->inflight <= s->newer && in->guard < 0) {
                 merged = at;
                 break;
             }
             at++;
         } else if (k == BRANCH) {
-            int from = s->nwaits, end = pass_branch(s, at);
+            int end = pass_branch(s, at);
             if (end < 0)
                 break;
-            for (int q = from; q < s->nwaits; q++)
-                newer_at[s->waits[q]] = newer;
             at = end + 1;
         } else {
             break;
         }
     }
-    if (merged < 0 && at == i + 1 + nh && s->nwaits == 0) {
-        free(newer_at);
+    if (merged < 0 && at == i + 1 + nh && s->nwaits == 0)
         return false;
-    }
     /* the hold goes after the wait that finishes the group: the moved one, or the later one
        and its own holds */
     int hold_at = merged >= 0 ? merged + 1 : at;
     while (merged >= 0 && hold_at < f->code.n && f->code.v[hold_at].op == OP_WGHOLD)
         hold_at++;
-    Ins *out = NULL;
-    int n = 0, cap = 0, q = 0;
+    Vec(Ins) out = { 0 };
+    int q = 0;
     int *moved_to = malloc(sizeof(int) * ((size_t)f->code.n + 1));
     for (int p = 0; p <= f->code.n; p++) {
-        moved_to[p] = n;
-        for (; q < s->nwaits && s->waits[q] == p; q++) {
-            Ins wq = wait_ins(newer_at[p]);
+        moved_to[p] = out.n;
+        for (; q < s->nwaits && s->waits[q].pos == p; q++) {
+            Ins wq = pseudo(OP_WGWAIT, s->waits[q].newer);
             wq.line = f->code.v[p].line;
-            put(&out, &n, &cap, wq);
+            vec_push(&out, wq);
         }
         if (p == at && merged < 0) {
-            Ins wi = wait_ins(newer);
+            Ins wi = pseudo(OP_WGWAIT, s->newer);
             wi.line = f->code.v[i].line;
-            put(&out, &n, &cap, wi);
+            vec_push(&out, wi);
         }
-        if (p == hold_at) {
-            for (int k = 0; k < s->nheld; k += 10) {
-                Ins h = wait_ins(0);
-                h.op = OP_WGHOLD;
-                h.inflight = 0;
-                h.line = f->code.v[i].line;
-                for (int r = k; r < s->nheld && r < k + 10; r++)
-                    h.src[h.nsrc++] = R(s->held[r]);
-                put(&out, &n, &cap, h);
-            }
+        for (int k = 0; p == hold_at && k < s->nheld; k += 10) {
+            Ins h = pseudo(OP_WGHOLD, 0);
+            h.line = f->code.v[i].line;
+            for (int r = k; r < s->nheld && r < k + 10; r++)
+                h.src[h.nsrc++] = R(s->held[r]);
+            vec_push(&out, h);
         }
         if (p == f->code.n)
             break;
-        if (p >= i && p <= i + nh)
-            continue;      /* the wait and its holds, moved */
-        put(&out, &n, &cap, f->code.v[p]);
+        if (p < i || p > i + nh)      /* (the wait and its holds are moved) */
+            vec_push(&out, f->code.v[p]);
     }
     /* race_check.c tells a buffer from an earlier one in the same bytes by the instruction
        count at its allocation: counted in the new code */
     for (int b = 0; b < f->smem_bufs.n; b++) {
         int at = f->smem_bufs.v[b].at;
-        f->smem_bufs.v[b].at = at < 0 ? at : at > f->code.n ? n : moved_to[at];
+        f->smem_bufs.v[b].at = at < 0 ? at : at > f->code.n ? out.n : moved_to[at];
     }
     free(moved_to);
-    free(newer_at);
     free(f->code.v);
-    f->code.v = out;
-    f->code.n = n;
-    f->code.cap = cap;
+    f->code.v = out.v;
+    f->code.n = out.n;
+    f->code.cap = out.cap;
     return true;
 }
 
@@ -286,7 +271,8 @@ static void index_labels(Sink *s)
 
 int wgmma_wait_sink(Func *f)
 {
-    Sink s = { f, NULL, NULL, NULL, NULL, NULL, 0, NULL, 0 };
+    Sink s = { 0 };
+    s.f = f;
     int nl = f->nlabels + 1, moved = 0;
     s.label_at = malloc(sizeof(int) * (size_t)nl);
     s.first_from = malloc(sizeof(int) * (size_t)nl);
@@ -300,8 +286,9 @@ int wgmma_wait_sink(Func *f)
     for (int i = f->code.n - 1; i >= 0; i--) {
         if (f->code.v[i].op != OP_WGWAIT)
             continue;
+        /* (each moved wait adds instructions: sized for the code as it now is) */
         free(s.waits);
-        s.waits = malloc(sizeof(int) * ((size_t)f->code.n + 1));
+        s.waits = malloc(sizeof(Wait) * ((size_t)f->code.n + 1));
         index_labels(&s);
         if (sink(&s, i))
             moved++;
