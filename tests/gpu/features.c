@@ -121,6 +121,26 @@ static void softmax_rows(int rows, int n)
     gpu_free(dx), gpu_free(dy), free(x), free(ref), free(bound);
 }
 
+/* scale 0: softmax_half (k = 1/2, a constant); else softmax_scaled with that scale */
+static void softmax_scaled(int rows, int n, float scale)
+{
+    char desc[96];
+    const char *name = scale ? "softmax_scaled" : "softmax_half";
+    snprintf(desc, sizeof desc, "%s (exp(x k - max k) as one fma) k=%g R=%d N=%d", name, scale ? scale : 0.5, rows, n);
+    size_t sz = (size_t)rows * n;
+    float *x = malloc(sz * 4 + 4);
+    double *ref = malloc(sz * 8 + 8), *bound = malloc(sz * 8 + 8);
+    rng_fill(x, sz, -40, 40);
+    ref_softmax_scaled(x, scale ? scale : 0.5, ref, bound, rows, n);
+    CUdeviceptr dx = upload(x, sz), dy = poisoned(sz);
+    tilert_kernel *k = kernel(name);
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_f32(scale), tilert_i32(rows), tilert_i32(n) };
+    tilert_arg b[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_i32(rows), tilert_i32(n) };
+    if (k && dx && dy)
+        run(desc, k, scale ? a : b, scale ? 5 : 4, dy, ref, bound, sz, (size_t)n);
+    gpu_free(dx), gpu_free(dy), free(x), free(ref), free(bound);
+}
+
 static void center_rows(int rows, int n)
 {
     char desc[96];
@@ -1354,6 +1374,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < (small ? COUNT(rs_small) : COUNT(rs)); i++) {
         r = small ? rs_small[i] : rs[i];
         softmax_rows(r[0], r[1]);
+        softmax_scaled(r[0], r[1], 0.37f);
+        softmax_scaled(r[0], r[1], 0);
     }
     static const int cs[][2] = { { 1, 1 }, { 3, 2048 }, { 7, 1000 } };
     static const int cs_small[][2] = { { 1, 1 }, { 2, 2048 }, { 3, 1000 } };

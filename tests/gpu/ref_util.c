@@ -223,6 +223,16 @@ void ref_rowsum(const float *x, double *y, double *bound, int rows, int n, doubl
  *     either way, plus the flushed part FTZ_ABS (1 + u) / (S (1 - sigma)) and a subnormal y'. */
 void ref_softmax(const float *x, double *y, double *bound, int rows, int n)
 {
+    ref_softmax_scaled(x, 1, y, bound, rows, n);
+}
+
+/* softmax(k x) for k > 0 as a kernel writes it, exp(x * k - max(x) * k) / sum: with k != 1 the
+ * exponent is fma(x, fl(k log2 e), -fl(fl(max k) log2 e)) (docs/language.md's precision table),
+ * k log2 e rounded twice (the constant, the product), max k and its product by log2 e likewise
+ * and the fma once: with M = |max k| and |x k| <= |t| + M, the argument is off by at most
+ * (3 |t| + 5.05 M) u, t = (x - max) k. */
+void ref_softmax_scaled(const float *x, double k, double *y, double *bound, int rows, int n)
+{
     double g = gamma_n(n - 1, U_F32);
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * n;
@@ -230,8 +240,9 @@ void ref_softmax(const float *x, double *y, double *bound, int rows, int n)
         for (int j = 0; j < n; j++)
             mx = xr[j] > mx ? xr[j] : mx;
         for (int j = 0; j < n; j++) {
-            double t = (double)xr[j] - mx;
-            double a = (1 + (2 + 1.173 * fabs(t) * (1 + U_F32)) * 0x1p-23) * exp((fabs(t) + 1.01 * fabs(mx)) * U_F32) - 1;
+            double t = ((double)xr[j] - mx) * k;
+            double arg = k == 1 ? fabs(t) + 1.01 * fabs(mx) : 3 * fabs(t) + 5.05 * fabs(mx * k);
+            double a = (1 + (2 + 1.173 * fabs(t) * (1 + U_F32)) * 0x1p-23) * exp(arg * U_F32) - 1;
             s += yr[j] = exp(t);
             br[j] = a;                            /* the relative error of e'_j, for now */
             e_err += a * yr[j] + FTZ_ABS;

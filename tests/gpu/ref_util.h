@@ -75,6 +75,7 @@ void ref_rowsum(const float *x, double *y, double *bound, int rows, int n, doubl
  * row layernorm (mean and variance by sums in any order, rsqrt.approx, then d * rstd * w + b),
  * and x - mean(row), with the bound per element. */
 void ref_softmax(const float *x, double *y, double *bound, int rows, int n);
+void ref_softmax_scaled(const float *x, double k, double *y, double *bound, int rows, int n);
 void ref_layernorm(const float *x, const float *w, const float *b, float eps, double *y,
                    double *bound, int rows, int n);
 void ref_center_rows(const float *x, double *y, double *bound, int rows, int n);
