@@ -204,6 +204,45 @@ static int wgmma_floor(const Func *f)
     return most ? most + 26 : 0;
 }
 
+/* ptxas keeps a wgmma's accumulators where the PTX names them: where a product made afresh each
+ * iteration of a loop (attention's scores, `let s = q @ k.T`) has names the scan hands on within
+ * the loop to other values (the exp chain's temporaries), ptxas is left short of the registers
+ * the group in flight needs and serializes the kernel's wgmma (C7511, "insufficient register
+ * resources for the wgmma pipeline") or waits early (C7517): attention's backward, four products
+ * an iteration, had both. Such accumulators are named by themselves alone. Those carried into
+ * the loop (a GEMM's acc, fp8's partial sums) share names only with values before or after it,
+ * which ptxas minds not; renaming those too made it spill where it had not (matmul_fp8 with a
+ * producer warp, 168 registers). The names are only names: the count and cap are the scan's. */
+static void unshare_wgmma_accumulators(Func *f, const Interval *iv, int nphys[RC_COUNT])
+{
+    int nv = f->regs.n, n = f->code.n;
+    int *label_at = malloc(sizeof(int) * (size_t)(f->nlabels + 1));
+    unsigned char *fresh = calloc((size_t)nv + 1, 1);
+    for (int i = 0; i < n; i++)
+        if (f->code.v[i].op == OP_LABEL)
+            label_at[f->code.v[i].label] = i;
+    for (int i = 0; i < n; i++) {
+        const Ins *in = &f->code.v[i];
+        if (in->op != OP_WGACC)
+            continue;
+        /* the innermost loop around it: the back edge b -> h with h <= i <= b and h largest */
+        int head = -1;
+        for (int b = i + 1; b < n; b++) {
+            const Ins *br = &f->code.v[b];
+            if (br->op == OP_BRA && label_at[br->label] <= i && label_at[br->label] > head)
+                head = label_at[br->label];
+        }
+        for (int d = 0; head >= 0 && d < in->ndst; d++)
+            if (in->dst[d] >= 0 && in->dst[d] < nv && iv[in->dst[d]].start > head)
+                fresh[in->dst[d]] = 1;
+    }
+    for (int v = 0; v < nv; v++)
+        if (fresh[v])
+            f->regs.v[v].phys = nphys[f->regs.v[v].rc]++;
+    free(fresh);
+    free(label_at);
+}
+
 bool regalloc(Func *f, int budget)
 {
     int n = f->code.n, nv = f->regs.n;
@@ -243,6 +282,7 @@ bool regalloc(Func *f, int budget)
         vec_free(&busy[rc]);
         vec_free(&idle[rc]);
     }
+    unshare_wgmma_accumulators(f, iv, nphys);
     memcpy(f->nphys, nphys, sizeof nphys);
     /* two registers hold the thread's own program counter since Volta; a wgmma needs its own
        floor (wgmma_floor), which the prediction reports as ptxas will count it */
