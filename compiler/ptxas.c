@@ -263,10 +263,12 @@ void ptxas_parse_report(const char *log, KernelMeta *ks, int nk)
     for (const char *line = log; line && *line;) {
         const char *nl = strchr(line, '\n');
         size_t len = nl ? (size_t)(nl - line) : strlen(line);
-        if (find_in(line, len, "(C7512)")) {
+        if ((find_in(line, len, "(C7512)") || find_in(line, len, "(C7511)")) &&
+            find_in(line, len, "insufficient register resources")) {
             /* "wgmma.mma_async instructions are serialized due to insufficient register
-               resources for the function 'F'" */
-            KernelMeta *k = kernel_after(line, len, "for the function", ks, nk);
+               resources for the function 'F'" (C7512), "... for the wgmma pipeline in the
+               function 'F'" (C7511): both a cap too tight for the group in flight */
+            KernelMeta *k = kernel_after(line, len, "function", ks, nk);
             if (k)
                 k->ptxas_wgmma_serialized = true;
         } else if (find_in(line, len, "Compiling entry function")) {
@@ -297,7 +299,7 @@ void ptxas_warn_lost(ArchOutput *out, const char *arch)
         if (ks[i].ptxas_wgmma_serialized && !ks[i].warned_serialized) {
             ks[i].warned_serialized = true;
             warning_at(out->funcs[i]->k->loc, "kernel '%s' (%s): ptxas serializes its wgmma for want of registers "
-                       "(C7512), which costs the tensor cores' overlap: use a smaller tile or more threads",
+                       "(C7511, C7512), which costs the tensor cores' overlap: use a smaller tile or more threads",
                        ks[i].name, arch);
         }
 }

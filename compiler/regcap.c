@@ -3,7 +3,7 @@
  * ptxas spills under it, and the module emitted again with it.
  *
  * The cap rests on an estimate: where ptxas is at hand, check that no kernel spills under it,
- * or whose wgmma ptxas serializes for want of registers (C7512), and loosen the cap of any that
+ * or whose wgmma ptxas serializes for want of registers (C7511, C7512), and loosen the cap of any that
  * does: to the occupancy boundary, then by one allocation unit (8)
  * a round, the last round to the budget. Small steps keep kernels that differ by a register or
  * two at counts that differ as little. ptxas runs once when nothing spills. A cap under what one

@@ -421,7 +421,7 @@ typedef struct {
     int cluster;
     /* Filled from ptxas -v when it ran (-1 otherwise): */
     int ptxas_regs, ptxas_spill_stores, ptxas_spill_loads, ptxas_stack;
-    /* ptxas serialized the kernel's wgmma for want of registers (C7512): the tensor cores' fast
+    /* ptxas serialized the kernel's wgmma for want of registers (C7511, C7512): the tensor cores' fast
        path lost, which regcap treats as it treats a spill */
     bool ptxas_wgmma_serialized;
     bool warned_serialized;   /* ptxas_warn_lost said so (once per kernel) */

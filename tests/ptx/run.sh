@@ -7,8 +7,9 @@
 #   maxntid    every kernel's .maxntid equals the threads of its `//@kernel NAME threads T` line
 #   no-local   no .local memory anywhere in the code (tests/gpu/kernels/print.tile, whose kernels
 #              print, has checks of its own, below)
-#   ptxas      ptxas -arch=ARCH -v --warn-on-spills accepts it, no C7508/C7510-C7515/C7602 warning
-#              (C751x: a wgmma fast path lost, e.g. serialized for want of registers), and every
+#   ptxas      ptxas -arch=ARCH -v --warn-on-spills accepts it, no C7508/C7510-C7515/C7517/C7602 warning
+#              (C751x: a wgmma fast path lost, e.g. serialized for want of registers, or a wait ptxas
+#              had to inject before an accumulator's use), and every
 #              kernel reports 0 bytes stack frame, spill stores and spill loads
 # Then the command line: exit status 0/1/2, no output file after a failed compilation,
 # --version, --help, -o - (stdout).
@@ -121,7 +122,7 @@ check_one() {
 		fail "$name ptxas" "$(grep -i -m 1 error "$log" || head -n 1 "$log")"
 		return
 	fi
-	bad=$(grep -E 'C7508|C751[0-5]|C7602' "$log" | head -n 1)
+	bad=$(grep -E 'C7508|C751[0-5]|C7517|C7602' "$log" | head -n 1)
 	if [ -z "$bad" ]; then
 		bad=$(spill_problems "$log" $(kernels_of "$out") | head -n 3 | tr '\n' ';' | sed 's/;$//')
 	fi
@@ -188,7 +189,7 @@ check_print() {
 		fail "$name ptxas" "$(grep -i -m 1 error "$log" || head -n 1 "$log")"
 		return
 	fi
-	bad=$(grep -E 'C7508|C751[0-5]|C7602' "$log" | head -n 1)
+	bad=$(grep -E 'C7508|C751[0-5]|C7517|C7602' "$log" | head -n 1)
 	[ -z "$bad" ] && bad=$(awk '
 		/Function properties for / { l = $0; sub(/.*Function properties for /, "", l); cur = l }
 		/bytes stack frame/ {
@@ -406,6 +407,26 @@ for k in mm_f16_tn:1 mm_f16_tt:0 mm_bf16_tn:1 mm_bf16_tt:0; do
 		pass "A^T in wgmma's slab: $name"
 	else
 		fail "A^T in wgmma's slab: $name" "$gw M-major wgmma, $ga register-A wgmma, $gl ldmatrix/mma.sync, $ta A maps of 64-row boxes (box rows BK, 64 columns)"
+	fi
+done
+
+# Narrow products on sm_90a's wgmma: a slab needs only the stored rows that run along it, so the
+# attention backward's 64 x 32 score blocks (B^T of 32 query rows: N = 32, K-major) and its
+# products over 32-row steps (K = 32 down an N-major B, A from the scores' registers) all run
+# there, with no ldmatrix or mma.sync left, and the forward with 32-key blocks too.
+"$tilec" -w --no-ptxas --arch=sm_90a examples/attention_bwd.tile -o "$tmp/attn_bwd.ptx" 2>/dev/null
+"$tilec" -w --no-ptxas --arch=sm_90a -D BN_D128=32 examples/attention.tile -o "$tmp/attn_bn32.ptx" 2>/dev/null
+for k in attn_bwd:attention_bwd_dkdv:8:4 attn_bwd:attention_bwd_dq_bf16_d128:16:2 attn_bwd:attention_bwd_dkdv_d128:16:4 \
+         attn_bn32:attention_d128:8:2; do
+	file=${k%%:*} rest=${k#*:} name=${rest%%:*} rest=${rest#*:} n32=${rest%%:*} nra=${rest##*:}
+	e=$(awk "/^\.visible \.entry $name\(/{k=1} k" "$tmp/$file.ptx" | awk '/^}/{print; exit} {print}')
+	g32=$(echo "$e" | grep -c 'wgmma\.mma_async.*m64n32k16')
+	gra=$(echo "$e" | grep -c 'wgmma\.mma_async.*{%r')
+	gl=$(echo "$e" | grep -c 'ldmatrix\|mma\.sync')
+	if [ "$g32" -eq "$n32" ] && [ "$gra" -eq "$nra" ] && [ "$gl" -eq 0 ]; then
+		pass "narrow wgmma: $name"
+	else
+		fail "narrow wgmma: $name" "$g32 m64n32k16 (want $n32), $gra register-A (want $nra), $gl ldmatrix/mma.sync"
 	fi
 done
 

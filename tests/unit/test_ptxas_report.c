@@ -93,6 +93,29 @@ static void test_empty(void)
     expect_int("report empty log", ks[0].ptxas_regs, -1);
 }
 
+/* Serialized wgmma for want of registers, in both wordings ptxas has (C7512 names the function
+ * after "for the function", C7511 after "for the wgmma pipeline in the function"); the same
+ * codes for another cause, and C7517 (a wait ptxas injected), are not that. */
+static void test_wgmma_serialized(void)
+{
+    static const char report[] =
+        "ptxas info    : (C7511) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+        "insufficient register resources for the wgmma pipeline in the function 'dkdv'\n"
+        "ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+        "insufficient register resources for the function 'dq'\n"
+        "ptxas info    : (C7517) warpgroup.wait is injected in around line 557 by compiler to allow use of "
+        "registers defined by GMMA in function 'fwd'\n"
+        "ptxas info    : (C7510) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+        "the presence of Extern calls in the function 'ext'\n";
+    KernelMeta ks[5] = { blank("dkdv"), blank("dq"), blank("fwd"), blank("ext"), blank("dkdv_d128") };
+    ptxas_parse_report(report, ks, 5);
+    expect("report C7511 serialized", ks[0].ptxas_wgmma_serialized, "not flagged");
+    expect("report C7512 serialized", ks[1].ptxas_wgmma_serialized, "not flagged");
+    expect("report C7517 not a register shortage", !ks[2].ptxas_wgmma_serialized, "flagged");
+    expect("report C7510 not a register shortage", !ks[3].ptxas_wgmma_serialized, "flagged");
+    expect("report a longer name not matched", !ks[4].ptxas_wgmma_serialized, "flagged");
+}
+
 /* A one-thread kernel that stores a constant: every ptxas since CUDA 11 accepts it. */
 static const char tiny_ptx[] =
     ".version 7.0\n"
@@ -156,6 +179,7 @@ int main(void)
     test_two_kernels();
     test_foreign_blocks();
     test_empty();
+    test_wgmma_serialized();
     test_run();
     return failures ? 1 : 0;
 }
