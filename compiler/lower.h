@@ -447,7 +447,7 @@ int mma_sync_swizzle(Lower *c, ElemType t, int side, int M, int N, int K);
 /* lower_wgmma.c: wgmma (sm_90a) for f16/bf16 matmuls whose operands a pipelined loop brings in
  * the SWZ_SLAB layouts. wgmma_shape: may an M x N x K product of type t take that path (its
  * accumulator then has layout_mma(..., true): one warp column, warpgroups stacked along M). */
-bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K);
+bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K, bool a_slab, bool b_trans);
 /* tf32 with B K-major (transposed): both operands from shared memory, not swapped (m64nNk8). */
 bool wgmma_shape_tf32_kmajor(Lower *c, int M, int N, int K);
 bool wgmma_promotes(ElemType t);            /* fp8: each product summed apart, then added */

@@ -46,7 +46,12 @@
 
 enum { WG_THREADS = 128, WG_M = 64, WG_K = 16, WG_MAX_N = 256, SLAB = 128 };
 
-bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K)
+/* a_slab: A is read K-major from its slab (not from registers, not M-major); b_trans: B is read
+ * K-major (B^T as stored). A slab is 128 bytes of an operand's stored rows: only the operand
+ * whose stored rows run along K (A K-major, B^T) needs K to fill them, only an N-major B needs N
+ * to; the other dimension is free down to a k step (16) or an n8 tile. So a 64 x 32 score block
+ * Q K^T (B^T of 32 rows) and P V with 32 keys (K = 32 down an N-major B) stay on wgmma. */
+bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K, bool a_slab, bool b_trans)
 {
     if (!c || !c->target || !c->target->wgmma || c->threads <= 0 ||
         c->threads % WG_THREADS)
@@ -61,7 +66,11 @@ bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K)
         return M % (16 * warps) == 0 && N % 64 == 0 && N <= WG_MAX_N && K % SLAB == 0;
     if (t != TY_F16 && t != TY_BF16)
         return false;
-    return M % (16 * warps) == 0 && N * es % SLAB == 0 && N <= WG_MAX_N && K * es % SLAB == 0;
+    if (M % (16 * warps) || N % 8 || N > WG_MAX_N || K % WG_K)
+        return false;
+    if (a_slab && K * es % SLAB)
+        return false;
+    return b_trans ? K * es % SLAB == 0 : N * es % SLAB == 0;
 }
 
 bool wgmma_shape_tf32_kmajor(Lower *c, int M, int N, int K)
@@ -171,7 +180,7 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
     bool regs_a = av || a.swz != SWZ_SLAB;
     if ((!regs_a && (a.pitch != (a.trans ? M : K) || (a.trans && es != 2))) || b.pitch != (b.trans ? K : N) || b.rows != K || L->T[0] != 8 * warps ||
         L->T[1] != 4 || L->V[0] != 1 || L->V[1] != 2 || L->O[1] != N / 8 || L->reps != 1 || (tf && (!b.trans || !regs_a)) || (es == 1 && (!b.trans || regs_a)) ||
-        !(tf ? wgmma_shape_tf32_kmajor(c, M, N, K) : wgmma_shape(c, a.type, false, M, N, K)))
+        !(tf ? wgmma_shape_tf32_kmajor(c, M, N, K) : wgmma_shape(c, a.type, false, M, N, K, !regs_a && !a.trans, b.trans)))
         die("lower_wgmma: operands or accumulator not in wgmma's layouts");
     int tall = M / (16 * warps);     /* wgmma per k step: 64-row blocks of this warpgroup */
     /* fp8 products are summed apart and added to acc after the wait: see wgmma_promotes. In a

@@ -28,7 +28,7 @@ static bool fits_mma_sync(Lower *c, const MatmulPlan *p)
 static bool fits_wgmma_tf32(Lower *c, const MatmulPlan *p)
 {
     return p->type == TY_F32 && p->tf32 && !p->trans[0] && !p->trans[1] && fits_mma_sync(c, p) &&
-           wgmma_shape(c, p->type, true, p->M, p->N, p->K);
+           wgmma_shape(c, p->type, true, p->M, p->N, p->K, true, false);
 }
 
 /* A K-major, or M-major when transposed (imm-trans-a); B N-major, or K-major when transposed.
@@ -38,7 +38,7 @@ static bool fits_wgmma(Lower *c, const MatmulPlan *p)
 {
     bool b8 = type_size(p->type) == 1;
     return (p->type == TY_F16 || p->type == TY_BF16 || (b8 && p->trans[1] && !p->trans[0])) && !p->a_value &&
-           fits_mma_sync(c, p) && wgmma_shape(c, p->type, false, p->M, p->N, p->K);
+           fits_mma_sync(c, p) && wgmma_shape(c, p->type, false, p->M, p->N, p->K, !p->trans[0], p->trans[1]);
 }
 
 /* A 16-bit A that is a value (the f16 of another product's accumulator, as attention's P in
@@ -51,7 +51,7 @@ static bool fits_wgmma(Lower *c, const MatmulPlan *p)
 static bool fits_wgmma_ra(Lower *c, const MatmulPlan *p)
 {
     return (p->type == TY_F16 || p->type == TY_BF16) && p->a_value && fits_mma_sync(c, p) &&
-           wgmma_shape(c, p->type, false, p->M, p->N, p->K);
+           wgmma_shape(c, p->type, false, p->M, p->N, p->K, false, p->trans[1]);
 }
 
 static bool fits_wgmma_tf32_ra(Lower *c, const MatmulPlan *p)

@@ -821,6 +821,13 @@ int main(void)
     case_mma(TY_F16, 256, 128, 256, 64);
     case_mma(TY_BF16, 256, 128, 256, 64);
     case_mma(TY_F16, 128, 64, 128, 128);      /* A in two slabs */
+    /* the slab needs only the operand rows that run along it: B^T of 32 rows (N = 32) and an
+       N-major B of 32 k rows (K = 32, A M-major) on wgmma; A K-major with K = 32 and an N-major
+       B of 32 columns on mma.sync */
+    case_mma(TY_F16, 128, 64, 32, 64);
+    case_mma(TY_BF16, 128, 64, 128, 32);
+    case_mma(TY_F16, 256, 128, 16, 128);
+    case_mma(TY_F16, 128, 64, 8, 64);
     case_mma(TY_BF16, 256, 256, 128, 64);     /* two wgmma per k step */
     case_mma(TY_F16, 128, 128, 64, 64);
     case_mma(TY_F16, 512, 256, 256, 64);      /* four warpgroups */
@@ -832,7 +839,7 @@ int main(void)
     case_mma(TY_F32, 128, 64, 64, 128);
     case_mma(TY_F32, 512, 64, 256, 64);       /* four warpgroups */
     case_mma_pitch(TY_F32, 256, 256, 128, 32, 4, 4);    /* a shared var's pitch */
-    unit_check(!wgmma_shape(&(Lower){ .opt = &(Options){ .arch = "sm_90" }, .target = target_of("sm_90"), .threads = 256 }, TY_F16, false, 128, 256, 64),
+    unit_check(!wgmma_shape(&(Lower){ .opt = &(Options){ .arch = "sm_90" }, .target = target_of("sm_90"), .threads = 256 }, TY_F16, false, 128, 256, 64, true, false),
                "wgmma only on sm_90a", "taken on sm_90");
     return unit_exit();
 }
