@@ -129,9 +129,15 @@ typedef struct {
 
 /* A pipelined loop while it is lowered (lower_pipeline.c); Lower.pipe is the innermost one whose
  * body is being lowered, outer the one around it. */
+/* A second product's operand that is the same window, laid out the same, as ops[of]: it reads
+ * that operand's stage buffers, read as itself (trans) */
+typedef struct { Expr *operand; int of; bool trans; MatmulPlan *plan; int side; } PipeAlias;
+
 typedef struct PipeLoop {
     Stmt *loop;
     PipeOperand *ops; int nops;   /* operands in stage buffers */
+    PipeAlias *alias; int nalias; /* operands that share one of them (lower_pipeline.c, same_window) */
+    PipeOperand seen_as;          /* pipe_find's answer for an alias */
     int S;                        /* pipeline(S): copies run S - 1 iterations ahead */
     /* stage buffers: S, or S + 1 when the matmul keeps one wgmma group in flight into the next
      * iteration (wg_keep): the stage that group reads is then neither read nor written by the

@@ -126,12 +126,78 @@ void pipe_issue_copies(Lower *c, const PipeLoop *pl, int v, Opnd stage)
 
 PipeOperand *pipe_find(Lower *c, Expr *operand, Sym *var)
 {
-    for (int i = 0; c->pipe && i < c->pipe->nops; i++) {
-        PipeOperand *p = &c->pipe->ops[i];
+    PipeLoop *pl = c->pipe;
+    for (int i = 0; pl && i < pl->nops; i++) {
+        PipeOperand *p = &pl->ops[i];
         if ((operand && p->operand == operand && !p->var) || (var && p->var == var))
             return p;
     }
+    for (int i = 0; pl && operand && i < pl->nalias; i++)
+        if (pl->alias[i].operand == operand) {
+            /* the buffers, layout and copies of the operand it shares, read as itself */
+            pl->seen_as = pl->ops[pl->alias[i].of];
+            pl->seen_as.operand = operand;
+            pl->seen_as.trans = pl->alias[i].trans;
+            pl->seen_as.plan = pl->alias[i].plan;
+            pl->seen_as.side = pl->alias[i].side;
+            return &pl->seen_as;
+        }
     return NULL;
+}
+
+/* The same value wherever it is evaluated in the loop body: the subscripts of a window the loop
+ * may copy are invariant but for the loop variable (pipelinable_window), so equal trees are equal
+ * values. Calls and anything unlisted compare unequal: no sharing is always correct. */
+static bool same_value(const Expr *a, const Expr *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (a->kind != b->kind || a->type != b->type)
+        return false;
+    switch (a->kind) {
+    case E_INT: case E_BOOL: case E_BLOCK:
+        return a->ival == b->ival;
+    case E_FLOAT:
+        return a->fval == b->fval;
+    case E_NAME:
+        return a->sym && a->sym == b->sym;
+    case E_UNARY:
+        return a->op == b->op && same_value(a->a, b->a);
+    case E_BINARY:
+        return a->op == b->op && same_value(a->a, b->a) && same_value(a->b, b->b);
+    case E_CAST:
+        return a->to == b->to && same_value(a->a, b->a);
+    case E_INDEX:
+        if (a->sym != b->sym || a->nidx != b->nidx || a->fill || b->fill)
+            return false;
+        for (int i = 0; i < a->nidx; i++)
+            if (a->idx[i].width != b->idx[i].width || a->idx[i].gather || b->idx[i].gather ||
+                !same_value(a->idx[i].start, b->idx[i].start))
+                return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool rounds_in_place(const PipeOperand *p);
+
+/* The operand among ops that copies what p would, into the same layout, so that p may read its
+ * stages instead of a copy of its own (attention's backward reads K as K^T in Q K^T and as it
+ * lies in dS K: one copy, not two). Not a shared var's fill, nor a tile rewritten in its buffer
+ * (rounded to tf32 or turned K-major there), nor one the two paths fence differently. -1: none. */
+static int same_window(const PipeOperand *ops, int nops, const PipeOperand *p)
+{
+    for (int k = 0; k < nops; k++) {
+        const PipeOperand *o = &ops[k];
+        if (o->var || o->type != p->type || o->swz != p->swz || o->pitch != p->pitch || o->bytes != p->bytes ||
+            o->held != p->held || o->xpose || p->xpose || rounds_in_place(o) || rounds_in_place(p) ||
+            matmul_side(o->plan->row->proxy, o->side) != matmul_side(p->plan->row->proxy, p->side) ||
+            !same_value(o->window, p->window))
+            continue;
+        return k;
+    }
+    return -1;
 }
 
 bool pipe_fills(Lower *c, Sym *var, Expr *window)
@@ -458,6 +524,8 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     /* the body's matmul operands that are windows of the loop variable */
     PipeOperand ops[16];
     int nops = 0;
+    PipeAlias alias[16];
+    int nalias = 0;
     bool defer = false;    /* a tensor-core matmul will issue the next stage's copies */
     Stmt *body = s->then;
     for (int i = 0; i < body->nbody && nops < 15; i++) {
@@ -537,7 +605,11 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         for (int j = 0; j < 2; j++)
             if (have[j]) {
                 cand[j].held = !pipe_uses_sym(cand[j].window, s->sym) && !rounds_in_place(&cand[j]) && !cand[j].xpose;
-                ops[nops++] = cand[j];
+                int of = same_window(ops, nops, &cand[j]);
+                if (of >= 0 && nalias < 16)
+                    alias[nalias++] = (PipeAlias){ cand[j].operand, of, cand[j].trans, cand[j].plan, cand[j].side };
+                else
+                    ops[nops++] = cand[j];
             }
     }
     if (!nops) {
@@ -547,7 +619,8 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     }
     f->cur_line = s->loc.line;
     int mark = c->smem_top;
-    PipeLoop pl = { .loop = s, .ops = ops, .nops = nops, .S = S, .nbuf = S, .phase = -1, .leader = -1 };
+    PipeLoop pl = { .loop = s, .ops = ops, .nops = nops, .alias = alias, .nalias = nalias, .S = S, .nbuf = S,
+                    .phase = -1, .leader = -1 };
     if (keeps_group(c, body, ops, nops, S)) {
         pl.nbuf = S + 1;
         keep_group(c, &pl);

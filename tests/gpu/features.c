@@ -1131,13 +1131,16 @@ static CUdeviceptr upload_f16(const uint16_t *h, size_t n)
     return p;
 }
 
-/* chain: O = f16(X Y^T) Z (D, E <= 64). The reference: s = X Y^T in float64 with the tensor-core
- * bound, then s rounded to f16 (bound_store), which the second product takes as operands known
- * to within their radius (the float midpoint's own distance added). */
-static void chain(bool bf, int m, int n, int d, int e)
+/* chain: O = f16(X Y^T) Z (D, E <= 64); chain_same (same, bf false): Z = Y, E = D. The reference:
+ * s = X Y^T in float64 with the tensor-core bound, then s rounded to f16 (bound_store), which the
+ * second product takes as operands known to within their radius (the float midpoint's own
+ * distance added). */
+static void chain_as(bool bf, bool same, int m, int n, int d, int e)
 {
     char desc[112];
-    const char *name = bf ? "chain_bf16" : "chain";
+    const char *name = same ? "chain_same" : bf ? "chain_bf16" : "chain";
+    if (same)
+        e = d;
     snprintf(desc, sizeof desc, "%s (%s(X @ Y^T) @ Z, A from registers) M=%d N=%d D=%d E=%d", name, bf ? "bf16" : "f16",
              m, n, d, e);
     size_t sx = (size_t)m * d, sy = (size_t)n * d, sz = (size_t)n * e, ss = (size_t)m * n, so = (size_t)m * e;
@@ -1148,6 +1151,10 @@ static void chain(bool bf, int m, int n, int d, int e)
     half_values(x, x16, sx, bf);
     half_values(y, y16, sy, bf);
     half_values(z, z16, sz, bf);
+    if (same) {
+        memcpy(z, y, sy * 4);
+        memcpy(z16, y16, sy * 2);
+    }
     for (int i = 0; i < n; i++)
         for (int j = 0; j < d; j++)
             yt[(size_t)j * n + i] = y[(size_t)i * d + j];
@@ -1163,12 +1170,16 @@ static void chain(bool bf, int m, int n, int d, int e)
     /* arguments, then the sizes in order of first appearance: M, D, N, E */
     tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_ptr(dz), tilert_ptr(dout), tilert_i32(m), tilert_i32(d),
                        tilert_i32(n), tilert_i32(e) };
+    /* chain_same: X, Y, O, then M, D, N */
+    tilert_arg as[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_ptr(dout), tilert_i32(m), tilert_i32(d), tilert_i32(n) };
     if (k && dx && dy && dz && dout)
-        run(desc, k, a, 8, dout, ref, bound, so, (size_t)e);
+        run(desc, k, same ? as : a, same ? 6 : 8, dout, ref, bound, so, (size_t)e);
     gpu_free(dx), gpu_free(dy), gpu_free(dz), gpu_free(dout);
     free(x), free(y), free(yt), free(z), free(mid), free(rad), free(x16), free(y16), free(z16);
     free(sref), free(sbound), free(ref), free(bound);
 }
+
+static void chain(bool bf, int m, int n, int d, int e) { chain_as(bf, false, m, n, d, e); }
 
 /* attn: O = softmax(scale Q K^T) V per batch-head, rows of 128 (attn_next: 64), keys in blocks of 64
  * (D <= 64).
@@ -1426,6 +1437,10 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < (small ? 2 : COUNT(ch)); i++)
         for (int bf = 0; bf < 2; bf++)
             chain(bf, ch[i][0], ch[i][1], ch[i][2], ch[i][3]);
+    /* M, N, D: Y's 32-row windows read twice from one copy */
+    static const int cy[][3] = { { 1, 1, 8 }, { 100, 130, 64 }, { 257, 33, 40 }, { 64, 1000, 64 } };
+    for (size_t i = 0; i < (small ? 2 : COUNT(cy)); i++)
+        chain_as(false, true, cy[i][0], cy[i][1], cy[i][2], 0);
     /* M, K, N: K and N multiples of 8 */
     static const int va[][3] = { { 1, 8, 8 }, { 129, 200, 136 }, { 300, 64, 256 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(va)); i++)
