@@ -416,7 +416,7 @@ done
 # there, with no ldmatrix or mma.sync left, and the forward with 32-key blocks too.
 "$tilec" -w --no-ptxas --arch=sm_90a examples/attention_bwd.tile -o "$tmp/attn_bwd.ptx" 2>/dev/null
 "$tilec" -w --no-ptxas --arch=sm_90a -D BN_D128=32 examples/attention.tile -o "$tmp/attn_bn32.ptx" 2>/dev/null
-for k in attn_bwd:attention_bwd_dkdv:8:4 attn_bwd:attention_bwd_dq_bf16:8:2 attn_bwd:attention_bwd_dkdv_d128:16:4 \
+for k in attn_bwd:attention_bwd_dkdv_bf16_d128:16:4 attn_bwd:attention_bwd_dq_bf16:8:2 attn_bwd:attention_bwd_dkdv_d128:16:4 \
          attn_bn32:attention_d128:8:2; do
 	file=${k%%:*} rest=${k#*:} name=${rest%%:*} rest=${rest#*:} n32=${rest%%:*} nra=${rest##*:}
 	e=$(awk "/^\.visible \.entry $name\(/{k=1} k" "$tmp/$file.ptx" | awk '/^}/{print; exit} {print}')
