@@ -215,23 +215,29 @@ static int wgmma_floor(const Func *f)
  * producer warp, 168 registers). The names are only names: the count and cap are the scan's. */
 static void unshare_wgmma_accumulators(Func *f, const Interval *iv, int nphys[RC_COUNT])
 {
-    int nv = f->regs.n, n = f->code.n;
+    int nv = f->regs.n, n = f->code.n, nloops = 0;
     int *label_at = malloc(sizeof(int) * (size_t)(f->nlabels + 1));
+    int *loop = malloc(sizeof(int) * 2 * (size_t)(n + 1));    /* back edges: head, branch */
     unsigned char *fresh = calloc((size_t)nv + 1, 1);
+    for (int l = 0; l < f->nlabels; l++)
+        label_at[l] = n;
     for (int i = 0; i < n; i++)
         if (f->code.v[i].op == OP_LABEL)
             label_at[f->code.v[i].label] = i;
-    for (int i = 0; i < n; i++) {
+    for (int b = 0; b < n; b++)
+        if (f->code.v[b].op == OP_BRA && label_at[f->code.v[b].label] < b) {
+            loop[2 * nloops] = label_at[f->code.v[b].label];
+            loop[2 * nloops++ + 1] = b;
+        }
+    for (int i = 0; nloops && i < n; i++) {
         const Ins *in = &f->code.v[i];
         if (in->op != OP_WGACC)
             continue;
-        /* the innermost loop around it: the back edge b -> h with h <= i <= b and h largest */
+        /* the innermost loop around it: the back edge b -> h with h <= i < b and h largest */
         int head = -1;
-        for (int b = i + 1; b < n; b++) {
-            const Ins *br = &f->code.v[b];
-            if (br->op == OP_BRA && label_at[br->label] <= i && label_at[br->label] > head)
-                head = label_at[br->label];
-        }
+        for (int l = 0; l < nloops; l++)
+            if (loop[2 * l] <= i && i < loop[2 * l + 1] && loop[2 * l] > head)
+                head = loop[2 * l];
         for (int d = 0; head >= 0 && d < in->ndst; d++)
             if (in->dst[d] >= 0 && in->dst[d] < nv && iv[in->dst[d]].start > head)
                 fresh[in->dst[d]] = 1;
@@ -240,6 +246,7 @@ static void unshare_wgmma_accumulators(Func *f, const Interval *iv, int nphys[RC
         if (fresh[v])
             f->regs.v[v].phys = nphys[f->regs.v[v].rc]++;
     free(fresh);
+    free(loop);
     free(label_at);
 }
 
