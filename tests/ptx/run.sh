@@ -46,6 +46,8 @@ skip() { echo "SKIP $1: $2" >>"$res"; }
 
 # Kernel name -> threads, from the metadata comments.
 kernels_of() { sed -n 's|^//@kernel \([A-Za-z_][A-Za-z_0-9]*\) .*|\1|p' "$1"; }
+# The body of kernel $2 in PTX file $1, from its .entry line to its closing brace.
+entry_body() { awk "/^\\.visible \\.entry $2\\(/{k=1} k" "$1" | awk '/^}/{print; exit} {print}'; }
 
 # Prints one line per kernel whose .maxntid (x*y*z) differs from its metadata threads.
 maxntid_mismatches() {
@@ -373,7 +375,7 @@ fi
 # transposed operand of an `@` outside a pipeline is read along its stored rows (mm_f16_nt_plain:
 # 16-byte loads only).
 "$tilec" --no-ptxas --arch=sm_90a tests/gpu/kernels/types8.tile -o "$tmp/types8.ptx" 2>/dev/null
-wide=$(awk '/^\.visible \.entry widen8_wide\(/{k=1} k' "$tmp/types8.ptx" | awk '/^}/{print; exit} {print}')
+wide=$(entry_body "$tmp/types8.ptx" widen8_wide)
 n4=$(echo "$wide" | grep -c 'ld.global.v4.[su]8')
 n16=$(echo "$wide" | grep -c 'ld.global.v4.b32')
 nst=$(echo "$wide" | grep -c 'st.global.v4.f32')
@@ -384,7 +386,7 @@ else
 		"$n4 4-byte loads, $n16 16-byte loads, $nst 16-byte stores"
 fi
 "$tilec" -w --no-ptxas --arch=sm_90a tests/gpu/kernels/layouts.tile -o "$tmp/layouts.ptx" 2>/dev/null
-plain=$(awk '/^\.visible \.entry mm_f16_nt_plain\(/{k=1} k' "$tmp/layouts.ptx" | awk '/^}/{print; exit} {print}')
+plain=$(entry_body "$tmp/layouts.ptx" mm_f16_nt_plain)
 if [ "$(echo "$plain" | grep -c 'ld.global.v4.b32')" -eq 4 ] && ! echo "$plain" | grep -q 'ld.global.b16'; then
 	pass "transposed operand: mm_f16_nt_plain reads W along its rows"
 else
@@ -397,7 +399,7 @@ fi
 # B^T (tt) K-major beside it.
 for k in mm_f16_tn:1 mm_f16_tt:0 mm_bf16_tn:1 mm_bf16_tt:0; do
 	name=${k%%:*} tb=${k##*:}
-	e=$(awk "/^\.visible \.entry $name\(/{k=1} k" "$tmp/layouts.ptx" | awk '/^}/{print; exit} {print}')
+	e=$(entry_body "$tmp/layouts.ptx" "$name")
 	m=$(awk "/^\/\/@kernel $name /{k=1; print; next} k && /^\/\/@kernel/{exit} k" "$tmp/layouts.ptx")
 	gw=$(echo "$e" | grep -c "wgmma\.mma_async.*}, %rd[0-9]*, %rd[0-9]*, 1, 1, 1, 1, $tb;")
 	ga=$(echo "$e" | grep -c 'wgmma\.mma_async.*{%r')
@@ -419,7 +421,7 @@ done
 for k in attn_bwd:attention_bwd_dkdv_bf16_d128:16:4 attn_bwd:attention_bwd_dq_bf16:8:2 attn_bwd:attention_bwd_dkdv_d128:16:4 \
          attn_bn32:attention_d128:8:2; do
 	file=${k%%:*} rest=${k#*:} name=${rest%%:*} rest=${rest#*:} n32=${rest%%:*} nra=${rest##*:}
-	e=$(awk "/^\.visible \.entry $name\(/{k=1} k" "$tmp/$file.ptx" | awk '/^}/{print; exit} {print}')
+	e=$(entry_body "$tmp/$file.ptx" "$name")
 	g32=$(echo "$e" | grep -c 'wgmma\.mma_async.*m64n32k16')
 	gra=$(echo "$e" | grep -c 'wgmma\.mma_async.*{%r')
 	gl=$(echo "$e" | grep -c 'ldmatrix\|mma\.sync')
@@ -435,7 +437,7 @@ done
 # unaligned kernel's loop is versioned on alignment (lower_version.c): both versions do so.
 for k in mm_tf32_tn:4:4 mm_tf32_tn_wg:8:16 mm_tf32_tn_unaligned:8:8; do
 	name=${k%%:*} nw=${k#*:} nw=${nw%%:*} nst=${k##*:}
-	e=$(awk "/^\.visible \.entry $name\(/{k=1} k" "$tmp/layouts.ptx" | awk '/^}/{print; exit} {print}')
+	e=$(entry_body "$tmp/layouts.ptx" "$name")
 	gw=$(echo "$e" | grep -c 'wgmma.mma_async.*tf32')
 	gs=$(echo "$e" | grep -c 'st.shared.v4.b32')
 	gm=$(echo "$e" | grep -c 'mma.sync')
@@ -450,7 +452,7 @@ done
 # A pipelined loop over f16 windows whose row lengths no assume covers is lowered twice
 # (lower_version.c): 16-byte copies of both operands in one version, both operands loaded in
 # each iteration (rows of odd length possible) in the other.
-e=$(awk '/^\.visible \.entry mm_f16_nt_unaligned\(/{k=1} k' "$tmp/layouts.ptx" | awk '/^}/{print; exit} {print}')
+e=$(entry_body "$tmp/layouts.ptx" mm_f16_nt_unaligned)
 c16=$(echo "$e" | grep -c 'cp\.async\.cg\.shared\.global.*, 16')
 l16=$(echo "$e" | grep -c 'ld\.global[.a-z]*\.[bu]16 ')
 if [ "$c16" -ge 2 ] && [ "$l16" -ge 1 ]; then
@@ -495,7 +497,7 @@ fi
 # Block order: a 2-D grid of product tiles is renumbered 8 row blocks at a time (reads %nsmid to
 # tell a large grid); attention's 2-D grid (query blocks by heads) and the examples' own 1-D
 # numbering are left alone.
-nsm_mm=$(awk '/^\.visible \.entry mm_f16_nn\(/{k=1} k' "$tmp/layouts.ptx" | awk '/^}/{print; exit} {print}' | grep -c '%nsmid')
+nsm_mm=$(entry_body "$tmp/layouts.ptx" mm_f16_nn | grep -c '%nsmid')
 "$tilec" -w --no-ptxas --arch=sm_90a examples/attention.tile -o "$tmp/attn.ptx" 2>/dev/null
 "$tilec" -w --no-ptxas --arch=sm_90a examples/matmul_f16.tile -o "$tmp/mf16g.ptx" 2>/dev/null
 nsm_other=$(cat "$tmp/attn.ptx" "$tmp/mf16g.ptx" | grep -c '%nsmid')
@@ -511,7 +513,7 @@ fi
 # with the fact (matmul_f16) there is nothing to test.
 for arch in sm_80 sm_90a; do
 	"$tilec" --no-ptxas --arch=$arch examples/linear.tile -o "$tmp/linear.ptx" 2>/dev/null
-	lin=$(awk '/^\.visible \.entry linear\(/{k=1} k' "$tmp/linear.ptx" | awk '/^}/{print; exit} {print}')
+	lin=$(entry_body "$tmp/linear.ptx" linear)
 	nv=$(echo "$lin" | grep -c 'st.global.v2.b16')
 	ns=$(echo "$lin" | grep -c 'st.global.b16')
 	if [ "$nv" -eq 64 ] && [ "$ns" -eq 128 ] && echo "$lin" | grep -q 'and.b64.*, 3;'; then
@@ -522,7 +524,7 @@ for arch in sm_80 sm_90a; do
 	fi
 done
 "$tilec" --no-ptxas --arch=sm_80 examples/matmul_f16.tile -o "$tmp/mf16.ptx" 2>/dev/null
-mf=$(awk '/^\.visible \.entry matmul_f16\(/{k=1} k' "$tmp/mf16.ptx" | awk '/^}/{print; exit} {print}')
+mf=$(entry_body "$tmp/mf16.ptx" matmul_f16)
 if ! echo "$mf" | grep -q 'st.global.b16' && echo "$mf" | grep -q 'st.global.v2.b16'; then
 	pass "versioned stores: none where the facts prove the pairs aligned (matmul_f16)"
 else
@@ -535,7 +537,7 @@ fi
 for k in matmul_f16:f16 matmul_bf16:bf16; do
 	name=${k%%:*} ty=${k##*:}
 	"$tilec" --no-ptxas --arch=sm_90a examples/$name.tile -o "$tmp/cv.$name.ptx" 2>/dev/null
-	e=$(awk "/^\.visible \.entry $name\(/{k=1} k" "$tmp/cv.$name.ptx" | awk '/^}/{print; exit} {print}')
+	e=$(entry_body "$tmp/cv.$name.ptx" "$name")
 	nn=$(echo "$e" | grep -c "cvt\.rn\.$ty\.f32")
 	nb=$(echo "$e" | grep -c "cvt\.f32\.$ty\|cvt\.u32\.u16\|shl\.b32")
 	np=$(echo "$e" | grep -c 'st\.global\.v2\.b16')
@@ -584,7 +586,7 @@ ptxas_clean "warp specialization: ptxas, no stack, spill or lost wgmma path" "$t
 # fp8: the partial sums stay in flight with the group (lower_pipeline.c, keep_group), added
 # after the next iteration's wait, and ptxas keeps them without a spill
 "$tilec" --arch=sm_90a -fwarp-specialize examples/matmul_fp8.tile -o "$tmp/ws8.ptx" 2>/dev/null
-e=$(awk '/^\.visible \.entry matmul_fp8\(/{k=1} k' "$tmp/ws8.ptx" | awk '/^}/{print; exit} {print}')
+e=$(entry_body "$tmp/ws8.ptx" matmul_fp8)
 if grep -q '^//@kernel matmul_fp8 threads 288 ' "$tmp/ws8.ptx" && [ "$(echo "$e" | grep -c 'mbarrier\.arrive\.shared')" -eq 1 ] &&
    [ "$(echo "$e" | grep -c 'wgmma\.wait_group\.sync\.aligned 0')" -eq 2 ]; then
 	pass "warp specialization: matmul_fp8's partial sums across the producer's stages"
