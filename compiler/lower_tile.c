@@ -278,11 +278,26 @@ static Tile remap_smem(Lower *c, Tile v, const Layout *L, SmemMap m)
     bool rb = m.rb, cb = m.cb;
     int lin2 = ir_tern(f, OP_MAD, PT_U32, rb ? IMM(0) : R(drow0), IMM(m.rpitch), cb ? IMM(0) : R(dcol0));
     int addr2 = ir_tern(f, OP_MAD, PT_U32, R(lin2), IMM(es), R(base));
+    /* A broadcast reads one word into many slots (a column [S, 1] held as [S, N]: every slot of
+       a row at one offset): each word is loaded once and its register shared by those slots, so
+       a mask built from arange()s costs the registers of its distinct values, not of its shape. */
+    int nslots = layout_slots(L), nread = 0;
+    int64_t *read_off = arena_alloc(c->a, sizeof *read_off * (size_t)nslots);
+    Opnd *read_val = arena_alloc(c->a, sizeof *read_val * (size_t)nslots);
     for (int o0 = 0; o0 < L->O[0]; o0++)
         for (int i0 = 0; i0 < L->V[0]; i0++)
             for (int o1 = 0; o1 < L->O[1]; o1++)
                 for (int i1 = 0; i1 < L->V[1]; i1++) {
                     int rr = rb ? 0 : layout_row(L, o0, i0), cc = cb ? 0 : slot_col(L, o1, i1);
+                    int64_t off = (int64_t)(rr * m.rpitch + cc + m.roff) * es;
+                    int seen = -1;
+                    for (int j = 0; j < nread && seen < 0; j++)
+                        if (read_off[j] == off)
+                            seen = j;
+                    if (seen >= 0) {
+                        r.v[slot_index(L, o0, i0, o1, i1)] = read_val[seen];
+                        continue;
+                    }
                     int d = new_reg(f, wide ? RC_D : pt == PT_F32 ? RC_F : RC_R);
                     Ins *in = emit_ins(f, OP_LD, wide ? PT_B64 : pt == PT_F32 ? PT_F32 : PT_B32);
                     in->space = SP_SHARED;
@@ -290,11 +305,13 @@ static Tile remap_smem(Lower *c, Tile v, const Layout *L, SmemMap m)
                     in->ndst = 1;
                     in->src[0] = R(addr2);
                     in->nsrc = 1;
-                    in->off = (int64_t)(rr * m.rpitch + cc + m.roff) * es;
+                    in->off = off;
                     ir_naive_addr(f);
                     if (pred)
                         d = ir_setp(f, CMP_NE, PT_U32, R(d), IMM(0));
                     r.v[slot_index(L, o0, i0, o1, i1)] = R(d);
+                    read_off[nread] = off;
+                    read_val[nread++] = R(d);
                 }
     return r;
 }
