@@ -416,7 +416,7 @@ done
 # attention backward's 64 x 32 score blocks (B^T of 32 query rows: N = 32, K-major) and its
 # products over 32-row steps (K = 32 down an N-major B, A from the scores' registers) all run
 # there, with no ldmatrix or mma.sync left, and the forward with 32-key blocks too.
-"$tilec" -w --no-ptxas --arch=sm_90a examples/attention_bwd.tile -o "$tmp/attn_bwd.ptx" 2>/dev/null
+"$tilec" -w --no-ptxas --arch=sm_90a -D BQ_D128=32 examples/attention_bwd.tile -o "$tmp/attn_bwd.ptx" 2>/dev/null
 "$tilec" -w --no-ptxas --arch=sm_90a -D BN_D128=32 examples/attention.tile -o "$tmp/attn_bn32.ptx" 2>/dev/null
 for k in attn_bwd:attention_bwd_dkdv_bf16_d128:16:4 attn_bwd:attention_bwd_dq_bf16:8:2 attn_bwd:attention_bwd_dkdv_d128:16:4 \
          attn_bn32:attention_d128:8:2; do
@@ -429,6 +429,31 @@ for k in attn_bwd:attention_bwd_dkdv_bf16_d128:16:4 attn_bwd:attention_bwd_dq_bf
 		pass "narrow wgmma: $name"
 	else
 		fail "narrow wgmma: $name" "$g32 m64n32k16 (want $n32), $gra register-A (want $nra), $gl ldmatrix/mma.sync"
+	fi
+done
+
+# A broadcast moved into another layout through shared memory reads each word once: a mask of
+# a row index against a column index, both held as [64, 64] in the product's layout, reads the
+# distinct values (12 words on sm_80, 18 on sm_90a), not one a slot (64 each).
+cat >"$tmp/bmask.tile" <<'EOF'
+kernel bmask(A: f16[M, K], B: f16[N, K], C: f32[M, N])
+    grid(1) threads(128)
+{
+    assume(K % 8 == 0);
+    let r = expand_dims(arange(64), 1);
+    let s = A[0 +: 64, 0 +: 64] @ B[0 +: 64, 0 +: 64].T;
+    let c = arange(64);
+    C[0 +: 64, 0 +: 64] = where(r <= c, s, 0.0);
+}
+EOF
+for k in sm_80:12 sm_90a:18; do
+	arch=${k%%:*} want=${k#*:}
+	"$tilec" --no-ptxas --arch=$arch "$tmp/bmask.tile" -o "$tmp/bmask.ptx" 2>/dev/null
+	got=$(grep -c 'ld\.shared' "$tmp/bmask.ptx")
+	if [ "$got" -eq "$want" ]; then
+		pass "broadcast read once a word: $arch"
+	else
+		fail "broadcast read once a word: $arch" "$got ld.shared, want $want"
 	fi
 done
 
