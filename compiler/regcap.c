@@ -7,12 +7,18 @@
  * does: to the occupancy boundary, then by one allocation unit (8)
  * a round, the last round to the budget. Small steps keep kernels that differ by a register or
  * two at counts that differ as little. ptxas runs once when nothing spills. A cap under what one
- * instruction needs is raised to what ptxas names (raise_named_cap). */
+ * instruction needs is raised to what ptxas names (raise_named_cap).
+ *
+ * ptxas' allocation is not monotone in the cap: a kernel that spills 8 bytes at 248 and at 255
+ * registers can fit in 240 (attention_bwd_dkdv_d128 on sm_80, 64-query steps). One that still
+ * spills at the budget is tried again below it, an allocation unit a round, down to its
+ * predicted demand (search_down), and keeps the highest cap that does not spill, else the
+ * budget. */
 #include <stdlib.h>
 #include <string.h>
 #include "tilec.h"
 
-enum { CAP_ROUNDS = 5 };
+enum { CAP_ROUNDS = 5, DOWN_ROUNDS = 4 };
 
 /* ptxas refuses an instruction that needs more registers at once than the cap leaves (a wgmma's
  * accumulators, descriptors and addresses: "Insufficient registers (80) to compile instruction
@@ -72,6 +78,33 @@ static bool raise_unnamed_cap(ArchOutput *out, const char *log, const Options *o
     return raised;
 }
 
+/* One step of the search below the budget for a kernel that spilled there. *state is 0 before
+ * it starts, then the cap being tried, then -1 once settled. `bad`: the cap just assembled
+ * spills (or serializes a wgmma). The first cap that does not spill is kept; past the kernel's
+ * predicted demand (rounded to the allocation unit) the search gives up and returns to the
+ * budget. True when the cap changed, so that the module is assembled again. */
+static bool search_down(Func *f, int *state, bool bad, int budget)
+{
+    if (*state > 0 && !bad) {       /* this cap fits: keep it */
+        *state = -1;
+        f->cap_tight = false;
+        return false;
+    }
+    int floor = (f->peak_regs + 7) & ~7;
+    int next = (*state > 0 ? *state : budget + 1) - 8;
+    next &= ~7;                      /* the allocation unit below the cap tried */
+    if (next < floor || next <= 0) {
+        bool moved = f->maxnreg != budget;
+        f->maxnreg = budget;
+        *state = -1;
+        return moved;
+    }
+    f->maxnreg = next;
+    f->cap_tight = false;
+    *state = next;
+    return true;
+}
+
 bool regcap_fit(ArchOutput *out, const Options *opt,
                 void (*emit)(ArchOutput *out, const char *arch))
 {
@@ -83,7 +116,11 @@ bool regcap_fit(ArchOutput *out, const Options *opt,
        a raise each: those rounds do not count against CAP_ROUNDS (each raises a cap, which the
        budget bounds) */
     int raises = 0;
-    for (int round = 0; capped && opt->reg_cap && !opt->no_ptxas && round < CAP_ROUNDS; round++) {
+    /* per kernel: 0 loosening, > 0 the cap tried below the budget, -1 settled below it */
+    int *down = calloc((size_t)out->nk + 1, sizeof *down);
+    if (!down)
+        return false;
+    for (int round = 0; capped && opt->reg_cap && !opt->no_ptxas && round < CAP_ROUNDS + DOWN_ROUNDS; round++) {
         Buf cub = { 0 }, log = { 0 };
         bool missing = false, changed = false;
         bool assembled = ptxas_run(out->ptx.s, arch, &cub, &log, &missing);
@@ -102,6 +139,7 @@ bool regcap_fit(ArchOutput *out, const Options *opt,
             sys_error("ptxas failed for %s:\n%s", arch, log.s ? log.s : "");
             buf_free(&cub);
             buf_free(&log);
+            free(down);
             return false;
         }
         if (assembled) {
@@ -110,8 +148,12 @@ bool regcap_fit(ArchOutput *out, const Options *opt,
                 Func *f = out->funcs[i];
                 KernelMeta *m = &out->metas[i];
                 int budget = opt->max_regs ? opt->max_regs : reg_budget(f->threads);
-                if (f->maxnreg > 0 && f->maxnreg < budget &&
-                    (m->ptxas_spill_stores + m->ptxas_spill_loads > 0 || m->ptxas_wgmma_serialized)) {
+                bool spills = m->ptxas_spill_stores + m->ptxas_spill_loads > 0;
+                bool bad = spills || m->ptxas_wgmma_serialized;
+                if (f->maxnreg > 0 && (down[i] > 0 || (spills && f->maxnreg == budget && !down[i]))) {
+                    changed |= search_down(f, &down[i], bad, budget);
+                    m->pred_regs = f->peak_regs;
+                } else if (f->maxnreg > 0 && f->maxnreg < budget && bad && round < CAP_ROUNDS) {
                     /* up to the occupancy boundary first: ptxas may fit there, and one register
                        more costs a block per multiprocessor */
                     int cap = round + 1 == CAP_ROUNDS ? budget
@@ -135,5 +177,18 @@ bool regcap_fit(ArchOutput *out, const Options *opt,
         buf_free(&out->ptx);
         emit(out, arch);
     }
+    /* a search the rounds cut short leaves its cap untried: back to the budget */
+    bool back = false;
+    for (int i = 0; i < out->nk; i++)
+        if (down[i] > 0) {
+            Func *f = out->funcs[i];
+            f->maxnreg = opt->max_regs ? opt->max_regs : reg_budget(f->threads);
+            back = true;
+        }
+    if (back) {
+        buf_free(&out->ptx);
+        emit(out, arch);
+    }
+    free(down);
     return true;
 }
