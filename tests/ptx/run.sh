@@ -416,7 +416,7 @@ done
 # attention backward's 64 x 32 score blocks (B^T of 32 query rows: N = 32, K-major) and its
 # products over 32-row steps (K = 32 down an N-major B, A from the scores' registers) all run
 # there, with no ldmatrix or mma.sync left, and the forward with 32-key blocks too.
-"$tilec" -w --no-ptxas --arch=sm_90a -D BQ_D128=32 examples/attention_bwd.tile -o "$tmp/attn_bwd.ptx" 2>/dev/null
+"$tilec" -w --no-ptxas --arch=sm_90a -D BQ_D128=32 -D BK=32 examples/attention_bwd.tile -o "$tmp/attn_bwd.ptx" 2>/dev/null
 "$tilec" -w --no-ptxas --arch=sm_90a -D BN_D128=32 examples/attention.tile -o "$tmp/attn_bn32.ptx" 2>/dev/null
 for k in attn_bwd:attention_bwd_dkdv_bf16_d128:16:4 attn_bwd:attention_bwd_dq_bf16:8:2 attn_bwd:attention_bwd_dkdv_d128:16:4 \
          attn_bn32:attention_d128:8:2; do
