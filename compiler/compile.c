@@ -43,6 +43,8 @@ static void emit_module(ArchOutput *out, const char *arch)
     if (prints)   /* print() calls the CUDA runtime's device printf */
         emit_ptx_vprintf_decl(&body);
     for (int i = 0; i < out->nk; i++) {
+        if (out->only && !out->only[i])
+            continue;
         meta_write(&out->ptx, &out->metas[i]);
         emit_ptx_kernel(&body, out->funcs[i], &out->metas[i]);
     }

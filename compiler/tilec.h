@@ -819,6 +819,7 @@ typedef struct {
     KernelMeta *metas;     /* in the compilation's arena */
     Func **funcs;          /* heap: arch_output_free */
     int nk;
+    const bool *only;      /* regcap.c: emit just these kernels (NULL: all), for ptxas' check */
 } ArchOutput;
 
 /* Warns, once per kernel, where ptxas's report says it lost a fast path (wgmma serialized). */

@@ -1,7 +1,8 @@
 /* test_regcap.c: the register caps fitted to ptxas (compiler/regcap.c), against a stand-in
  * ptxas ($TILEC_PTXAS, a shell script written here) whose verdict on each cap the test chooses:
  * ptxas' own allocation is not monotone in the cap, so the search below the budget is checked
- * on a kernel that spills at every cap but one. No GPU and no CUDA toolkit needed. */
+ * on a kernel that spills at every cap but one, beside one that fits at once and is assembled
+ * only in the first round. No GPU and no CUDA toolkit needed. */
 #define _POSIX_C_SOURCE 200809L   /* setenv, mkdtemp */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,28 +19,48 @@ static const char kernel_src[] =
     "{\n"
     "    let i0 = block.x * 1024;\n"
     "    Y[i0 +: 1024] = X[i0 +: 1024] * 2.0;\n"
+    "}\n"
+    "kernel k2(X: f32[N], Y: f32[N])\n"
+    "    grid(cdiv(N, 1024)) threads(256)\n"
+    "{\n"
+    "    let i0 = block.x * 1024;\n"
+    "    Y[i0 +: 1024] = X[i0 +: 1024] * 3.0;\n"
     "}\n";
 
-/* The stand-in: arguments as ptxas.c passes them (-arch=A -v -o CUBIN PTX). It appends the cap
- * it was given to $FAKE_LOG and reports spills unless the cap is $FAKE_FITS. */
+/* The stand-in: arguments as ptxas.c passes them (-arch=A -v -o CUBIN PTX). It appends a line
+ * to $FAKE_LOG, the kernels it was given with their caps ("k:255 k2:24"), and reports k
+ * spilling unless its cap is $FAKE_FITS; k2 always fits. */
 static const char fake_ptxas[] =
     "#!/bin/sh\n"
     "out=$4 ptx=$5\n"
-    "cap=$(sed -n 's/^\\.maxnreg \\([0-9]*\\).*/\\1/p' \"$ptx\" | head -n 1)\n"
-    "echo \"$cap\" >> \"$FAKE_LOG\"\n"
     "printf '\\177ELF' > \"$out\"\n"
-    "echo \"ptxas info    : Compiling entry function 'k' for 'sm_80'\"\n"
-    "echo \"ptxas info    : Function properties for k\"\n"
-    "if [ \"$cap\" = \"$FAKE_FITS\" ]; then\n"
-    "  echo '    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads'\n"
-    "else\n"
-    "  echo '    8 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads'\n"
-    "fi\n"
-    "echo \"ptxas info    : Used ${cap:-255} registers, 360 bytes cmem[0]\"\n";
+    "awk -v fits=\"$FAKE_FITS\" -v lf=\"$FAKE_LOG\" '\n"
+    "  /^\\.visible \\.entry / { name = $3; sub(/\\(.*/, \"\", name) }\n"
+    "  /^\\.maxnreg / { cap = $2; seen = seen (seen == \"\" ? \"\" : \" \") name \":\" cap\n"
+    "    print \"ptxas info    : Compiling entry function \\047\" name \"\\047 for \\047sm_80\\047\"\n"
+    "    print \"ptxas info    : Function properties for \" name\n"
+    "    s = (name == \"k\" && cap != fits) ? 8 : 0\n"
+    "    print \"    \" s \" bytes stack frame, \" s \" bytes spill stores, \" s \" bytes spill loads\"\n"
+    "    print \"ptxas info    : Used \" cap \" registers, 360 bytes cmem[0]\" }\n"
+    "  END { print seen >> lf }' \"$ptx\"\n";
 
 static char dir[64], log_path[96];
 
-/* Compiles kernel_src for sm_80 with the stand-in; the final cap of its PTX (-1: none). */
+static int k2_cap;          /* the final cap of k2 */
+static bool both;           /* the final PTX holds both kernels */
+
+/* The cap of the `.entry NAME(` in ptx (-1: none). */
+static int cap_of(const char *ptx, const char *name)
+{
+    char entry[64];
+    snprintf(entry, sizeof entry, ".entry %s(", name);
+    const char *e = ptx ? strstr(ptx, entry) : NULL;
+    const char *p = e ? strstr(e, ".maxnreg ") : NULL;
+    return p ? atoi(p + 9) : -1;
+}
+
+/* Compiles kernel_src for sm_80 with the stand-in; the final cap of k in its PTX (-1: none,
+ * -2: the compilation failed). */
 static int final_cap(const char *fits)
 {
     setenv("FAKE_FITS", fits, 1);
@@ -57,23 +78,24 @@ static int final_cap(const char *fits)
     CompileOutput o;
     if (compile_buffer(&j, &o) != COMPILE_OK)
         return -2;
-    const char *p = o.ptx.s ? strstr(o.ptx.s, ".maxnreg ") : NULL;
-    int cap = p ? atoi(p + 9) : -1;
+    int cap = cap_of(o.ptx.s, "k");
+    k2_cap = cap_of(o.ptx.s, "k2");
+    both = o.ptx.s && strstr(o.ptx.s, ".entry k(") && strstr(o.ptx.s, ".entry k2(");
     compile_output_free(&o);
     return cap;
 }
 
-/* The caps the stand-in saw, in order, as "a b c". */
-static const char *caps_seen(void)
+/* The stand-in's runs, one a line, as "k:255 k2:24 | k:248". */
+static const char *runs_seen(void)
 {
-    static char seen[512];
+    static char seen[1024];
     seen[0] = 0;
     FILE *l = fopen(log_path, "r");
-    char line[32];
+    char line[128];
     while (l && fgets(line, sizeof line, l)) {
         line[strcspn(line, "\n")] = 0;
-        if (strlen(seen) + strlen(line) + 2 < sizeof seen)
-            strcat(strcat(seen, seen[0] ? " " : ""), line);
+        if (strlen(seen) + strlen(line) + 4 < sizeof seen)
+            strcat(strcat(seen, seen[0] ? " | " : ""), line);
     }
     if (l)
         fclose(l);
@@ -92,7 +114,7 @@ int main(void)
     }
     char script[96];
     snprintf(script, sizeof script, "%s/ptxas", dir);
-    snprintf(log_path, sizeof log_path, "%s/caps", dir);
+    snprintf(log_path, sizeof log_path, "%s/runs", dir);
     FILE *s = fopen(script, "w");
     if (!s || fputs(fake_ptxas, s) < 0 || fclose(s) != 0 || chmod(script, 0755) != 0) {
         printf("FAIL regcap: cannot write %s\n", script);
@@ -101,23 +123,30 @@ int main(void)
     setenv("TILEC_PTXAS", script, 1);
     setenv("FAKE_LOG", log_path, 1);
 
-    /* spills at every cap but 240: the loosening reaches the budget, the search comes down to 240 */
+    /* k spills at every cap but 240: the loosening reaches the budget, the search comes down to
+       240; k2 fits at once, is assembled in the first round only and keeps its cap */
     int cap = final_cap("240");
-    const char *seen = caps_seen();
+    const char *seen = runs_seen();
     unit_check(cap == 240, "a kernel spilling above 240 keeps the cap of 240", "cap %d after %s", cap, seen);
-    size_t n = strlen(seen);
-    unit_check(n >= 11 && !strcmp(seen + n - 11, "255 248 240"), "the search steps down from the budget",
-               "caps tried: %s", seen);
+    static const char tail[] = "k:255 | k:248 | k:240";
+    size_t n = strlen(seen), nt = strlen(tail);
+    unit_check(n >= nt && !strcmp(seen + n - nt, tail), "the search steps down from the budget",
+               "runs: %s", seen);
+    const char *bar = strchr(seen, '|');
+    unit_check(strstr(seen, "k2:") && bar && !strstr(bar, "k2:"), "later rounds assemble only the kernel whose cap changed",
+               "runs: %s", seen);
+    unit_check(both && k2_cap == 24, "the module is written whole, the other kernel at its cap",
+               "both kernels: %d, k2 cap %d", (int)both, k2_cap);
 
     /* spills everywhere: the search gives up and the cap is the budget */
     cap = final_cap("none");
-    seen = caps_seen();
-    unit_check(cap == 255, "a kernel spilling at every cap keeps the budget", "cap %d after %s", cap, seen);
+    seen = runs_seen();
+    unit_check(cap == 255 && both, "a kernel spilling at every cap keeps the budget", "cap %d after %s", cap, seen);
 
-    /* fits at once: one ptxas run, the cap the prediction chose */
+    /* fits at once: one ptxas run, the caps the prediction chose */
     cap = final_cap("24");
-    seen = caps_seen();
-    unit_check(cap == 24 && !strcmp(seen, "24"), "a kernel that fits is assembled once",
+    seen = runs_seen();
+    unit_check(cap == 24 && !strcmp(seen, "k:24 k2:24"), "a module that fits is assembled once",
                "cap %d after %s", cap, seen);
 
     unsetenv("TILEC_PTXAS");
