@@ -248,6 +248,13 @@ Tile tile_new(Lower *c, ElemType t, Layout L);   /* fresh registers */
 Tile tile_splat(Lower *c, ElemType t, Layout L, Opnd v);
 int opnd_reg(Lower *c, Opnd o, PType t);   /* materialises an immediate */
 Tile lower_expr(Lower *c, Expr *e, const Layout *want);
+Opnd binop_slot(Lower *c, int op, ElemType t, Opnd a, Opnd b);   /* one slot; folds immediates */
+Opnd cmp_slot(Lower *c, int op, ElemType t, Opnd a, Opnd b);     /* one comparison: a predicate */
+
+/* ---- lower_mask.c */
+/* A predicate register, uniform over the block, that when set says every element of the bool
+ * tile e is true (-1: e is not a mask of index tiles this can bound). */
+int mask_all_true(Lower *c, const Expr *e);
 Tile to_layout(Lower *c, Tile v, const Layout *L);
 Layout broadcast_view(const Layout *L, Shape s);
 int thread_coord(Lower *c, const Layout *L, int d);   /* t_d register */

@@ -58,6 +58,18 @@ static int64_t float_to_int(ElemType t, double v)
     return (int64_t)v;
 }
 
+/* One instruction into an existing register: the two paths of select_split define one result. */
+static void emit_into(Func *f, int op, PType t, int dst, Opnd x, Opnd y, Opnd z, int nsrc)
+{
+    Ins *in = emit_ins(f, op, t);
+    in->src[0] = x;
+    in->src[1] = y;
+    in->src[2] = z;
+    in->nsrc = nsrc;
+    in->dst[0] = dst;
+    in->ndst = 1;
+}
+
 /* The layout of a broadcast result of shape s from operands a, b. */
 static Layout result_layout(Lower *c, Shape s, Tile *a, Tile *b, const Layout *want)
 {
@@ -81,7 +93,7 @@ static int emit_to(Func *f, int op, PType t, Opnd a, Opnd b)
 }
 
 /* One binary operation on one slot. Folds immediates. */
-static Opnd binop_slot(Lower *c, int op, ElemType t, Opnd a, Opnd b)
+Opnd binop_slot(Lower *c, int op, ElemType t, Opnd a, Opnd b)
 {
     Func *f = c->f;
     PType pt = held_ptype(t);
@@ -140,7 +152,7 @@ static Opnd binop_slot(Lower *c, int op, ElemType t, Opnd a, Opnd b)
     die("lower: binary operator %d", op);
 }
 
-static Opnd cmp_slot(Lower *c, int op, ElemType t, Opnd a, Opnd b)
+Opnd cmp_slot(Lower *c, int op, ElemType t, Opnd a, Opnd b)
 {
     Cmp cmp;
     switch (op) {
@@ -216,6 +228,40 @@ static const Layout *follow_full(const Layout *full, Shape s, Shape whole, Layou
         return full ? full : dflt;
     *buf = broadcast_view(full, s);
     return buf;
+}
+
+/* where(m, a, b) whose mask is all true where the uniform predicate `all` is set (lower_mask.c):
+ * a branch taken alike by every thread, the values as they are on one side, the mask made and
+ * applied on the other. a and b are lowered already; the result takes the layout of the one of
+ * full shape, as the mask does. The scratch area is read on one side only, so after the branch
+ * it counts as read, as after an `if`. */
+static Tile select_split(Lower *c, Expr *e, Tile a, Tile b, Layout L, int all)
+{
+    Func *f = c->f;
+    a = to_layout(c, a, &L);
+    b = to_layout(c, b, &L);
+    Tile r = { e->type, L, NULL };
+    int n = layout_slots(&L);
+    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+    PType pt = held_ptype(e->type);
+    for (int i = 0; i < n; i++)
+        r.v[i] = R(new_reg(f, ptype_class(pt)));
+    int masked = new_label(f), end = new_label(f);
+    bool scratch_read = c->scratch_read;
+    ir_bra(f, masked, all, true);
+    for (int i = 0; i < n; i++)
+        emit_into(f, OP_MOV, pt, r.v[i].reg, a.v[i], (Opnd){ 0 }, (Opnd){ 0 }, 1);
+    ir_bra(f, end, -1, false);
+    ir_label(f, masked);
+    c->scratch_read = scratch_read;
+    Layout cw;
+    Tile m = lower_expr(c, e->args[0], follow_full(&L, e->args[0]->shape, e->shape, &cw, &L));
+    m = to_layout(c, m, &L);
+    for (int i = 0; i < n; i++)
+        emit_into(f, OP_SELP, pt, r.v[i].reg, a.v[i], b.v[i], R(opnd_reg(c, m.v[i], PT_PRED)), 3);
+    ir_label(f, end);
+    c->scratch_read = true;
+    return r;
 }
 
 /* An earlier slot than i whose operands (a's, and b's unless b is NULL) are the same: slots
@@ -575,6 +621,11 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
         if (!full && b.L.rank && same_shape(e->args[2]->shape, e->shape))
             full = &b.L;
         const Layout *lw = full ? full : want;
+        if (e->builtin == B_SELECT && full && held_ptype(e->type) != PT_PRED && !c->opt->no_mask_split) {
+            int all = mask_all_true(c, e->args[0]);
+            if (all >= 0)
+                return select_split(c, e, a, b, *full, all);
+        }
         Tile cnd = lower_expr(c, e->args[0], follow_full(lw, e->args[0]->shape, e->shape, &cw, lw));
         Layout L = result_layout(c, e->shape, cnd.L.rank ? &cnd : &a, a.L.rank ? &a : &b, want);
         cnd = to_layout(c, cnd, &L);

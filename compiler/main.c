@@ -49,6 +49,8 @@ static void usage(FILE *out)
             "  -fno-const-reg-elim  keep stage arrays as arrays\n"
             "  -fno-remat, -fno-schedule  skip the register-pressure passes\n"
             "  -fno-wgmma-wait    wait for each wgmma product where it is issued, not at its first use\n"
+            "  -fno-mask-split    make a where()'s mask in every block, not only where its index\n"
+            "                     bounds say an element may be false\n"
             "  -fno-reg-cap       let ptxas use any number of registers (no .maxnreg at the occupancy\n"
             "                     boundary the predicted demand allows)\n"
             "  -fwarp-specialize  a producer warp issues a pipelined product's TMA copies (sm_90a;\n"
@@ -178,6 +180,10 @@ static int parse_args(Cli *cli, int argc, char **argv)
             cli->opt.warp_spec = false;
         } else if (!strcmp(a, "-fcluster")) {
             cli->opt.cluster = true;
+        } else if (!strcmp(a, "-fno-mask-split")) {
+            cli->opt.no_mask_split = true;
+        } else if (!strcmp(a, "-fmask-split")) {
+            cli->opt.no_mask_split = false;
         } else if (!strcmp(a, "-fno-cluster")) {
             cli->opt.cluster = false;
         } else if (!strncmp(a, "-fno-", 5) && pass_disable(&cli->opt, a + 5)) {

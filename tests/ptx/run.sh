@@ -457,6 +457,35 @@ for k in sm_80:12 sm_90a:18; do
 	fi
 done
 
+# A where() whose mask compares index tiles (a causal mask with the row's end) is tested once
+# a block (lower_mask.c): one more conditional branch and its join than with -fno-mask-split,
+# the same selects, made on the masked side only.
+cat >"$tmp/cmask.tile" <<'EOF'
+kernel cmask(Q: f16[S, D], K: f16[S, D], P: f32[S, S])
+    grid(cdiv(S, 64)) threads(128)
+{
+    assume(D == 64);
+    let m0 = block.x * 64;
+    let rows = m0 + expand_dims(arange(64), 1);
+    for n in 0 .. S step 64 pipeline(2) {
+        let s = Q[m0 +: 64, 0 +: 64] @ K[n +: 64, 0 +: 64].T;
+        let cols = n + arange(64);
+        P[m0 +: 64, n +: 64] = where(cols < S && cols <= rows, s, 0.0);
+    }
+}
+EOF
+for arch in sm_80 sm_90a; do
+	"$tilec" --no-ptxas --arch=$arch "$tmp/cmask.tile" -o "$tmp/cm1.ptx" 2>/dev/null
+	"$tilec" --no-ptxas --arch=$arch -fno-mask-split "$tmp/cmask.tile" -o "$tmp/cm0.ptx" 2>/dev/null
+	b1=$(grep -c 'bra' "$tmp/cm1.ptx") b0=$(grep -c 'bra' "$tmp/cm0.ptx")
+	s1=$(grep -c 'selp' "$tmp/cm1.ptx") s0=$(grep -c 'selp' "$tmp/cm0.ptx")
+	if [ "$b1" -eq $((b0 + 2)) ] && [ "$s1" -eq "$s0" ] && [ "$s1" -gt 0 ]; then
+		pass "mask tested once a block: $arch"
+	else
+		fail "mask tested once a block: $arch" "$b1 bra, $s1 selp; with -fno-mask-split $b0 bra, $s0 selp"
+	fi
+done
+
 # tf32 A^T @ B on sm_90a: wgmma (A from registers), B turned K-major in shared memory by each
 # thread's 4 x 4 blocks -- 4 vector reads back and 4 vector writes a block, no mma.sync. The
 # unaligned kernel's loop is versioned on alignment (lower_version.c): both versions do so.
@@ -746,9 +775,10 @@ else
 fi
 
 # Products in flight (compiler/wgmma_wait.c): in attn_next (tests/gpu/kernels/features.tile) the
-# next block's scores are waited for past the softmax, inside the edge block's masking (before its
-# shared stores) and, as one of two groups in flight, before `s = s_next`; the PV product's wait
-# comes at the loop's end. With -fno-wgmma-wait each wait follows its commit, no branch between.
+# next block's scores are waited for past the softmax, inside the edge block's masking (on the
+# side of its uniform test that makes the mask, before the shared stores; lower_mask.c) and, as
+# one of two groups in flight, before `s = s_next`; the PV product's wait comes at the loop's
+# end. With -fno-wgmma-wait each wait follows its commit, no branch between.
 for opt in "" -fno-wgmma-wait; do
 	"$tilec" -w --no-ptxas --arch=sm_90a $opt tests/gpu/kernels/features.tile -o "$tmp/next$opt.ptx" 2>/dev/null
 done
@@ -758,8 +788,8 @@ next_seq() {
 		sed 's/wgmma\.wait_group\.sync\.aligned /wait/; s/wgmma\.commit_group/commit/; s/bra\.uni //; s/bar\.sync/bar/' | tr '\n' ' '
 }
 moved=$(next_seq "$tmp/next.ptx"); kept=$(next_seq "$tmp/next-fno-wgmma-wait.ptx")
-if echo "$moved" | grep -q '^$L1 $L2 $L3 bar commit $L4 wait0 bar bar bar $L5 commit wait1 wait0 $L0' &&
-   echo "$kept" | grep -q '^$L1 $L2 $L3 bar commit wait0 $L4 bar bar bar $L5 commit wait0 $L0'; then
+if echo "$moved" | grep -q '^$L1 $L2 $L3 bar commit $L4 $L6 $L7 wait0 bar bar bar $L5 commit wait1 wait0 $L0' &&
+   echo "$kept" | grep -q '^$L1 $L2 $L3 bar commit wait0 $L4 $L6 $L7 bar bar bar $L5 commit wait0 $L0'; then
 	pass "products in flight: attn_next waits at the scores' first use, PV's at the loop's end"
 else
 	fail "products in flight: attn_next waits at the scores' first use, PV's at the loop's end" \
