@@ -1181,6 +1181,41 @@ static void chain_as(bool bf, bool same, int m, int n, int d, int e)
 
 static void chain(bool bf, int m, int n, int d, int e) { chain_as(bf, false, m, n, d, e); }
 
+/* mask_steps: P = X Y^T where column j < N and j <= i + off, else -1 (lower_mask.c's uniform test:
+ * blocks wholly inside take the scores unmasked). The kept elements carry the tensor-core bound,
+ * the masked ones are exact. */
+static void mask_steps(int m, int n, int d, int off)
+{
+    char desc[112];
+    snprintf(desc, sizeof desc, "mask_steps (a mask of index tiles, tested once a block) M=%d N=%d D=%d off=%d",
+             m, n, d, off);
+    size_t sx = (size_t)m * d, sy = (size_t)n * d, ss = (size_t)m * n;
+    float *x = malloc(sx * 4 + 4), *y = malloc(sy * 4 + 4), *yt = malloc(sy * 4 + 4);
+    uint16_t *x16 = malloc(sx * 2 + 2), *y16 = malloc(sy * 2 + 2);
+    double *ref = malloc(ss * 8 + 8), *bound = malloc(ss * 8 + 8);
+    half_values(x, x16, sx, false);
+    half_values(y, y16, sy, false);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < d; j++)
+            yt[(size_t)j * n + i] = y[(size_t)i * d + j];
+    ref_matmul_bound(x, NULL, yt, NULL, ref, bound, m, n, d, SUM_TENSOR);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            if (!((long)j <= (long)i + off)) {
+                ref[(size_t)i * n + j] = -1;
+                bound[(size_t)i * n + j] = 0;
+            }
+    CUdeviceptr dx = upload_f16(x16, sx), dy = upload_f16(y16, sy), dout = poisoned(ss);
+    tilert_kernel *k = kernel("mask_steps");
+    /* X, Y, P, off, then the sizes in order of first appearance: M, D, N */
+    tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_ptr(dout), tilert_i32(off), tilert_i32(m),
+                       tilert_i32(d), tilert_i32(n) };
+    if (k && dx && dy && dout)
+        run(desc, k, a, 7, dout, ref, bound, ss, (size_t)n);
+    gpu_free(dx), gpu_free(dy), gpu_free(dout);
+    free(x), free(y), free(yt), free(x16), free(y16), free(ref), free(bound);
+}
+
 /* attn: O = softmax(scale Q K^T) V per batch-head, rows of 128 (attn_next: 64), keys in blocks of 64
  * (D <= 64).
  *
@@ -1441,6 +1476,12 @@ int main(int argc, char **argv)
     static const int cy[][3] = { { 1, 1, 8 }, { 100, 130, 64 }, { 257, 33, 40 }, { 64, 1000, 64 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(cy)); i++)
         chain_as(false, true, cy[i][0], cy[i][1], cy[i][2], 0);
+    /* M, N, D, off: 64-row blocks, 64-column steps; interior blocks, edges past N, a diagonal
+       through blocks, every element masked, none but past N */
+    static const int mk[][4] = { { 1, 1, 8, 0 }, { 100, 130, 64, 0 }, { 200, 77, 64, -5 }, { 129, 300, 48, 40 },
+                                 { 70, 500, 64, -1000 }, { 130, 200, 64, 1000 } };
+    for (size_t i = 0; i < (small ? 3 : COUNT(mk)); i++)
+        mask_steps(mk[i][0], mk[i][1], mk[i][2], mk[i][3]);
     /* M, K, N: K and N multiples of 8 */
     static const int va[][3] = { { 1, 8, 8 }, { 129, 200, 136 }, { 300, 64, 256 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(va)); i++)
