@@ -255,6 +255,9 @@ Opnd cmp_slot(Lower *c, int op, ElemType t, Opnd a, Opnd b);     /* one comparis
 /* A predicate register, uniform over the block, that when set says every element of the bool
  * tile e is true (-1: e is not a mask of index tiles this can bound). */
 int mask_all_true(Lower *c, const Expr *e);
+/* The let v is read once, in the block that declares it, outside any loop there: a where may
+ * apply its mask in v's own registers. */
+bool mask_value_once(Lower *c, const Sym *v);
 Tile to_layout(Lower *c, Tile v, const Layout *L);
 Layout broadcast_view(const Layout *L, Shape s);
 int thread_coord(Lower *c, const Layout *L, int d);   /* t_d register */

@@ -58,18 +58,6 @@ static int64_t float_to_int(ElemType t, double v)
     return (int64_t)v;
 }
 
-/* One instruction into an existing register: the two paths of select_split define one result. */
-static void emit_into(Func *f, int op, PType t, int dst, Opnd x, Opnd y, Opnd z, int nsrc)
-{
-    Ins *in = emit_ins(f, op, t);
-    in->src[0] = x;
-    in->src[1] = y;
-    in->src[2] = z;
-    in->nsrc = nsrc;
-    in->dst[0] = dst;
-    in->ndst = 1;
-}
-
 /* The layout of a broadcast result of shape s from operands a, b. */
 static Layout result_layout(Lower *c, Shape s, Tile *a, Tile *b, const Layout *want)
 {
@@ -230,38 +218,56 @@ static const Layout *follow_full(const Layout *full, Shape s, Shape whole, Layou
     return buf;
 }
 
-/* where(m, a, b) whose mask is all true where the uniform predicate `all` is set (lower_mask.c):
- * a branch taken alike by every thread, the values as they are on one side, the mask made and
- * applied on the other. a and b are lowered already; the result takes the layout of the one of
- * full shape, as the mask does. The scratch area is read on one side only, so after the branch
- * it counts as read, as after an `if`. */
-static Tile select_split(Lower *c, Expr *e, Tile a, Tile b, Layout L, int all)
+/* A value the expression computes afresh, one register a slot that nothing else reads: arithmetic,
+ * the elementwise math builtins, and a let read only here (`let s = Q @ K^T; let t = where(m, s,
+ * -inf)`). A cast, a broadcast or a slice may hand back the registers of a let or var. */
+static bool fresh_value(Lower *c, const Expr *e, const Tile *t)
+{
+    bool kind = (e->kind == E_BINARY && (e->op == '+' || e->op == '-' || e->op == '*' || e->op == '/')) ||
+                (e->kind == E_UNARY && e->op == '-') ||
+                (e->kind == E_CALL && builtin_info[e->builtin].kind == BK_MATH) ||
+                (e->kind == E_NAME && mask_value_once(c, e->sym));
+    int n = layout_slots(&t->L);
+    if (!kind || t->L.bcast[0] || t->L.bcast[1])
+        return false;
+    for (int i = 0; i < n; i++) {
+        if (t->v[i].kind != O_REG)
+            return false;
+        for (int j = 0; j < i; j++)
+            if (t->v[j].reg == t->v[i].reg)
+                return false;
+    }
+    return true;
+}
+
+/* where(m, a, b) with a computed afresh (fresh_value) and a mask that is all true where the
+ * uniform predicate `all` is set (lower_mask.c): a branch taken alike by every thread past the
+ * mask, which on the other side is made and applied into a's own registers. a is the result
+ * either way, so the where costs no registers beyond a's. The scratch area may be read on one
+ * side only, so after the join it counts as read, as after an `if`. */
+static Tile select_in_place(Lower *c, Expr *e, Tile a, Tile b, int all)
 {
     Func *f = c->f;
-    a = to_layout(c, a, &L);
-    b = to_layout(c, b, &L);
-    Tile r = { e->type, L, NULL };
-    int n = layout_slots(&L);
-    r.v = arena_alloc(c->a, sizeof *r.v * (size_t)n);
+    b = to_layout(c, b, &a.L);
+    int end = new_label(f);
+    ir_bra(f, end, all, false);
+    Layout mw;
+    Tile m = lower_expr(c, e->args[0], follow_full(&a.L, e->args[0]->shape, e->shape, &mw, &a.L));
+    m = to_layout(c, m, &a.L);
     PType pt = held_ptype(e->type);
-    for (int i = 0; i < n; i++)
-        r.v[i] = R(new_reg(f, ptype_class(pt)));
-    int masked = new_label(f), end = new_label(f);
-    bool scratch_read = c->scratch_read;
-    ir_bra(f, masked, all, true);
-    for (int i = 0; i < n; i++)
-        emit_into(f, OP_MOV, pt, r.v[i].reg, a.v[i], (Opnd){ 0 }, (Opnd){ 0 }, 1);
-    ir_bra(f, end, -1, false);
-    ir_label(f, masked);
-    c->scratch_read = scratch_read;
-    Layout cw;
-    Tile m = lower_expr(c, e->args[0], follow_full(&L, e->args[0]->shape, e->shape, &cw, &L));
-    m = to_layout(c, m, &L);
-    for (int i = 0; i < n; i++)
-        emit_into(f, OP_SELP, pt, r.v[i].reg, a.v[i], b.v[i], R(opnd_reg(c, m.v[i], PT_PRED)), 3);
+    for (int i = 0; i < layout_slots(&a.L); i++) {
+        Ins *in = emit_ins(f, OP_SELP, pt);
+        in->src[0] = a.v[i];
+        in->src[1] = b.v[i];
+        in->src[2] = R(opnd_reg(c, m.v[i], PT_PRED));
+        in->nsrc = 3;
+        in->dst[0] = a.v[i].reg;
+        in->ndst = 1;
+    }
     ir_label(f, end);
     c->scratch_read = true;
-    return r;
+    a.type = e->type;
+    return a;
 }
 
 /* An earlier slot than i whose operands (a's, and b's unless b is NULL) are the same: slots
@@ -621,10 +627,11 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
         if (!full && b.L.rank && same_shape(e->args[2]->shape, e->shape))
             full = &b.L;
         const Layout *lw = full ? full : want;
-        if (e->builtin == B_SELECT && full && held_ptype(e->type) != PT_PRED && !c->opt->no_mask_split) {
+        if (e->builtin == B_SELECT && full == &a.L && held_ptype(e->type) != PT_PRED && a.type == e->type &&
+            !c->opt->no_mask_split && fresh_value(c, e->args[1], &a)) {
             int all = mask_all_true(c, e->args[0]);
             if (all >= 0)
-                return select_split(c, e, a, b, *full, all);
+                return select_in_place(c, e, a, b, all);
         }
         Tile cnd = lower_expr(c, e->args[0], follow_full(lw, e->args[0]->shape, e->shape, &cw, lw));
         Layout L = result_layout(c, e->shape, cnd.L.rank ? &cnd : &a, a.L.rank ? &a : &b, want);

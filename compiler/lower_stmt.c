@@ -245,8 +245,23 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
             lower_matmul(c, &si->val, s->rhs, s->op == '+');
             break;
         }
+        /* v = where(m, v, b) with a mask all true in most blocks (lower_mask.c): as if written
+           `if (!all) { v = where(m, v, b); }`, which leaves v's registers alone where it holds */
+        int end = -1;
+        if (s->op == '=' && s->rhs->kind == E_CALL && s->rhs->builtin == B_SELECT && !c->opt->no_mask_split &&
+            s->rhs->args[1]->kind == E_NAME && s->rhs->args[1]->sym == sym && sym->shape.rank) {
+            int all = mask_all_true(c, s->rhs->args[0]);
+            if (all >= 0) {
+                end = new_label(f);
+                ir_bra(f, end, all, false);
+            }
+        }
         Tile v = lower_expr(c, s->rhs, &si->val.L);
         assign_tile(c, &si->val, v, s->op);
+        if (end >= 0) {
+            ir_label(f, end);
+            c->scratch_read = true;
+        }
         break;
     }
     case S_FOR:
