@@ -88,27 +88,23 @@ static bool raise_unnamed_cap(ArchOutput *out, const char *log, const Options *o
  * it starts, then the cap being tried, then -1 once settled. `bad`: the cap just assembled
  * spills (or serializes a wgmma). The first cap that does not spill is kept; past the kernel's
  * predicted demand (rounded to the allocation unit) the search gives up and returns to the
- * budget. True when the cap changed, so that the module is assembled again. */
-static bool search_down(Func *f, int *state, bool bad, int budget)
+ * budget. */
+static void search_down(Func *f, int *state, bool bad, int budget)
 {
+    f->cap_tight = false;
     if (*state > 0 && !bad) {       /* this cap fits: keep it */
         *state = -1;
-        f->cap_tight = false;
-        return false;
+        return;
     }
     int floor = (f->peak_regs + 7) & ~7;
-    int next = (*state > 0 ? *state : budget + 1) - 8;
-    next &= ~7;                      /* the allocation unit below the cap tried */
+    int next = ((*state > 0 ? *state : budget + 1) - 8) & ~7;   /* an allocation unit lower */
     if (next < floor || next <= 0) {
-        bool moved = f->maxnreg != budget;
         f->maxnreg = budget;
         *state = -1;
-        return moved;
+    } else {
+        f->maxnreg = next;
+        *state = next;
     }
-    f->maxnreg = next;
-    f->cap_tight = false;
-    *state = next;
-    return true;
 }
 
 bool regcap_fit(ArchOutput *out, const Options *opt,
@@ -132,7 +128,9 @@ bool regcap_fit(ArchOutput *out, const Options *opt,
     int *down = calloc((size_t)n + 1, sizeof *down);
     bool *redo = calloc((size_t)n + 1, sizeof *redo), *next = calloc((size_t)n + 1, sizeof *next);
     bool *lost = calloc((size_t)n + 1, sizeof *lost);
-    bool ok = down && redo && next && lost, settled = false, partial = false;
+    if (!down || !redo || !next || !lost)
+        die("out of memory");
+    bool ok = true, settled = false, partial = false;
     for (int i = 0; i < n; i++)
         redo[i] = true;
     for (int round = 0; ok && round < CAP_ROUNDS + DOWN_ROUNDS; round++) {
