@@ -98,6 +98,7 @@ typedef struct {
     Layout hint;           /* ... which a var takes from its declaration and a let is lowered in */
     Stmt *loop;            /* loop variable: its for statement (divisibility, bounds facts) */
     Expr *def;             /* let: its defining expression */
+    bool at_use;           /* let: not lowered at its statement; its one read lowers def */
 } SymInfo;
 
 /* Registers in-flight wgmma read across a pipelined loop's iterations (PipeLoop.inflight). */
@@ -258,6 +259,8 @@ int mask_all_true(Lower *c, const Expr *e);
 /* The let v is read once, in the block that declares it, outside any loop there: a where may
  * apply its mask in v's own registers. */
 bool mask_value_once(Lower *c, const Sym *v);
+/* The let s holds index tiles and is read once: lowered where it is read (SymInfo.at_use). */
+bool let_made_at_use(Lower *c, const Stmt *s);
 Tile to_layout(Lower *c, Tile v, const Layout *L);
 Layout broadcast_view(const Layout *L, Shape s);
 int thread_coord(Lower *c, const Layout *L, int d);   /* t_d register */

@@ -738,6 +738,8 @@ Tile lower_expr(Lower *c, Expr *e, const Layout *want)
             return load_shared_var(c, e->sym, want);
         if (!si)
             die("lower: name '%s' has no value", e->name);
+        if (si->at_use)
+            return lower_expr(c, si->def, want ? want : si->has_hint ? &si->hint : NULL);
         return si->val;
     }
     case E_UNARY: {

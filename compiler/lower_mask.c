@@ -218,3 +218,44 @@ bool mask_value_once(Lower *c, const Sym *v)
     /* read once in the block that declares it, and not again in a step of a loop there */
     return b && uses_stmt(b, v) == 1;
 }
+
+/* ---- an index tile let read once: made where it is read
+
+ * `let keys = n0 + expand_dims(arange(BN), 1)` before `pt = where(keys <= qs, pt, 0.0)` made
+ * its registers at the let, before the where's test of the block, and held them across it:
+ * attention's dK/dV kernel so written needed 8 more registers than with the same expressions
+ * inside the where, and lost a block per multiprocessor (0.73 -> 0.96 of SDPA at head dim 64,
+ * H200). A let of index tiles (arange, expand_dims, arithmetic, comparisons and logic of them
+ * and of scalars that name no var) read once, outside any loop of its block, is lowered where
+ * it is read, as if written there: nothing it names can change in between. */
+static bool index_expr(const Expr *e, int depth)
+{
+    bool loopy = false;
+    if (depth > MASK_DEPTH)
+        return false;
+    if (e->shape.rank == 0)
+        return (e->type == TY_I32 || e->type == TY_BOOL) && pure_scalar(e, true, depth, &loopy);
+    if (e->type != TY_I32 && e->type != TY_BOOL)
+        return false;
+    switch (e->kind) {
+    case E_CALL:
+        return e->builtin == B_ARANGE ||
+               (e->builtin == B_EXPAND_DIMS && index_expr(e->args[0], depth + 1));
+    case E_UNARY:
+        return index_expr(e->a, depth + 1);
+    case E_BINARY:
+        return e->op != OP_MATMUL && e->op != '/' && e->op != '%' && index_expr(e->a, depth + 1) &&
+               index_expr(e->b, depth + 1);
+    case E_NAME:
+        return e->sym && e->sym->kind == SYM_LET && !e->sym->is_shared;
+    default:
+        return false;
+    }
+}
+
+bool let_made_at_use(Lower *c, const Stmt *s)
+{
+    return s->kind == S_LET && !s->sym->is_shared && s->init->shape.rank > 0 &&
+           (s->sym->type == s->init->type || s->sym->type == TY_NONE) && index_expr(s->init, 0) &&
+           mask_value_once(c, s->sym);
+}

@@ -177,6 +177,12 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
             f->cur_what = "temporary";
             break;
         }
+        if (let_made_at_use(c, s)) {
+            si->def = s->init;
+            si->at_use = true;
+            f->cur_what = "temporary";
+            break;
+        }
         Tile v = lower_expr(c, s->init, si->has_hint ? &si->hint : NULL);
         if (s->sym->type != v.type && s->sym->type != TY_NONE) {
             Tile w = { s->sym->type, v.L, NULL };

@@ -1181,14 +1181,15 @@ static void chain_as(bool bf, bool same, int m, int n, int d, int e)
 
 static void chain(bool bf, int m, int n, int d, int e) { chain_as(bf, false, m, n, d, e); }
 
-/* mask_steps: P = X Y^T where column j < N and j <= i + off, else -1 (lower_mask.c's uniform test:
- * blocks wholly inside take the scores unmasked). The kept elements carry the tensor-core bound,
- * the masked ones are exact. */
-static void mask_steps(int m, int n, int d, int off)
+/* mask_steps, mask_lets: P = X Y^T where column j < N and j <= i + off, else -1 (lower_mask.c's
+ * uniform test: blocks wholly inside take the scores unmasked; mask_lets with the mask's index
+ * tiles in lets made where they are read). The kept elements carry the tensor-core bound, the
+ * masked ones are exact. */
+static void mask_steps(const char *name, int m, int n, int d, int off)
 {
     char desc[112];
-    snprintf(desc, sizeof desc, "mask_steps (a mask of index tiles, tested once a block) M=%d N=%d D=%d off=%d",
-             m, n, d, off);
+    snprintf(desc, sizeof desc, "%s (a mask of index tiles, tested once a block) M=%d N=%d D=%d off=%d",
+             name, m, n, d, off);
     size_t sx = (size_t)m * d, sy = (size_t)n * d, ss = (size_t)m * n;
     float *x = malloc(sx * 4 + 4), *y = malloc(sy * 4 + 4), *yt = malloc(sy * 4 + 4);
     uint16_t *x16 = malloc(sx * 2 + 2), *y16 = malloc(sy * 2 + 2);
@@ -1206,7 +1207,7 @@ static void mask_steps(int m, int n, int d, int off)
                 bound[(size_t)i * n + j] = 0;
             }
     CUdeviceptr dx = upload_f16(x16, sx), dy = upload_f16(y16, sy), dout = poisoned(ss);
-    tilert_kernel *k = kernel("mask_steps");
+    tilert_kernel *k = kernel(name);
     /* X, Y, P, off, then the sizes in order of first appearance: M, D, N */
     tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_ptr(dout), tilert_i32(off), tilert_i32(m),
                        tilert_i32(d), tilert_i32(n) };
@@ -1481,7 +1482,9 @@ int main(int argc, char **argv)
     static const int mk[][4] = { { 1, 1, 8, 0 }, { 100, 130, 64, 0 }, { 200, 77, 64, -5 }, { 129, 300, 48, 40 },
                                  { 70, 500, 64, -1000 }, { 130, 200, 64, 1000 } };
     for (size_t i = 0; i < (small ? 3 : COUNT(mk)); i++)
-        mask_steps(mk[i][0], mk[i][1], mk[i][2], mk[i][3]);
+        mask_steps("mask_steps", mk[i][0], mk[i][1], mk[i][2], mk[i][3]);
+    for (size_t i = 0; i < (small ? 3 : COUNT(mk)); i++)
+        mask_steps("mask_lets", mk[i][0], mk[i][1], mk[i][2], mk[i][3]);
     /* M, K, N: K and N multiples of 8 */
     static const int va[][3] = { { 1, 8, 8 }, { 129, 200, 136 }, { 300, 64, 256 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(va)); i++)
