@@ -1325,15 +1325,25 @@ static Expr *transposed_window(Check *c, Expr *e)
     return t;
 }
 
-/* x.T: x must be a 2-D window of a tensor; the node becomes the window of the swapped view,
- * whose twin is x itself. */
+/* x.T: of a 2-D window of a tensor, the node becomes the window of the swapped view, whose twin
+ * is x itself (read as stored: no data movement); of any other 2-D tile, it stays a transpose of
+ * the value (lowered through shared memory). */
 static bool check_transpose(Check *c, Expr *e)
 {
     Expr *x = e->a;
     if (x->kind != E_INDEX) {
-        error_at(e->loc, "'.T' transposes a 2-D window of a tensor (W[n +: BN, k +: BK].T), not an "
-                 "expression");
-        return fail(e);
+        check_expr(c, x);
+        if (x->type == TY_NONE)
+            return fail(e);
+        if (x->shape.rank != 2) {
+            error_at(e->loc, "'.T' transposes a 2-D tile, and this one is %s", shape_str(c, x->type, x->shape));
+            return fail(e);
+        }
+        e->type = x->type;
+        e->shape = x->shape;
+        e->shape.dim[0] = x->shape.dim[1];
+        e->shape.dim[1] = x->shape.dim[0];
+        return true;
     }
     if (!check_index(c, x, false))
         return fail(e);

@@ -602,8 +602,23 @@ Value interp_eval(Interp *in, const Expr *e)
     }
     case E_INDEX:
         return interp_load(in, e);
-    case E_TRANSPOSE:
-        break;
+    case E_TRANSPOSE: {         /* of a value (a window's is an E_INDEX of a swapped view) */
+        Value a = interp_eval(in, e->a);
+        if (in->failed)
+            return a;
+        Value t = value_new(a.type, e->shape);
+        if (!t.v) {
+            value_free(&a);
+            interp_error(in, e->loc, "out of memory");
+            return t;
+        }
+        int64_t r = a.shape.dim[0], k = a.shape.dim[1];
+        for (int64_t i = 0; i < r; i++)
+            for (int64_t j = 0; j < k; j++)
+                t.v[j * r + i] = a.v[i * k + j];
+        value_free(&a);
+        return t;
+    }
     }
     interp_error(in, e->loc, "this expression cannot be interpreted");
     return empty();

@@ -262,6 +262,7 @@ bool mask_value_once(Lower *c, const Sym *v);
 /* The let s holds index tiles and is read once: lowered where it is read (SymInfo.at_use). */
 bool let_made_at_use(Lower *c, const Stmt *s);
 Tile to_layout(Lower *c, Tile v, const Layout *L);
+Tile tile_transpose(Lower *c, Tile v, const Layout *want);   /* x.T of a rank-2 value */
 Layout broadcast_view(const Layout *L, Shape s);
 int thread_coord(Lower *c, const Layout *L, int d);   /* t_d register */
 /* The thread's first row (layout_row_origin) from its t0 register */

@@ -771,7 +771,8 @@ Tile lower_expr(Lower *c, Expr *e, const Layout *want)
     case E_CALL: return lower_call(c, e, want);
     case E_CAST: return lower_cast(c, e, want);
     case E_INDEX: return load_window(c, e, want);
-    case E_TRANSPOSE: break;    /* check made it an E_INDEX */
+    case E_TRANSPOSE:           /* of a value (check made a window's an E_INDEX) */
+        return tile_transpose(c, lower_expr(c, e->a, NULL), want);
     case E_SLICE: return lower_slice(c, e, want);
     }
     die("lower: expression kind %d", e->kind);

@@ -216,10 +216,11 @@ static bool aligned_broadcast(const Layout *src, const Layout *dst)
 
 /* A value moved through the scratch area: v's element (r, c) is written at word r * wpitch + c;
  * destination element (r, c) of layout L is read from word (rb ? 0 : r) * rpitch + (cb ? 0 : c)
- * + roff. One map serves layout changes and broadcasts (the same pitch, rows or columns of one
- * element repeated), slices (roff, the slice's first element) and reshapes (unpadded pitches: the
- * element order is the row-major order of both shapes). 32-bit words; i64 values take two. */
-typedef struct { int wpitch, rpitch, roff; bool rb, cb; } SmemMap;
+ * * cstride + roff. One map serves layout changes and broadcasts (the same pitch, rows or
+ * columns of one element repeated), slices (roff, the slice's first element), reshapes
+ * (unpadded pitches: the element order is the row-major order of both shapes) and transposes
+ * (rpitch 1, cstride wpitch). 32-bit words; i64 values take two. */
+typedef struct { int wpitch, rpitch, roff; bool rb, cb; int cstride; } SmemMap;
 
 int scratch_store_tile(Lower *c, const Tile *vp, int pitch)
 {
@@ -276,6 +277,9 @@ static Tile remap_smem(Lower *c, Tile v, const Layout *L, SmemMap m)
     int drow0 = thread_row0(c, L, dt0, PT_U32);
     int dcol0 = L->bcast[1] ? ir_mov(f, PT_U32, IMM(0)) : ir_bin(f, OP_MUL, PT_U32, R(dt1), IMM(L->V[1]));
     bool rb = m.rb, cb = m.cb;
+    int cs = m.cstride;
+    if (cs != 1 && !cb)
+        dcol0 = ir_bin(f, OP_MUL, PT_U32, R(dcol0), IMM(cs));
     int lin2 = ir_tern(f, OP_MAD, PT_U32, rb ? IMM(0) : R(drow0), IMM(m.rpitch), cb ? IMM(0) : R(dcol0));
     int addr2 = ir_tern(f, OP_MAD, PT_U32, R(lin2), IMM(es), R(base));
     /* A broadcast reads one word into many slots (a column [S, 1] held as [S, N]: every slot of
@@ -289,7 +293,7 @@ static Tile remap_smem(Lower *c, Tile v, const Layout *L, SmemMap m)
             for (int o1 = 0; o1 < L->O[1]; o1++)
                 for (int i1 = 0; i1 < L->V[1]; i1++) {
                     int rr = rb ? 0 : layout_row(L, o0, i0), cc = cb ? 0 : slot_col(L, o1, i1);
-                    int64_t off = (int64_t)(rr * m.rpitch + cc + m.roff) * es;
+                    int64_t off = ((int64_t)rr * m.rpitch + (int64_t)cc * cs + m.roff) * es;
                     int seen = -1;
                     for (int j = 0; j < nread && seen < 0; j++)
                         if (read_off[j] == off)
@@ -342,8 +346,21 @@ Tile to_layout(Lower *c, Tile v, const Layout *L)
     /* General case: through shared memory, row pitch padded against bank conflicts;
      * destination element (r, c) comes from (r mod S0src, c mod S1src) */
     int pitch = v.L.S[1] + (v.L.S[1] >= 8 ? 1 : 0);
-    SmemMap m = { pitch, pitch, 0, v.L.S[0] == 1, v.L.S[1] == 1 };
+    SmemMap m = { pitch, pitch, 0, v.L.S[0] == 1, v.L.S[1] == 1, 1 };
     return remap_smem(c, v, L, m);
+}
+
+/* v's transpose, (r, c) the element (c, r) of v: written to shared memory as v lies and read back
+ * down its columns into want (or a row-major layout). The odd row pitch puts the words a warp
+ * reads down a column in distinct banks. */
+Tile tile_transpose(Lower *c, Tile v, const Layout *want)
+{
+    Shape s = { 2, { v.L.S[1], v.L.S[0] } };
+    Layout L = want && want->rank == 2 && want->S[0] == s.dim[0] && want->S[1] == s.dim[1]
+                   ? *want : layout_rowmajor(s, c->threads, 4);
+    int pitch = v.L.S[1] + (v.L.S[1] % 2 ? 0 : 1);
+    SmemMap m = { pitch, 1, 0, false, false, pitch };
+    return remap_smem(c, v, &L, m);
 }
 
 /* ---- slices and reshapes */
@@ -397,7 +414,7 @@ Tile tile_slice(Lower *c, Tile v, const int a[2], const int w[2], const Layout *
     Layout D = want && want->rank == s.rank && want->S[0] == (s.rank == 2 ? w[0] : 1) &&
                want->S[1] == w[1] ? *want : layout_rowmajor(s, c->threads, 1);
     int pitch = L->S[1] + (L->S[1] >= 8 ? 1 : 0);
-    SmemMap m = { pitch, pitch, a[0] * pitch + a[1], false, false };
+    SmemMap m = { pitch, pitch, a[0] * pitch + a[1], false, false, 1 };
     return remap_smem(c, v, &D, m);
 }
 
@@ -419,7 +436,7 @@ Tile tile_reshape(Lower *c, Tile v, Shape s, const Layout *want)
         return tile_expand(c, v, 1);
     Layout D = want && want->rank == s.rank && want->S[0] == S0 && want->S[1] == S1
                    ? *want : layout_rowmajor(s, c->threads, 1);
-    SmemMap m = { v.L.S[1], S1, 0, false, false };
+    SmemMap m = { v.L.S[1], S1, 0, false, false, 1 };
     return remap_smem(c, v, &D, m);
 }
 

@@ -1355,11 +1355,13 @@ static void outer_relu(const char *name, int m, int kk, int n)
 }
 
 /* value_a: C = A @ B with A loaded into registers by a let before the product (f16, exact inputs,
- * the tensor-core sum's bound). */
-static void value_a(int m, int k, int n)
+ * the tensor-core sum's bound); value_t: the same product of transposed values, C^T stored. */
+static void value_a_as(const char *name, int m, int k, int n)
 {
+    bool tr = !strcmp(name, "value_t");
     char desc[96];
-    snprintf(desc, sizeof desc, "value_a (a let as the A of @) M=%d K=%d N=%d", m, k, n);
+    snprintf(desc, sizeof desc, "%s (%s) M=%d K=%d N=%d", name,
+             tr ? "transposed values as the operands of @, C^T stored" : "a let as the A of @", m, k, n);
     size_t sa = (size_t)m * k, sb = (size_t)k * n, sc = (size_t)m * n;
     float *a = malloc(sa * 4 + 4), *b = malloc(sb * 4 + 4);
     uint16_t *a16 = malloc(sa * 2 + 2), *b16 = malloc(sb * 2 + 2);
@@ -1367,11 +1369,21 @@ static void value_a(int m, int k, int n)
     f16_values(a, a16, sa);
     f16_values(b, b16, sb);
     ref_matmul_bound(a, NULL, b, NULL, ref, bound, m, n, k, SUM_TENSOR);
+    if (tr) {           /* the kernel stores C^T: [N, M] */
+        double *rt = malloc(sc * 8 + 8), *bt = malloc(sc * 8 + 8);
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                rt[(size_t)j * m + i] = ref[(size_t)i * n + j];
+                bt[(size_t)j * m + i] = bound[(size_t)i * n + j];
+            }
+        free(ref), free(bound);
+        ref = rt, bound = bt;
+    }
     CUdeviceptr da = upload_f16(a16, sa), db = upload_f16(b16, sb), dc = poisoned(sc);
-    tilert_kernel *kk = kernel("value_a");
+    tilert_kernel *kk = kernel(name);
     tilert_arg args[] = { tilert_ptr(da), tilert_ptr(db), tilert_ptr(dc), tilert_i32(m), tilert_i32(k), tilert_i32(n) };
     if (kk && da && db && dc)
-        run(desc, kk, args, 6, dc, ref, bound, sc, (size_t)n);
+        run(desc, kk, args, 6, dc, ref, bound, sc, (size_t)(tr ? m : n));
     gpu_free(da), gpu_free(db), gpu_free(dc);
     free(a), free(b), free(a16), free(b16), free(ref), free(bound);
 }
@@ -1488,7 +1500,9 @@ int main(int argc, char **argv)
     /* M, K, N: K and N multiples of 8 */
     static const int va[][3] = { { 1, 8, 8 }, { 129, 200, 136 }, { 300, 64, 256 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(va)); i++)
-        value_a(va[i][0], va[i][1], va[i][2]);
+        value_a_as("value_a", va[i][0], va[i][1], va[i][2]);
+    for (size_t i = 0; i < (small ? 2 : COUNT(va)); i++)
+        value_a_as("value_t", va[i][0], va[i][1], va[i][2]);
     /* BH, S, D: query rows in tiles of 128, keys in blocks of 64 */
     static const int at[][3] = { { 1, 1, 8 }, { 2, 100, 64 }, { 3, 129, 64 }, { 1, 1000, 40 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(at)); i++)
