@@ -828,8 +828,11 @@ static void check_kernel(Check *c, Kernel *k)
     check_params(c, k);
     check_arg_count(c, k);
     check_grid(c, k);
+    int errors = diag.nerrors;
     if (k->body)
         check_stmt(c, k->body);
+    if (k->body && diag.nerrors == errors)
+        push_transposes(c, k->body);
 
     k->nviews = c->views.n;
     k->views = arena_alloc(c->a, (size_t)(k->nviews + 1) * sizeof *k->views);

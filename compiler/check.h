@@ -33,6 +33,11 @@ void scope_pop(Check *c, int mark);     /* forgets the names declared since scop
 void check_expr(Check *c, Expr *e);
 bool check_index(Check *c, Expr *e, bool is_target);
 bool check_matmul(Check *c, Expr *e);
+bool window_dims(const Expr *e, int *d0, int *d1);   /* a 2-D window's windowed subscripts */
+Expr *transposed_window(Check *c, Expr *e);           /* its elements transposed, or NULL */
+void find_twin(Check *c, Expr *x);     /* an @ operand read transposed: its twin (Expr.twin) */
+/* transpose_push.c: x.T of values pushed to the leaves, lets computed transposed */
+void push_transposes(Check *c, Stmt *body);
 bool is_matmul(const Expr *e);
 bool is_literal(const Expr *e);          /* a number constant: adapts to the other operand */
 bool adapt_literal(Check *c, Expr *e, ElemType t);

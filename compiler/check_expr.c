@@ -1295,7 +1295,7 @@ static Sym *swapped_view(Check *c, Sym *t, int d0, int d1)
 }
 
 /* The two windowed subscripts of a checked 2-D window (false if it is not one). */
-static bool window_dims(const Expr *e, int *d0, int *d1)
+bool window_dims(const Expr *e, int *d0, int *d1)
 {
     if (e->kind != E_INDEX || e->shape.rank != 2)
         return false;
@@ -1307,7 +1307,7 @@ static bool window_dims(const Expr *e, int *d0, int *d1)
 }
 
 /* The same elements as window e (2-D, checked), transposed: a window of the swapped view. */
-static Expr *transposed_window(Check *c, Expr *e)
+Expr *transposed_window(Check *c, Expr *e)
 {
     int d0, d1;
     if (!window_dims(e, &d0, &d1))
@@ -1371,7 +1371,7 @@ static bool unit_stride(const Sym *t, int d)
 /* An `@` operand that is a 2-D window contiguous along its first windowed dimension (a
  * column-major view) gets its twin, the same window of the swapped view, which is contiguous
  * along rows: the pipeline copies that and the tensor cores read it transposed. */
-static void find_twin(Check *c, Expr *x)
+void find_twin(Check *c, Expr *x)
 {
     int d0, d1;
     if (x->kind == E_CAST)

@@ -674,6 +674,12 @@ static Tile lower_call(Lower *c, Expr *e, const Layout *want)
         if (e->axis == 1 && e->args[0]->kind == E_CALL && e->args[0]->builtin == B_ARANGE && want &&
             want->rank == 2 && want->S[0] == e->shape.dim[0] && want->S[1] == 1)
             return tile_row_iota(c, want);
+        if (e->axis == 0 && want && want->rank == 2 && want->S[0] == 1 && want->S[1] == e->shape.dim[1]) {
+            /* a [1, W] row is laid out as the rank-1 tile it is made of: made in want's */
+            Layout row = *want;
+            row.rank = 1;
+            return tile_expand(c, lower_expr(c, e->args[0], &row), 0);
+        }
         return tile_expand(c, lower_expr(c, e->args[0], NULL), e->axis);
     case B_SQUEEZE:
         return tile_drop_unit_axis(c, lower_expr(c, e->args[0], NULL));

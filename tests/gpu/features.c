@@ -1131,14 +1131,15 @@ static CUdeviceptr upload_f16(const uint16_t *h, size_t n)
     return p;
 }
 
-/* chain: O = f16(X Y^T) Z (D, E <= 64); chain_same (same, bf false): Z = Y, E = D. The reference:
+/* chain: O = f16(X Y^T) Z (D, E <= 64); chain_t (kname) the same written f16(Y X^T)^T Z; chain_same
+ * (same, bf false): Z = Y, E = D. The reference:
  * s = X Y^T in float64 with the tensor-core bound, then s rounded to f16 (bound_store), which the
  * second product takes as operands known to within their radius (the float midpoint's own
  * distance added). */
-static void chain_as(bool bf, bool same, int m, int n, int d, int e)
+static void chain_as(bool bf, bool same, const char *kname, int m, int n, int d, int e)
 {
     char desc[112];
-    const char *name = same ? "chain_same" : bf ? "chain_bf16" : "chain";
+    const char *name = kname ? kname : same ? "chain_same" : bf ? "chain_bf16" : "chain";
     if (same)
         e = d;
     snprintf(desc, sizeof desc, "%s (%s(X @ Y^T) @ Z, A from registers) M=%d N=%d D=%d E=%d", name, bf ? "bf16" : "f16",
@@ -1179,12 +1180,12 @@ static void chain_as(bool bf, bool same, int m, int n, int d, int e)
     free(sref), free(sbound), free(ref), free(bound);
 }
 
-static void chain(bool bf, int m, int n, int d, int e) { chain_as(bf, false, m, n, d, e); }
+static void chain(bool bf, int m, int n, int d, int e) { chain_as(bf, false, NULL, m, n, d, e); }
 
 /* mask_steps, mask_lets: P = X Y^T where column j < N and j <= i + off, else -1 (lower_mask.c's
  * uniform test: blocks wholly inside take the scores unmasked; mask_lets with the mask's index
- * tiles in lets made where they are read). The kept elements carry the tensor-core bound, the
- * masked ones are exact. */
+ * tiles in lets made where they are read; mask_t with P^T stored, computed transposed). The kept
+ * elements carry the tensor-core bound, the masked ones are exact. */
 static void mask_steps(const char *name, int m, int n, int d, int off)
 {
     char desc[112];
@@ -1206,13 +1207,24 @@ static void mask_steps(const char *name, int m, int n, int d, int off)
                 ref[(size_t)i * n + j] = -1;
                 bound[(size_t)i * n + j] = 0;
             }
+    bool tr = !strcmp(name, "mask_t");       /* P^T stored: [N, M] */
+    if (tr) {
+        double *rt = malloc(ss * 8 + 8), *bt = malloc(ss * 8 + 8);
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                rt[(size_t)j * m + i] = ref[(size_t)i * n + j];
+                bt[(size_t)j * m + i] = bound[(size_t)i * n + j];
+            }
+        free(ref), free(bound);
+        ref = rt, bound = bt;
+    }
     CUdeviceptr dx = upload_f16(x16, sx), dy = upload_f16(y16, sy), dout = poisoned(ss);
     tilert_kernel *k = kernel(name);
     /* X, Y, P, off, then the sizes in order of first appearance: M, D, N */
     tilert_arg a[] = { tilert_ptr(dx), tilert_ptr(dy), tilert_ptr(dout), tilert_i32(off), tilert_i32(m),
                        tilert_i32(d), tilert_i32(n) };
     if (k && dx && dy && dout)
-        run(desc, k, a, 7, dout, ref, bound, ss, (size_t)n);
+        run(desc, k, a, 7, dout, ref, bound, ss, (size_t)(tr ? m : n));
     gpu_free(dx), gpu_free(dy), gpu_free(dout);
     free(x), free(y), free(yt), free(x16), free(y16), free(ref), free(bound);
 }
@@ -1485,10 +1497,12 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < (small ? 2 : COUNT(ch)); i++)
         for (int bf = 0; bf < 2; bf++)
             chain(bf, ch[i][0], ch[i][1], ch[i][2], ch[i][3]);
+    for (size_t i = 0; i < (small ? 2 : COUNT(ch)); i++)
+        chain_as(false, false, "chain_t", ch[i][0], ch[i][1], ch[i][2], ch[i][3]);
     /* M, N, D: Y's 32-row windows read twice from one copy */
     static const int cy[][3] = { { 1, 1, 8 }, { 100, 130, 64 }, { 257, 33, 40 }, { 64, 1000, 64 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(cy)); i++)
-        chain_as(false, true, cy[i][0], cy[i][1], cy[i][2], 0);
+        chain_as(false, true, NULL, cy[i][0], cy[i][1], cy[i][2], 0);
     /* M, N, D, off: 64-row blocks, 64-column steps; interior blocks, edges past N, a diagonal
        through blocks, every element masked, none but past N */
     static const int mk[][4] = { { 1, 1, 8, 0 }, { 100, 130, 64, 0 }, { 200, 77, 64, -5 }, { 129, 300, 48, 40 },
@@ -1497,6 +1511,8 @@ int main(int argc, char **argv)
         mask_steps("mask_steps", mk[i][0], mk[i][1], mk[i][2], mk[i][3]);
     for (size_t i = 0; i < (small ? 3 : COUNT(mk)); i++)
         mask_steps("mask_lets", mk[i][0], mk[i][1], mk[i][2], mk[i][3]);
+    for (size_t i = 0; i < (small ? 3 : COUNT(mk)); i++)
+        mask_steps("mask_t", mk[i][0], mk[i][1], mk[i][2], mk[i][3]);
     /* M, K, N: K and N multiples of 8 */
     static const int va[][3] = { { 1, 8, 8 }, { 129, 200, 136 }, { 300, 64, 256 } };
     for (size_t i = 0; i < (small ? 2 : COUNT(va)); i++)

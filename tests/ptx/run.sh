@@ -474,6 +474,45 @@ for k in bmask:sm_80:12 bmask:sm_90a:18 bmask1:sm_80:0 bmask1:sm_90a:0; do
 	fi
 done
 
+# Transposes pushed to the leaves (transpose_push.c): attention's dK/dV written as the FA2 paper
+# writes it, P and dS as [queries, keys] and `f16(p).T @ dO`, is computed transposed, K Q^T:
+# every product on wgmma, none on mma.sync, and no transpose through shared memory (the
+# hand-transposed form reads 0-2 words there: a mask's index column).
+cat >"$tmp/fa2t.tile" <<'EOF'
+kernel fa2t(Q: f16[BH, S, D], K: f16[BH, S, D], V: f16[BH, S, D], dO: f16[BH, S, D],
+            L: f32[BH, S], Dl: f32[BH, S], dK: f16[BH, S, D], dV: f16[BH, S, D], scale: f32)
+    grid(cdiv(S, 64), BH) threads(128)
+{
+    assume(D == 64);
+    let n0 = block.x * 64;
+    var dk: f32[64, 64] = 0;
+    var dv: f32[64, 64] = 0;
+    for m in 0 .. S step 64 pipeline(2) {
+        let s = Q[block.y, m +: 64, 0 +: 64] @ K[block.y, n0 +: 64, 0 +: 64].T;
+        let rows = m + expand_dims(arange(64), 1);
+        let p = where(rows < S, exp(s * scale - expand_dims(L[block.y, m +: 64], 1)), 0.0);
+        dv += f16(p).T @ dO[block.y, m +: 64, 0 +: 64];
+        let dp = dO[block.y, m +: 64, 0 +: 64] @ V[block.y, n0 +: 64, 0 +: 64].T;
+        let ds = p * (dp - expand_dims(Dl[block.y, m +: 64], 1));
+        dk += f16(ds).T @ Q[block.y, m +: 64, 0 +: 64];
+    }
+    dK[block.y, n0 +: 64, 0 +: 64] = f16(dk * scale);
+    dV[block.y, n0 +: 64, 0 +: 64] = f16(dv);
+}
+EOF
+if "$tilec" --no-ptxas --arch=sm_90a "$tmp/fa2t.tile" -o "$tmp/fa2t.ptx" 2>"$tmp/fa2t.err"; then
+	wg=$(grep -c 'wgmma\.mma_async' "$tmp/fa2t.ptx")
+	ms=$(grep -c 'mma\.sync' "$tmp/fa2t.ptx")
+	ls=$(grep -c 'ld\.shared' "$tmp/fa2t.ptx")
+	if [ "$wg" -eq 16 ] && [ "$ms" -eq 0 ] && [ "$ls" -le 2 ]; then
+		pass "transposes pushed: FA2 dK/dV as written"
+	else
+		fail "transposes pushed: FA2 dK/dV as written" "$wg wgmma (want 16), $ms mma.sync (want 0), $ls ld.shared (want <= 2)"
+	fi
+else
+	fail "transposes pushed: FA2 dK/dV as written" "$(head -c 300 "$tmp/fa2t.err")"
+fi
+
 # A where() whose mask compares index tiles (a causal mask with the row's end) is tested once
 # a block (lower_mask.c): one more branch, past the mask, than with -fno-mask-split, and the
 # same selects, made on the masked side only.
