@@ -58,6 +58,15 @@ static bool elementwise_call(const Expr *e)
     return e->shape.rank == 2 && (k == BK_MATH || k == BK_PAIR || k == BK_FMA || k == BK_SELECT);
 }
 
+/* A row [N] whose column [N, 1] is made from its parts turned (`n0 + arange(BN)` as `n0 +
+ * expand_dims(arange(BN), 1)`, each thread making its own rows' indices, where the row made and
+ * then turned would move through shared memory): a let, elementwise arithmetic, a cast. */
+static bool row_kind(const Expr *e)
+{
+    return e->kind == E_NAME || e->kind == E_UNARY || e->kind == E_CAST ||
+           (e->kind == E_BINARY && e->op != OP_MATMUL);
+}
+
 /* Can e.T be written without a transpose of a value left in it (the lets in t->in taken as
  * computed transposed)? */
 static bool can_push(const Push *t, const Expr *e, int depth)
@@ -114,8 +123,8 @@ static void count_expr(Push *t, Expr *e, bool tposed, int depth)
 {
     if (!e || depth > MAX_EXPR_DEPTH)
         return;
-    if (tposed && e->shape.rank < 2)
-        tposed = false;    /* a scalar or a row: taken as it is */
+    if (tposed && (e->shape.rank == 0 || (e->shape.rank == 1 && !row_kind(e))))
+        tposed = false;    /* a scalar, or a row made as it is and then turned */
     switch (e->kind) {
     case E_NAME: {
         int i = let_index(t, e->sym);
@@ -165,7 +174,7 @@ static void find_lets(Push *t, Stmt *s, int *cap)
     if (!s)
         return;
     if (s->kind == S_LET && s->sym && s->sym->kind == SYM_LET && !s->sym->is_shared &&
-        s->init && s->init->shape.rank == 2 && s->init->type != TY_NONE) {
+        s->init && (s->init->shape.rank == 2 || s->init->shape.rank == 1) && s->init->type != TY_NONE) {
         if (t->nlet == *cap) {
             *cap = *cap ? 2 * *cap : 16;
             t->let = realloc(t->let, sizeof *t->let * (size_t)*cap);
@@ -223,6 +232,31 @@ static Expr *push(Push *t, Expr *e, int depth)
 {
     if (e->shape.rank == 0)
         return rewrite(t, e, depth + 1);
+    if (e->shape.rank == 1 && row_kind(e)) {   /* the column made as one: its parts turned */
+        Expr *n;
+        switch (e->kind) {
+        case E_NAME:                   /* a row let read only turned is made a column */
+            if (let_index(t, e->sym) >= 0 && t->in[let_index(t, e->sym)]) {
+                n = new_node(t, e);
+                n->shape = e->sym->shape;
+                return n;
+            }
+            break;
+        case E_UNARY: case E_CAST:
+            n = new_node(t, e);
+            n->a = push(t, e->a, depth + 1);
+            n->shape = (Shape){ .rank = 2, .dim = { e->shape.dim[0], 1 } };
+            return n;
+        case E_BINARY:
+            n = new_node(t, e);
+            n->a = push(t, e->a, depth + 1);
+            n->b = push(t, e->b, depth + 1);
+            n->shape = (Shape){ .rank = 2, .dim = { e->shape.dim[0], 1 } };
+            return n;
+        default:
+            break;
+        }
+    }
     if (e->shape.rank == 1) {          /* a row [N] as the column [N, 1] */
         Expr *n = new_node(t, e);
         memset(n, 0, sizeof *n);
@@ -407,8 +441,11 @@ void push_transposes(Check *c, Stmt *body)
             }
     }
     for (int i = 0; i < t.nlet; i++)
+    for (int i = 0; i < t.nlet; i++) {
+        Shape *sh = &t.let[i]->shape;
         if (t.in[i])
-            t.let[i]->shape = swapped(t.let[i]->shape);
+            *sh = sh->rank == 1 ? (Shape){ .rank = 2, .dim = { sh->dim[0], 1 } } : swapped(*sh);
+    }
     rewrite_stmt(&t, body);
     free(t.let);
     free(t.in);
