@@ -301,7 +301,6 @@ bool regalloc(Func *f, int budget)
        A/B); the budget check and the report use the demand. */
     int cap_from = plain + 2 > f->peak_regs ? plain + 2 : f->peak_regs;
     f->maxnreg = ptx_maxnreg(cap_from, budget, f->threads, f->sm_threads ? f->sm_threads : 2048, &f->reg_boundary);
-    f->cap_tight = f->maxnreg < cap_from + reg_cap_slack(cap_from);
     f->peak_index = peak_at;
     f->peak_line = n ? f->code.v[peak_at].line : 0;
     /* group the values live at the peak by the source value they belong to */

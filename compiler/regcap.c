@@ -49,7 +49,6 @@ static bool raise_named_cap(ArchOutput *out, const char *log, const Options *opt
             if (f->maxnreg > 0 && !strncmp(name, f->k->name, n) && (name[n] == '.' || name[n] == ' ') &&
                 want > f->maxnreg && want <= budget) {
                 f->maxnreg = want;
-                f->cap_tight = false;
                 raised = true;
             }
         }
@@ -77,7 +76,6 @@ static bool raise_unnamed_cap(ArchOutput *out, const char *log, const Options *o
             continue;
         int cap = f->maxnreg < f->reg_boundary ? f->reg_boundary : f->maxnreg + 8;
         f->maxnreg = cap < budget ? cap : budget;
-        f->cap_tight = false;
         out->metas[i].pred_regs = f->peak_regs;
         raised = true;
     }
@@ -91,7 +89,6 @@ static bool raise_unnamed_cap(ArchOutput *out, const char *log, const Options *o
  * budget. */
 static void search_down(Func *f, int *state, bool bad, int budget)
 {
-    f->cap_tight = false;
     if (*state > 0 && !bad) {       /* this cap fits: keep it */
         *state = -1;
         return;
@@ -181,7 +178,6 @@ bool regcap_fit(ArchOutput *out, const Options *opt,
                     int cap = round + 1 == CAP_ROUNDS ? budget
                             : f->maxnreg < f->reg_boundary ? f->reg_boundary : f->maxnreg + 8;
                     f->maxnreg = cap < budget ? cap : budget;
-                    f->cap_tight = false;
                     m->pred_regs = f->peak_regs;
                 }
                 next[i] = f->maxnreg != was;

@@ -704,7 +704,6 @@ typedef struct {
     int ntop;
     int maxnreg;           /* regalloc: the cap emitted as .maxnreg (0: none) */
     int sm_threads;        /* threads a multiprocessor holds on the target arch (occupancy) */
-    bool cap_tight;        /* maxnreg was held below demand + slack to keep occupancy: ptxas may spill */
     int reg_boundary;      /* the most registers that keep the occupancy the demand allows */
     /* ir_verify: the order of barriers and shared accesses in the code race_check saw */
     uint64_t sync_order;
