@@ -440,7 +440,6 @@ void push_transposes(Check *c, Stmt *body)
                 changed = true;
             }
     }
-    for (int i = 0; i < t.nlet; i++)
     for (int i = 0; i < t.nlet; i++) {
         Shape *sh = &t.let[i]->shape;
         if (t.in[i])

@@ -513,6 +513,42 @@ else
 	fail "transposes pushed: FA2 dK/dV as written" "$(head -c 300 "$tmp/fa2t.err")"
 fi
 
+# ... and compiles to the code the transposes written out give: scores, a causal mask of a
+# query column and a key row, and P stored transposed, as written (kt) and by hand (kh).
+for k in kt kh; do
+	if [ $k = kt ]; then
+		body='let s = Q[m +: 64, 0 +: 64] @ K[n0 +: 64, 0 +: 64].T;
+        let qs = m + expand_dims(arange(64), 1);
+        let keys = n0 + arange(64);
+        let p = where(qs < S && (causal == 0 || keys <= qs), exp(s), 0.0);
+        P[n0 +: 64, m +: 64] = p.T;'
+	else
+		body='let st = K[n0 +: 64, 0 +: 64] @ Q[m +: 64, 0 +: 64].T;
+        let qs = m + arange(64);
+        let keys = n0 + expand_dims(arange(64), 1);
+        let pt = where(qs < S && (causal == 0 || keys <= qs), exp(st), 0.0);
+        P[n0 +: 64, m +: 64] = pt;'
+	fi
+	cat >"$tmp/$k.tile" <<EOF
+kernel k(Q: f16[S, D], K: f16[S, D], P: f32[S, S], causal: i32)
+    grid(cdiv(S, 64)) threads(128)
+{
+    assume(D == 64);
+    let n0 = block.x * 64;
+    for m in 0 .. S step 64 {
+        $body
+    }
+}
+EOF
+	"$tilec" --no-ptxas --arch=sm_90a "$tmp/$k.tile" -o "$tmp/$k.ptx" 2>/dev/null
+	grep -v '^//' "$tmp/$k.ptx" >"$tmp/$k.code"
+done
+if [ -s "$tmp/kt.code" ] && cmp -s "$tmp/kt.code" "$tmp/kh.code"; then
+	pass "transposes pushed: the same code as written out"
+else
+	fail "transposes pushed: the same code as written out" "$(diff "$tmp/kt.code" "$tmp/kh.code" | head -5)"
+fi
+
 # A where() whose mask compares index tiles (a causal mask with the row's end) is tested once
 # a block (lower_mask.c): one more branch, past the mask, than with -fno-mask-split, and the
 # same selects, made on the masked side only.
