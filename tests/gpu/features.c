@@ -1131,6 +1131,21 @@ static CUdeviceptr upload_f16(const uint16_t *h, size_t n)
     return p;
 }
 
+/* A reference and its bound, m x n, replaced by their transposes (n x m), for a kernel that
+ * stores its result transposed. */
+static void transpose_ref(double **ref, double **bound, int m, int n)
+{
+    size_t sz = (size_t)m * n;
+    double *rt = malloc(sz * 8 + 8), *bt = malloc(sz * 8 + 8);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            rt[(size_t)j * m + i] = (*ref)[(size_t)i * n + j];
+            bt[(size_t)j * m + i] = (*bound)[(size_t)i * n + j];
+        }
+    free(*ref), free(*bound);
+    *ref = rt, *bound = bt;
+}
+
 /* chain: O = f16(X Y^T) Z (D, E <= 64); chain_t (kname) the same written f16(Y X^T)^T Z; chain_same
  * (same, bf false): Z = Y, E = D. The reference:
  * s = X Y^T in float64 with the tensor-core bound, then s rounded to f16 (bound_store), which the
@@ -1208,16 +1223,8 @@ static void mask_steps(const char *name, int m, int n, int d, int off)
                 bound[(size_t)i * n + j] = 0;
             }
     bool tr = !strcmp(name, "mask_t");       /* P^T stored: [N, M] */
-    if (tr) {
-        double *rt = malloc(ss * 8 + 8), *bt = malloc(ss * 8 + 8);
-        for (int i = 0; i < m; i++)
-            for (int j = 0; j < n; j++) {
-                rt[(size_t)j * m + i] = ref[(size_t)i * n + j];
-                bt[(size_t)j * m + i] = bound[(size_t)i * n + j];
-            }
-        free(ref), free(bound);
-        ref = rt, bound = bt;
-    }
+    if (tr)
+        transpose_ref(&ref, &bound, m, n);
     CUdeviceptr dx = upload_f16(x16, sx), dy = upload_f16(y16, sy), dout = poisoned(ss);
     tilert_kernel *k = kernel(name);
     /* X, Y, P, off, then the sizes in order of first appearance: M, D, N */
@@ -1381,16 +1388,8 @@ static void value_a_as(const char *name, int m, int k, int n)
     f16_values(a, a16, sa);
     f16_values(b, b16, sb);
     ref_matmul_bound(a, NULL, b, NULL, ref, bound, m, n, k, SUM_TENSOR);
-    if (tr) {           /* the kernel stores C^T: [N, M] */
-        double *rt = malloc(sc * 8 + 8), *bt = malloc(sc * 8 + 8);
-        for (int i = 0; i < m; i++)
-            for (int j = 0; j < n; j++) {
-                rt[(size_t)j * m + i] = ref[(size_t)i * n + j];
-                bt[(size_t)j * m + i] = bound[(size_t)i * n + j];
-            }
-        free(ref), free(bound);
-        ref = rt, bound = bt;
-    }
+    if (tr)             /* the kernel stores C^T: [N, M] */
+        transpose_ref(&ref, &bound, m, n);
     CUdeviceptr da = upload_f16(a16, sa), db = upload_f16(b16, sb), dc = poisoned(sc);
     tilert_kernel *kk = kernel(name);
     tilert_arg args[] = { tilert_ptr(da), tilert_ptr(db), tilert_ptr(dc), tilert_i32(m), tilert_i32(k), tilert_i32(n) };
