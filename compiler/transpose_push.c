@@ -26,9 +26,12 @@
  * through a transpose (directly, or inside the definition of another let that goes transposed),
  * any read at all for one never read transposed, and any whose definition cannot take the
  * transpose; repeat until nothing changes. Each round only removes, so it ends. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
+
+enum { MAX_ROUNDS = 32 };
 
 typedef struct {
     Check *c;
@@ -37,11 +40,27 @@ typedef struct {
     int *plain, *tposed;     /* reads of each: as it is, under a transpose */
 } Push;
 
+/* The lets are kept in address order: a read finds its let by binary search, so a kernel of
+ * thousands of lets costs a logarithm a read, not a scan. */
+static int by_address(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(Sym *const *)a, y = (uintptr_t)*(Sym *const *)b;
+    return (x > y) - (x < y);
+}
+
 static int let_index(const Push *t, const Sym *s)
 {
-    for (int i = 0; s && i < t->nlet; i++)
-        if (t->let[i] == s)
-            return i;
+    int lo = 0, hi = t->nlet - 1;
+    while (s && lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        uintptr_t m = (uintptr_t)t->let[mid], x = (uintptr_t)s;
+        if (m == x)
+            return mid;
+        if (m < x)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
     return -1;
 }
 
@@ -178,6 +197,8 @@ static void find_lets(Push *t, Stmt *s, int *cap)
         if (t->nlet == *cap) {
             *cap = *cap ? 2 * *cap : 16;
             t->let = realloc(t->let, sizeof *t->let * (size_t)*cap);
+            if (!t->let)
+                die("out of memory");
         }
         t->let[t->nlet++] = s->sym;
     }
@@ -422,6 +443,8 @@ void push_transposes(Check *c, Stmt *body)
     Push t = { .c = c };
     int cap = 0;
     find_lets(&t, body, &cap);
+    if (t.nlet)
+        qsort(t.let, (size_t)t.nlet, sizeof *t.let, by_address);
     t.in = calloc((size_t)t.nlet + 1, sizeof *t.in);
     t.plain = calloc((size_t)t.nlet + 1, sizeof *t.plain);
     t.tposed = calloc((size_t)t.nlet + 1, sizeof *t.tposed);
@@ -429,7 +452,15 @@ void push_transposes(Check *c, Stmt *body)
         die("out of memory");
     for (int i = 0; i < t.nlet; i++)
         t.in[i] = true;
-    for (bool changed = true; changed;) {
+    /* A round walks the whole body; a chain of lets each read transposed in the next may take
+       a round a let to settle. Past MAX_ROUNDS nothing is pushed: the transposes stay as
+       written (through shared memory), never wrong, and the compile time stays linear. */
+    int rounds = 0;
+    for (bool changed = true; changed; rounds++) {
+        if (rounds == MAX_ROUNDS) {
+            memset(t.in, 0, sizeof *t.in * (size_t)t.nlet);
+            break;
+        }
         changed = drop_unpushable(&t, body);
         memset(t.plain, 0, sizeof *t.plain * (size_t)t.nlet);
         memset(t.tposed, 0, sizeof *t.tposed * (size_t)t.nlet);
