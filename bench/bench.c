@@ -6,7 +6,8 @@
  * between its own pair of events and right after an untimed launch of the same kernel (so that
  * neither pays for the cache state the other leaves), and report the medians.
  *
- *   bench [--csv FILE] [--ptx-dir DIR] [--only NAME,..] [--reps N] [--warmup N] [--device N]
+ *   bench [--csv FILE] [--ptx-dir DIR] [--only NAME,..] [--shape MxNxK,..] [--reps N]
+ *         [--warmup N] [--device N]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@ typedef struct {
     const char *csv;
     const char *ptx_dir;
     const char *only;
+    const char *shapes;    /* --shape: GEMM rows at these sizes instead of the table's */
     int reps, warmup, device;
 } Opts;
 
@@ -27,6 +29,8 @@ typedef struct {
     int regs_pred, regs_ptxas, local_bytes, nsets;
 } Result;
 
+enum { MAX_SHAPES = 16 };
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -34,6 +38,8 @@ static void usage(FILE *out)
             "  --csv FILE      also write the table as CSV\n"
             "  --ptx-dir DIR   where NAME.ptx of each example is (default build/examples)\n"
             "  --only LIST     comma-separated kernel names to run (default: all)\n"
+            "  --shape LIST    comma-separated MxNxK: each selected GEMM kernel's first row of\n"
+            "                  the table, timed at these sizes instead (other kinds skipped)\n"
             "  --reps N        timed repetitions per kernel, median reported (default 30, >= 20)\n"
             "  --warmup N      untimed launches first (default 5)\n"
             "  --device N      CUDA device (default 0)\n"
@@ -293,9 +299,24 @@ static void csv_row(FILE *f, const char *device, const Workload *w, const Result
     snprintf(num, sizeof num, "%d", reps); csv_field(f, num, true);
 }
 
+/* MxNxK,.. with positive sizes, at most MAX_SHAPES of them */
+static bool shapes_ok(const char *s)
+{
+    int n = 0;
+    while (*s) {
+        long long m, nn, k;
+        int used = 0;
+        if (sscanf(s, "%lldx%lldx%lld%n", &m, &nn, &k, &used) != 3 || m < 1 || nn < 1 || k < 1
+            || (s[used] && s[used] != ',') || ++n > MAX_SHAPES)
+            return false;
+        s += used + (s[used] == ',');
+    }
+    return n > 0;
+}
+
 static bool parse_opts(Opts *o, int argc, char **argv)
 {
-    o->csv = NULL; o->ptx_dir = "build/examples"; o->only = NULL;
+    o->csv = NULL; o->ptx_dir = "build/examples"; o->only = NULL; o->shapes = NULL;
     o->reps = 30; o->warmup = 5; o->device = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -312,6 +333,7 @@ static bool parse_opts(Opts *o, int argc, char **argv)
         } else if (v && !strcmp(a, "--csv")) { o->csv = v; i++;
         } else if (v && !strcmp(a, "--ptx-dir")) { o->ptx_dir = v; i++;
         } else if (v && !strcmp(a, "--only")) { o->only = v; i++;
+        } else if (v && !strcmp(a, "--shape")) { o->shapes = v; i++;
         } else if (v && !strcmp(a, "--reps")) { o->reps = atoi(v); i++;
         } else if (v && !strcmp(a, "--warmup")) { o->warmup = atoi(v); i++;
         } else if (v && !strcmp(a, "--device")) { o->device = atoi(v); i++;
@@ -321,6 +343,11 @@ static bool parse_opts(Opts *o, int argc, char **argv)
             return false;
         }
     }
+    if (o->shapes && !shapes_ok(o->shapes)) {
+        fprintf(stderr, "bench: --shape wants MxNxK[,MxNxK..] (positive, at most %d): '%s'\n",
+                MAX_SHAPES, o->shapes);
+        return false;
+    }
     if (o->reps < 20) {
         fprintf(stderr, "bench: --reps %d is below 20: using 20\n", o->reps);
         o->reps = 20;
@@ -328,6 +355,31 @@ static bool parse_opts(Opts *o, int argc, char **argv)
     if (o->warmup < 1)
         o->warmup = 1;
     return true;
+}
+
+/* --shape: the rows of workload i at each listed size, where i is the first GEMM row of its
+ * kernel (a kernel's later rows would repeat it); 0 rows otherwise. Sizes were checked by
+ * parse_opts. */
+static int shape_rows(const Opts *o, int i, Workload *rows)
+{
+    const Workload *w = &workloads[i];
+    int n = 0;
+    if (w->kind != K_GEMM)
+        return 0;
+    for (int j = 0; j < i; j++)
+        if (!strcmp(workloads[j].kernel, w->kernel))
+            return 0;
+    for (const char *p = o->shapes; *p && n < MAX_SHAPES;) {
+        long long m, nn, k;
+        int used = 0;
+        if (sscanf(p, "%lldx%lldx%lld%n", &m, &nn, &k, &used) != 3)
+            break;
+        rows[n] = *w;
+        rows[n].m = m; rows[n].n = nn; rows[n].k = k;
+        n++;
+        p += used + (p[used] == ',');
+    }
+    return n;
 }
 
 int main(int argc, char **argv)
@@ -372,19 +424,26 @@ int main(int argc, char **argv)
            device, l2 >> 20, o.reps);
     print_header();
     for (int i = 0; i < nworkloads; i++) {
-        const Workload *w = &workloads[i];
-        Result res;
-        if (!selected(&o, w->kernel))
+        Workload shaped[MAX_SHAPES];
+        int nrows = 1;
+        if (!selected(&o, workloads[i].kernel))
             continue;
-        memset(&res, 0, sizeof res);
-        r.w = w;
-        if (run_workload(&o, ctx, &r, (size_t)l2, &res)) {
-            print_row(w, &res);
-            if (csv)
-                csv_row(csv, device, w, &res, o.reps);
-            failed += !res.checked;
+        shaped[0] = workloads[i];
+        if (o.shapes && !(nrows = shape_rows(&o, i, shaped)))
+            continue;
+        for (int j = 0; j < nrows; j++) {
+            const Workload *w = &shaped[j];
+            Result res;
+            memset(&res, 0, sizeof res);
+            r.w = w;
+            if (run_workload(&o, ctx, &r, (size_t)l2, &res)) {
+                print_row(w, &res);
+                if (csv)
+                    csv_row(csv, device, w, &res, o.reps);
+                failed += !res.checked;
+            }
+            run_free(&r);
         }
-        run_free(&r);
     }
     if (csv)
         fclose(csv);
