@@ -342,6 +342,25 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         }
         break;
     }
+    case OP_TMASTORE: {
+        /* src: the shared tile, the map, then the coordinates innermost first */
+        int ncoord = in->nsrc - 2;
+        buf_printf(out, "cp.async.bulk.tensor.%dd.global.shared::cta.bulk_group [", ncoord);
+        put_opnd(out, f, in->src[1], PT_U64);
+        buf_puts(out, ", {");
+        for (int j = 2; j < in->nsrc; j++) {
+            buf_puts(out, j > 2 ? ", " : "");
+            put_opnd(out, f, in->src[j], PT_S32);
+        }
+        buf_puts(out, "}], [");
+        put_opnd(out, f, in->src[0], PT_U32);
+        if (in->off)
+            buf_printf(out, "+%lld", (long long)in->off);
+        buf_puts(out, "]");
+        break;
+    }
+    case OP_BULKCOMMIT: buf_puts(out, "cp.async.bulk.commit_group"); break;
+    case OP_BULKWAIT: buf_printf(out, "cp.async.bulk.wait_group.read %d", in->inflight); break;
     case OP_STCLUSTER:
         buf_puts(out, "st.shared::cluster.u32 [");
         put_opnd(out, f, in->src[0], PT_U32);

@@ -149,6 +149,7 @@ static bool counts(Verify *v, int i)
         case OP_WGACC: ns = wgacc_reads(v->f, i) ? 4 : 0; break;
         case OP_WGHOLD: ns = in->nsrc >= 1 && in->nsrc <= 10 ? in->nsrc : 1; break;
         case OP_TMALOAD: ns = in->nsrc >= 5 && in->nsrc <= 5 + TMAP_MAX_OUTER + (in->count ? 1 : 0) ? in->nsrc : 5; break;
+        case OP_TMASTORE: ns = in->nsrc >= 4 && in->nsrc <= 4 + TMAP_MAX_OUTER ? in->nsrc : 4; break;
         default: return fail(v, i, "ops.h gives no source count");
         }
     }
@@ -461,6 +462,8 @@ static bool check_ins(Verify *v, int i, const int *label_at)
             return srcs_bits(v, i, in->nsrc - 1, (const int[]){ 32, 64, 32, 32, 32, 32, 32, 32 }) &&
                    src_bits(v, i, in->nsrc - 1, 16, false);
         return srcs_bits(v, i, in->nsrc, (const int[]){ 32, 64, 32, 32, 32, 32, 32, 32 });
+    case OP_TMASTORE:
+        return srcs_bits(v, i, in->nsrc, (const int[]){ 32, 64, 32, 32, 32, 32, 32, 32 });
     case OP_F8WIDEN: case OP_F8NARROW:
         if (!in->text || (strcmp(in->text, "e4m3") && strcmp(in->text, "e5m2")))
             return fail(v, i, "fp8 conversion of format %s", in->text ? in->text : "(none)");
@@ -662,7 +665,7 @@ static bool shared_access(const Ins *in)
 {
     switch (in->op) {
     case OP_LD: case OP_ST: case OP_RED: case OP_ATOM: return in->space == SP_SHARED;
-    case OP_LDMATRIX: case OP_CPASYNC: case OP_TMALOAD: case OP_WGMMA: return true;
+    case OP_LDMATRIX: case OP_CPASYNC: case OP_TMALOAD: case OP_TMASTORE: case OP_WGMMA: return true;
     default: return false;
     }
 }

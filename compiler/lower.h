@@ -526,6 +526,8 @@ bool xpose_layout(Shape s, int threads, Layout *out);
 void xpose_stage_tf32(Lower *c, Shape s, int base);
 /* lower_mem.c: staging into shared memory */
 void store_tile_smem(Lower *c, Tile v, int base, int pitch, ElemType t);
+/* One run of vm elements (vals) of type t to shared memory at addr + off, where guard holds. */
+void store_smem_run(Lower *c, ElemType t, int addr, int64_t off, int vm, int guard, Opnd *vals);
 void copy_window_async(Lower *c, Expr *win, int base, int pitch, int swz, int guard);
 /* A gathered window's row indices, in its copies' layout, computed now for the copies that
  * follow (Lower.gathers); the caller sets ngathers back when they are done. */
@@ -549,6 +551,19 @@ int tma_boxes(const PipeOperand *p);
 /* One mbarrier a stage of loop pl, 8 bytes each, initialised by the loop's leader with `count`
  * arrivals, fenced and published by a barrier: the register tensor of their addresses. */
 int tma_barrier_ring(Lower *c, const PipeLoop *pl, const char *name, int count);
+/* The map (a //@tmap line) of window win, boxes of box_rows x box_cols elements of type dtype in
+ * the 128-byte swizzle: its index (-1: the kernel has as many as the launcher takes); its
+ * generic address in the kernel. */
+int tma_map(Lower *c, Expr *win, const char *dtype, int box_rows, int box_cols);
+int tma_map_address(Lower *c, int tmap);
+
+/* ---- lower_tma_store.c: `target = v` staged in shared memory and stored by TMA (sm_90a), where
+ * that pays and is allowed. tma_store_stage, before v is computed, says whether the target may be
+ * and allocates the staging memory; tma_store then stores v so, or (false) releases that memory
+ * and leaves the store to store_window. */
+typedef struct { int mark, off; } TmaStage;
+bool tma_store_stage(Lower *c, Expr *target, TmaStage *st);
+bool tma_store(Lower *c, Expr *target, Tile v, const TmaStage *st);
 
 /* ---- lower_warpspec.c: a producer warp for a pipelined loop's TMA copies (sm_90a). ws_choose
  * says whether loop pl may have one (after tma_choose); ws_setup, after tma_setup, makes the empty

@@ -1171,6 +1171,11 @@ static void store_like(Lower *c, Expr *target, Tile v, int red)
 
 void store_window(Lower *c, Expr *target, Tile v) { store_like(c, target, v, -1); }
 
+void store_smem_run(Lower *c, ElemType t, int addr, int64_t off, int vm, int guard, Opnd *vals)
+{
+    mem_store(c, SP_SHARED, -1, t, addr, off, vm, guard, vals);
+}
+
 void atomic_window(Lower *c, Expr *target, Tile v, int op) { store_like(c, target, v, op == '+' ? RED_ADD : RED_MAX); }
 
 /* ---- shared tiles: row-major with a padded pitch */

@@ -232,8 +232,11 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
         Expr *l = s->lhs;
         if (l->kind == E_INDEX) {
             Layout want;
+            TmaStage st;
+            bool staged = tma_store_stage(c, l, &st);
             Tile v = lower_expr(c, s->rhs, store_stream_layout(c, l, s->rhs, &want) ? &want : NULL);
-            store_window(c, l, v);
+            if (!staged || !tma_store(c, l, v, &st))
+                store_window(c, l, v);
             break;
         }
         Sym *sym = l->sym;

@@ -107,16 +107,16 @@ static const char *stride_rpn(Lower *c, const Sym *t, int d)
     return s;
 }
 
-/* The map of win in the kernel's metadata (one per distinct map): its index, -1 when the kernel
- * has as many as the launcher takes. */
-static int register_map(Lower *c, const PipeOperand *p)
+/* The map of window win of tensor argument win->sym in the kernel's metadata (one per distinct
+ * map), copied in boxes of box_rows x box_cols elements of type dtype with the 128-byte swizzle:
+ * its index, -1 when the kernel has as many as the launcher takes. */
+int tma_map(Lower *c, Expr *win, const char *dtype, int box_rows, int box_cols)
 {
     KernelMeta *m = c->meta;
-    Expr *win = p->window;
     Sym *t = win->sym;
     int r = t->rank;
     TensorMapMeta tm = {
-        t->param_index, map_type(p->type), SLAB_BYTES, (int)win->shape.dim[0], slab_cols(p),
+        t->param_index, dtype, SLAB_BYTES, box_rows, box_cols,
         extent_rpn(c, t->dim[r - 2]), extent_rpn(c, t->dim[r - 1]), stride_rpn(c, t, r - 2), r - 2, { 0 }, { 0 },
     };
     for (int j = 0; j < r - 2; j++) {
@@ -138,6 +138,11 @@ static int register_map(Lower *c, const PipeOperand *p)
     return m->ntmaps++;
 }
 
+static int register_map(Lower *c, const PipeOperand *p)
+{
+    return tma_map(c, p->window, map_type(p->type), (int)p->window->shape.dim[0], slab_cols(p));
+}
+
 bool tma_choose(Lower *c, PipeLoop *pl)
 {
     bool any = false;
@@ -150,7 +155,7 @@ bool tma_choose(Lower *c, PipeLoop *pl)
 }
 
 /* The generic address of map tmap, a by-value parameter after the arguments. */
-static int map_address(Lower *c, int tmap)
+int tma_map_address(Lower *c, int tmap)
 {
     Func *f = c->f;
     int raw = new_reg(f, RC_D), addr = new_reg(f, RC_D);
@@ -205,7 +210,7 @@ void tma_setup(Lower *c, PipeLoop *pl)
             f->cur_what = "TMA barrier";
             pl->ops[i].bars = tma_barrier_ring(c, pl, arena_printf(c->a, "%s_full", pl->ops[i].operand->sym->name), 1);
             f->cur_what = "tensor map address";
-            pl->ops[i].map_addr = map_address(c, pl->ops[i].tmap);
+            pl->ops[i].map_addr = tma_map_address(c, pl->ops[i].tmap);
         }
     f->cur_what = "TMA phase";
     pl->phase = ir_mov(f, PT_U32, IMM(0));

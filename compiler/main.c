@@ -51,6 +51,7 @@ static void usage(FILE *out)
             "  -fno-wgmma-wait    wait for each wgmma product where it is issued, not at its first use\n"
             "  -fno-mask-split    make a where()'s mask in every block, not only where its index\n"
             "                     bounds say an element may be false\n"
+            "  -fno-tma-store     store product tiles from registers, never staged for a TMA store\n"
             "  -fno-reg-cap       let ptxas use any number of registers (no .maxnreg at the occupancy\n"
             "                     boundary the predicted demand allows)\n"
             "  -fwarp-specialize  a producer warp issues a pipelined product's TMA copies (sm_90a;\n"
@@ -184,6 +185,10 @@ static int parse_args(Cli *cli, int argc, char **argv)
             cli->opt.no_mask_split = true;
         } else if (!strcmp(a, "-fmask-split")) {
             cli->opt.no_mask_split = false;
+        } else if (!strcmp(a, "-fno-tma-store")) {
+            cli->opt.no_tma_store = true;
+        } else if (!strcmp(a, "-ftma-store")) {
+            cli->opt.no_tma_store = false;
         } else if (!strcmp(a, "-fno-cluster")) {
             cli->opt.cluster = false;
         } else if (!strncmp(a, "-fno-", 5) && pass_disable(&cli->opt, a + 5)) {

@@ -96,6 +96,9 @@
     X(MBARRIVE, NULL,     NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, 0, 0, 1) \
     X(MBWAIT,  NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_SYNC, 0, 1, 2) \
     X(TMALOAD, NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_STORE, FL_OFF | FL_COUNT, 0, N_VAR) \
+    X(TMASTORE, NULL,     NULL,      SFX_NONE,   OPF_LOAD | OPF_STORE | OPF_SYNC, FL_OFF, 0, N_VAR) \
+    X(BULKCOMMIT, NULL,   NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
+    X(BULKWAIT, NULL,     NULL,      SFX_NONE,   OPF_SYNC, FL_INFLIGHT, 0, 0) \
     X(MAPA,    "mapa.shared::cluster", NULL, SFX_TYPE, OPF_PURE, 0, 1, 2) \
     X(STCLUSTER, NULL,    NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, 0, 0, 2) \
     X(MBARRIVEC, NULL,    NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, 0, 0, 1) \

@@ -35,7 +35,8 @@
  * - Asynchronous accesses outlive barriers: a cp.async write is pending until a
  *   cp.async.wait_group that covers its group (ages count commits), a TMA write until a wait on
  *   its stage's mbarrier, a wgmma read until wgmma.wait_group; only then does the next barrier
- *   order them. */
+ *   order them. A TMA store's read of its staged tile is waited for by the thread that issued it
+ *   right after the issue, so it counts as an ordinary read. */
 #include <stdlib.h>
 #include <string.h>
 #include "tilec.h"
@@ -322,6 +323,7 @@ static const char *access_name(const Ins *in)
     case OP_LDMATRIX: return "ldmatrix";
     case OP_CPASYNC: return "cp.async";
     case OP_TMALOAD: return "cp.async.bulk.tensor";
+    case OP_TMASTORE: return "cp.async.bulk.tensor (store)";
     case OP_WGMMA: return "wgmma.mma_async";
     default: return op_name(in->op);
     }
@@ -379,6 +381,11 @@ static int access_of(Check *c, int i, Access *x, Opnd *addrs)
         addrs[0] = in->src[0];
         return 1;
     }
+    case OP_TMASTORE:
+        /* a read of the staged tile; the issuing thread waits for it (cp.async.bulk.wait_group.read)
+           before it reaches another barrier (lower_tma_store.c), so it counts as done there */
+        addrs[0] = in->src[0];
+        return 1;
     case OP_WGMMA:
         x->as = AS_WG;
         if (in->a_regs) {               /* A in registers, B's descriptor */

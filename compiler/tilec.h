@@ -764,6 +764,7 @@ typedef struct {
     bool warp_spec;        /* a producer warp for a pipelined loop's TMA copies (-fwarp-specialize) */
     bool cluster;          /* ... in 2-block clusters that share operand windows (-fcluster) */
     bool wgmma_wait;       /* wgmma waits moved to the first use (-fno-wgmma-wait keeps them) */
+    bool no_tma_store;     /* store product tiles from registers, never by TMA (-fno-tma-store) */
     bool no_mask_split;    /* make a where()'s mask in every block (-fno-mask-split; lower_mask.c) */
 } Options;
 

@@ -678,15 +678,16 @@ else
 		"$(echo "$mf" | grep -c 'st.global.b16') element stores"
 fi
 
-# f16(acc) and bf16(acc) stored: the cast's rounding is the store's narrowing, one conversion a
-# value (lower_mem.c, widened_from), none back to f32 and again.
+# f16(acc) and bf16(acc) stored (into the TMA store's staged tile on sm_90a): the cast's rounding
+# is the store's narrowing, one conversion a value (lower_mem.c, widened_from), none back to f32
+# and again.
 for k in matmul_f16:f16 matmul_bf16:bf16; do
 	name=${k%%:*} ty=${k##*:}
 	"$tilec" --no-ptxas --arch=sm_90a examples/$name.tile -o "$tmp/cv.$name.ptx" 2>/dev/null
 	e=$(entry_body "$tmp/cv.$name.ptx" "$name")
 	nn=$(echo "$e" | grep -c "cvt\.rn\.$ty\.f32")
 	nb=$(echo "$e" | grep -c "cvt\.f32\.$ty\|cvt\.u32\.u16\|shl\.b32")
-	np=$(echo "$e" | grep -c 'st\.global\.v2\.b16')
+	np=$(echo "$e" | grep -c 'st\.\(global\|shared\)\.v2\.b16')
 	if [ "$np" -gt 0 ] && [ "$nn" -eq $((2 * np)) ] && [ "$nb" -eq 0 ]; then
 		pass "one conversion a stored value: $name"
 	else
@@ -894,6 +895,52 @@ if [ "${smem_next:-0}" -gt 0 ] && [ "$smem_next" -le 41348 ]; then
 	pass "a statement's staged operands freed at its end (attn_next: $smem_next bytes)"
 else
 	fail "a statement's staged operands freed at its end" "attn_next needs ${smem_next:-?} bytes of shared memory"
+fi
+
+# A product's epilogue on sm_90a goes out by TMA (compiler/lower_tma_store.c): the tile written
+# into shared memory, fenced for the copy engine, a barrier, one box a 128-byte slab stored by one
+# thread, its read waited for; no st.global. With -fno-tma-store, and on sm_80, from registers; and
+# from registers where the kernel also reads the tensor it stores (C = acc + C).
+"$tilec" --no-ptxas --arch=sm_90a examples/matmul_f16.tile -o "$tmp/ts.ptx" 2>/dev/null
+"$tilec" --no-ptxas --arch=sm_90a -fno-tma-store examples/matmul_f16.tile -o "$tmp/ts0.ptx" 2>/dev/null
+"$tilec" --no-ptxas --arch=sm_80 examples/matmul_f16.tile -o "$tmp/ts80.ptx" 2>/dev/null
+cat >"$tmp/tsacc.tile" <<'EOF'
+kernel mm_acc(A: f16[M, K], B: f16[K, N], C: f32[M, N]) grid(cdiv(M, 128), cdiv(N, 128)) threads(256) {
+    assume(K % 8 == 0);
+    assume(N % 8 == 0);
+    var acc: f32[128, 128] = 0;
+    for k in 0 .. K step 64 pipeline(3) {
+        acc += A[block.x * 128 +: 128, k +: 64] @ B[k +: 64, block.y * 128 +: 128];
+    }
+    C[block.x * 128 +: 128, block.y * 128 +: 128] = acc + C[block.x * 128 +: 128, block.y * 128 +: 128];
+}
+EOF
+"$tilec" --no-ptxas --arch=sm_90a "$tmp/tsacc.tile" -o "$tmp/tsacc.ptx" 2>/dev/null
+tstore='cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group'
+e=$(entry_body "$tmp/ts.ptx" matmul_f16)
+seq=$(echo "$e" | grep -oE 'st\.shared|fence\.proxy\.async|bar\.sync|cp\.async\.bulk\.tensor\.2d\.global|cp\.async\.bulk\.commit_group|cp\.async\.bulk\.wait_group\.read 0|st\.global' |
+	uniq | tail -n 6 | tr '\n' ' ')
+if [ "$seq" = "st.shared fence.proxy.async bar.sync cp.async.bulk.tensor.2d.global cp.async.bulk.commit_group cp.async.bulk.wait_group.read 0 " ] &&
+   [ "$(echo "$e" | grep -c "$tstore")" -eq 4 ] && grep -q '^//@tmap a2 f16 128 128 64 ' "$tmp/ts.ptx"; then
+	pass "TMA store: matmul_f16's tile staged, fenced and stored in 4 boxes (sm_90a)"
+else
+	fail "TMA store: matmul_f16's tile staged, fenced and stored in 4 boxes (sm_90a)" "order: $seq"
+fi
+n0=$(entry_body "$tmp/ts0.ptx" matmul_f16 | grep -c "$tstore") g0=$(entry_body "$tmp/ts0.ptx" matmul_f16 | grep -c 'st\.global')
+n80=$(grep -c "$tstore" "$tmp/ts80.ptx") na=$(grep -c "$tstore" "$tmp/tsacc.ptx") ga=$(grep -c 'st\.global' "$tmp/tsacc.ptx")
+if [ "$n0" -eq 0 ] && [ "$g0" -gt 0 ] && [ "$n80" -eq 0 ] && [ "$na" -eq 0 ] && [ "$ga" -gt 0 ]; then
+	pass "TMA store: none with -fno-tma-store, on sm_80, or where the kernel reads what it stores"
+else
+	fail "TMA store: none with -fno-tma-store, on sm_80, or where the kernel reads what it stores" \
+		"bulk stores $n0 / $n80 / $na, st.global $g0 / $ga"
+fi
+# The staged writes are free of bank conflicts: each warp's st.shared of one instruction covers
+# eight rows (the lane's row mod 8 picks its 16-byte chunk: xor'd addresses, 8 of them a thread).
+nx=$(echo "$e" | grep -c 'xor\.b32')
+if [ "$nx" -ge 7 ]; then
+	pass "TMA store: the staged tile in the 128-byte swizzle ($nx xor'd bases)"
+else
+	fail "TMA store: the staged tile in the 128-byte swizzle" "$nx xor instructions"
 fi
 
 # ---- sum up

@@ -1,0 +1,205 @@
+/* lower_tma_store.c: a tile stored through shared memory by TMA (sm_90a): a product's epilogue.
+ *
+ * Why. A wgmma accumulator gives each thread two consecutive columns of a row and the next pair
+ * eight columns on: stored from registers, a warp's store writes eight 16-byte pieces of eight
+ * rows, and a 128 x 256 f16 tile is 4096 such pieces a block. Timed with %globaltimer inside
+ * matmul_f16 (H200, 2026-11-29, 4096 x 4096 x K), that epilogue took 4.4-7.5 us (median 5.9) of a
+ * tile's 45, the tensor cores idle throughout, and it was the whole difference from cuBLAS
+ * (whose fixed cost a tile is about 2.5 us): the k loop itself ran at cuBLAS's speed a step.
+ * Here the threads write the tile into shared memory (stage buffers the loop no longer needs)
+ * in the 128-byte swizzle, which keeps those writes free of bank conflicts, and one thread hands
+ * the whole tile to the copy engine, a box per 128 bytes of columns. The engine writes whole
+ * lines and clips the rows and columns outside the tensor itself, so an edge tile needs no mask.
+ *
+ * When: a plain store (not an atomic) of a 2-D window to a tensor argument the TMA maps can
+ * describe (lower_tma.c's conditions: f16, bf16 or f32 rows 16-byte aligned, the window over the
+ * last two dimensions, at most 256 rows, whole 128-byte slabs of columns), of a value whose layout
+ * gives each thread runs narrower than 16 bytes in rows eight apart (the accumulators), where the
+ * staged tile fits in shared memory the block already has (the stage buffers released before
+ * it), and where the kernel touches that tensor nowhere else: the issuing thread waits only until
+ * the engine has read the staged tile, not until its writes land, so that the block leaves at
+ * once. Otherwise, and with -fno-tma-store, the stores go from registers (lower_mem.c).
+ *
+ * The staged tile. Slab j (columns j * SC .. j * SC + SC - 1, SC = 128 / element size) of R rows
+ * sits at base + j * R * 128, row r at r * 128, its 16-byte chunk q at (q ^ r % 8) * 16: the
+ * layout of the map's 128-byte swizzle from a 1024-byte aligned base (as the loads' slabs,
+ * lower_tma.c). A thread's element (r0 + dr, c0 + dc), where (r0, c0) is its first and every dr a
+ * multiple of 8, is then at ((P ^ (dc / CE % 8) * 16) + (dc / CE / 8) * R * 128 + dr * 128 with
+ * P = base + r0 * 128 + ((c0 / CE) ^ r0 % 8) * 16 + c0 % CE * es (CE = 16 / es elements a chunk),
+ * provided the chunk c0 / CE lies below a power of two that divides every dc / CE, so that
+ * adding dc / CE to it never carries: a few xor'd bases, each store [base + constant]. */
+#include "lower.h"
+
+enum { SLAB = 128, CHUNK = 16, BOX_MAX = 256 };
+
+static int log2_int(int x)
+{
+    int k = 0;
+    while ((1 << k) < x)
+        k++;
+    return k;
+}
+
+static const char *map_dtype(ElemType t)
+{
+    return t == TY_F16 ? "f16" : t == TY_BF16 ? "bf16" : t == TY_F32 ? "f32" : NULL;
+}
+
+/* How many times e indexes tensor t (as a window, an element, a gather, anywhere inside). */
+static int uses_of(const Expr *e, const Sym *t)
+{
+    if (!e)
+        return 0;
+    int n = (e->kind == E_INDEX && e->sym == t) + uses_of(e->a, t) + uses_of(e->b, t) + uses_of(e->fill, t);
+    for (int i = 0; i < e->nargs; i++)
+        n += uses_of(e->args[i], t);
+    if (e->kind == E_INDEX)
+        for (int i = 0; i < e->nidx; i++)
+            n += uses_of(e->idx[i].start, t);
+    return n;
+}
+
+static int uses_in(const Stmt *s, const Sym *t)
+{
+    if (!s)
+        return 0;
+    int n = uses_of(s->init, t) + uses_of(s->lhs, t) + uses_of(s->rhs, t) + uses_of(s->cond, t) +
+            uses_of(s->lo, t) + uses_of(s->hi, t) + uses_of(s->step, t) + uses_in(s->then, t) + uses_in(s->els, t);
+    for (int i = 0; i < s->nbody; i++)
+        n += uses_in(s->body[i], t);
+    return n;
+}
+
+/* The window: a tensor argument's last two dimensions windowed, the others single indices;
+ * rows the map can box, whole slabs of columns, unit inner stride, 16-byte aligned rows. */
+static bool window_ok(Lower *c, Expr *win)
+{
+    Sym *t = win->sym;
+    if (win->kind != E_INDEX || index_gather_dim(win) >= 0 || !t || t->kind != SYM_TENSOR ||
+        !map_dtype(t->type) || t->rank < 2 || t->rank > 2 + TMAP_MAX_OUTER || win->nidx != t->rank)
+        return false;
+    int r = t->rank;
+    for (int d = 0; d < r; d++)
+        if ((d >= r - 2) != (win->idx[d].width_expr != NULL) || (d >= r - 2 && win->idx[d].width <= 0))
+            return false;
+    int64_t rows = win->shape.dim[0], cols = win->shape.dim[1];
+    if (win->shape.rank != 2 || rows > BOX_MAX || cols % (SLAB / type_size(t->type)))
+        return false;
+    if (!t->has_default_strides && (t->stride[r - 1].size || t->stride[r - 1].expr || t->stride[r - 1].cval != 1))
+        return false;
+    return async_piece_bytes(c, win, (int)cols) == CHUNK;
+}
+
+/* The layout: each thread's runs narrower than a chunk and within one, its rows eight apart, its
+ * chunks never carrying (above): its first chunk below a power of two kq that divides the
+ * chunks between its runs. */
+static bool layout_ok(const Layout *L, int es, int rows, int cols)
+{
+    int ce = CHUNK / es, run = L->V[1];
+    if (L->rank != 2 || L->bcast[0] || L->bcast[1] || L->S[0] != rows || L->S[1] != cols ||
+        run * es >= CHUNK || ce % run || L->T[1] * run * es > SLAB)
+        return false;
+    int cq_max = (L->T[1] * run - 1) / ce, kq = 1;
+    while (kq <= cq_max)
+        kq *= 2;
+    if (kq > SLAB / CHUNK || (L->T[1] * run) % (ce * kq))
+        return false;
+    for (int o0 = 0; o0 < L->O[0]; o0++)
+        for (int i0 = 0; i0 < L->V[0]; i0++)
+            if (layout_row(L, o0, i0) % 8)
+                return false;
+    return true;
+}
+
+/* Before the value is computed: whether the target may be stored so, and if so its staging
+ * memory, allocated now so that the barrier a reuse of the loop's buffers takes comes before the
+ * value's loads (a bias), not between them and the stores, where it would keep every loaded
+ * value live across it. */
+bool tma_store_stage(Lower *c, Expr *target, TmaStage *st)
+{
+    if (!c->target->tma || c->opt->no_tma_store || c->versioning || c->smem_over || !window_ok(c, target) ||
+        uses_in(c->k->body, target->sym) != 1)
+        return false;
+    int es = type_size(target->sym->type);
+    int bytes = (int)(target->shape.dim[0] * target->shape.dim[1]) * es;
+    int64_t at = ((int64_t)c->smem_top + 1023) & ~(int64_t)1023;
+    if (at + bytes > c->smem_peak)
+        return false;
+    const char *saved = c->f->cur_what;
+    c->f->cur_what = "TMA store";
+    st->mark = c->smem_top;
+    st->off = smem_alloc_aligned(c, bytes, 1024);
+    c->f->cur_what = saved;
+    return true;
+}
+
+bool tma_store(Lower *c, Expr *target, Tile v, const TmaStage *st)
+{
+    Func *f = c->f;
+    Sym *t = target->sym;
+    int es = type_size(t->type), rows = (int)target->shape.dim[0], cols = (int)target->shape.dim[1];
+    const Layout *L = &v.L;
+    int tmap = v.L.rank == 2 && layout_ok(L, es, rows, cols) ? tma_map(c, target, map_dtype(t->type), rows, SLAB / es) : -1;
+    if (tmap < 0) {
+        smem_release(c, st->mark, true);     /* nothing was written there */
+        return false;
+    }
+    const char *saved = f->cur_what;
+    f->cur_what = "TMA store";
+    int base = smem_base_reg(c, st->off);
+    int ce = CHUNK / es, run = L->V[1];
+    int t0 = thread_coord(c, L, 0), t1 = thread_coord(c, L, 1);
+    int r0 = thread_row0(c, L, t0, PT_U32);
+    int c0 = ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(run));
+    int sw = ir_bin(f, OP_BXOR, PT_U32, R(ir_bin(f, OP_SHR, PT_U32, R(c0), IMM(log2_int(ce)))),
+                    R(ir_bin(f, OP_BAND, PT_U32, R(r0), IMM(7))));
+    int p = ir_tern(f, OP_MAD, PT_U32, R(r0), IMM(SLAB), R(base));
+    p = ir_tern(f, OP_MAD, PT_U32, R(sw), IMM(CHUNK), R(p));
+    p = ir_tern(f, OP_MAD, PT_U32, R(ir_bin(f, OP_BAND, PT_U32, R(c0), IMM(ce - 1))), IMM(es), R(p));
+    int prim = primary_pred(c, L), xored[SLAB / CHUNK];
+    for (int q = 0; q < SLAB / CHUNK; q++)
+        xored[q] = q ? -1 : p;
+    /* column groups outermost: a value computed per column (a bias) dies after its rows */
+    for (int o1 = 0; o1 < L->O[1]; o1++)
+        for (int o0 = 0; o0 < L->O[0]; o0++)
+            for (int i0 = 0; i0 < L->V[0]; i0++) {
+                int dr = layout_row(L, o0, i0), d = o1 * L->T[1] * run / ce, q = d % (SLAB / CHUNK);
+                if (xored[q] < 0)
+                    xored[q] = ir_bin(f, OP_BXOR, PT_B32, R(p), IMM(q * CHUNK));
+                int64_t soff = (int64_t)(d / (SLAB / CHUNK)) * rows * SLAB + (int64_t)dr * SLAB;
+                int slot = ((o0 * L->V[0] + i0) * L->O[1] + o1) * run;
+                store_smem_run(c, t->type, xored[q], soff, run, prim, &v.v[slot]);
+            }
+    /* the writes reach the copy engine (the async proxy) through a fence, each thread its own,
+       then a barrier; one thread issues the boxes and waits until they have been read */
+    emit_ins(f, OP_FENCEPROXY, PT_B32);
+    ir_bar(f);
+    int r = t->rank, leader = ir_setp(f, CMP_EQ, PT_U32, R(c->tid), IMM(0));
+    int map = tma_map_address(c, tmap);
+    int row = opnd_reg(c, lower_expr(c, target->idx[r - 2].start, NULL).v[0], PT_S32);
+    int col = opnd_reg(c, lower_expr(c, target->idx[r - 1].start, NULL).v[0], PT_S32);
+    int outer[TMAP_MAX_OUTER];
+    for (int j = 0; j < r - 2; j++)
+        outer[j] = opnd_reg(c, lower_expr(c, target->idx[r - 3 - j].start, NULL).v[0], PT_S32);
+    for (int j = 0; j < cols / (SLAB / es); j++) {
+        int cj = j ? ir_bin(f, OP_ADD, PT_S32, R(col), IMM(j * (SLAB / es))) : col;
+        Ins *in = emit_ins(f, OP_TMASTORE, PT_B32);
+        in->src[0] = R(base);
+        in->off = (int64_t)j * rows * SLAB;
+        in->src[1] = R(map);
+        in->src[2] = R(cj);
+        in->src[3] = R(row);
+        in->nsrc = 4;
+        for (int q = 0; q < r - 2; q++)
+            in->src[in->nsrc++] = R(outer[q]);
+        in->guard = leader;
+    }
+    emit_ins(f, OP_BULKCOMMIT, PT_B32)->guard = leader;
+    Ins *w = emit_ins(f, OP_BULKWAIT, PT_B32);
+    w->inflight = 0;
+    w->guard = leader;
+    /* a later owner of this memory meets a barrier first (lower_smem.c, reuse) */
+    smem_release(c, st->mark, false);
+    f->cur_what = saved;
+    return true;
+}
