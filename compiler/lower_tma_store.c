@@ -16,9 +16,10 @@
  * last two dimensions, at most 256 rows, whole 128-byte slabs of columns), of a value whose layout
  * gives each thread runs narrower than 16 bytes in rows eight apart (the accumulators), where the
  * staged tile fits in shared memory the block already has (the stage buffers released before
- * it), and where the kernel touches that tensor nowhere else: the issuing thread waits only until
- * the engine has read the staged tile, not until its writes land, so that the block leaves at
- * once. Otherwise, and with -fno-tma-store, the stores go from registers (lower_mem.c).
+ * it), outside every loop, and where the kernel touches that tensor nowhere else: the issuing
+ * thread waits only until the engine has read the staged tile, not until its writes land, so
+ * that the block leaves at once. Otherwise, and with -fno-tma-store, the stores go from
+ * registers (lower_mem.c).
  *
  * The staged tile. Slab j (columns j * SC .. j * SC + SC - 1, SC = 128 / element size) of R rows
  * sits at base + j * R * 128, row r at r * 128, its 16-byte chunk q at (q ^ r % 8) * 16: the
@@ -70,6 +71,24 @@ static int uses_in(const Stmt *s, const Sym *t)
     return n;
 }
 
+/* The number of loops around the statement that stores to lhs (-1: not under s). A store inside a
+ * loop is left to the registers: the next iteration's copies into the memory it staged through
+ * (other allocations over the same bytes) would need a barrier the race check cannot see. */
+static int loops_around(const Stmt *s, const Expr *lhs, int loops)
+{
+    if (!s)
+        return -1;
+    if ((s->kind == S_ASSIGN || s->kind == S_ATOMIC) && s->lhs == lhs)
+        return loops;
+    int in = loops + (s->kind == S_FOR), n;
+    if ((n = loops_around(s->then, lhs, in)) >= 0 || (n = loops_around(s->els, lhs, in)) >= 0)
+        return n;
+    for (int i = 0; i < s->nbody; i++)
+        if ((n = loops_around(s->body[i], lhs, loops)) >= 0)
+            return n;
+    return -1;
+}
+
 /* The window: a tensor argument's last two dimensions windowed, the others single indices;
  * rows the map can box, whole slabs of columns, unit inner stride, 16-byte aligned rows. */
 static bool window_ok(Lower *c, Expr *win)
@@ -118,7 +137,7 @@ static bool layout_ok(const Layout *L, int es, int rows, int cols)
 bool tma_store_stage(Lower *c, Expr *target, TmaStage *st)
 {
     if (!c->target->tma || c->opt->no_tma_store || c->versioning || c->smem_over || !window_ok(c, target) ||
-        uses_in(c->k->body, target->sym) != 1)
+        uses_in(c->k->body, target->sym) != 1 || loops_around(c->k->body, target, 0) != 0)
         return false;
     int es = type_size(target->sym->type);
     int bytes = (int)(target->shape.dim[0] * target->shape.dim[1]) * es;

@@ -900,7 +900,8 @@ fi
 # A product's epilogue on sm_90a goes out by TMA (compiler/lower_tma_store.c): the tile written
 # into shared memory, fenced for the copy engine, a barrier, one box a 128-byte slab stored by one
 # thread, its read waited for; no st.global. With -fno-tma-store, and on sm_80, from registers; and
-# from registers where the kernel also reads the tensor it stores (C = acc + C).
+# from registers where the kernel also reads the tensor it stores (C = acc + C) or stores it in a
+# loop.
 "$tilec" --no-ptxas --arch=sm_90a examples/matmul_f16.tile -o "$tmp/ts.ptx" 2>/dev/null
 "$tilec" --no-ptxas --arch=sm_90a -fno-tma-store examples/matmul_f16.tile -o "$tmp/ts0.ptx" 2>/dev/null
 "$tilec" --no-ptxas --arch=sm_80 examples/matmul_f16.tile -o "$tmp/ts80.ptx" 2>/dev/null
@@ -913,6 +914,17 @@ kernel mm_acc(A: f16[M, K], B: f16[K, N], C: f32[M, N]) grid(cdiv(M, 128), cdiv(
         acc += A[block.x * 128 +: 128, k +: 64] @ B[k +: 64, block.y * 128 +: 128];
     }
     C[block.x * 128 +: 128, block.y * 128 +: 128] = acc + C[block.x * 128 +: 128, block.y * 128 +: 128];
+}
+kernel mm_twice(A: f16[M, K], B: f16[K, N], C: f32[M, N]) grid(cdiv(M, 256), cdiv(N, 128)) threads(256) {
+    assume(K % 8 == 0);
+    assume(N % 8 == 0);
+    var acc: f32[128, 128] = 0;
+    for k in 0 .. K step 64 pipeline(3) {
+        acc += A[block.x * 128 +: 128, k +: 64] @ B[k +: 64, block.y * 128 +: 128];
+    }
+    for h in 0 .. 2 {
+        C[block.x * 256 + h * 128 +: 128, block.y * 128 +: 128] = acc * f32(h + 1);
+    }
 }
 EOF
 "$tilec" --no-ptxas --arch=sm_90a "$tmp/tsacc.tile" -o "$tmp/tsacc.ptx" 2>/dev/null
