@@ -562,7 +562,7 @@ int tma_map_address(Lower *c, int tmap);
  * and allocates the staging memory; tma_store then stores v so, or (false) releases that memory
  * and leaves the store to store_window. */
 typedef struct { int mark, off; } TmaStage;
-bool tma_store_stage(Lower *c, Expr *target, TmaStage *st);
+bool tma_store_stage(Lower *c, Expr *target, Expr *value, TmaStage *st);
 bool tma_store(Lower *c, Expr *target, Tile v, const TmaStage *st);
 
 /* ---- lower_warpspec.c: a producer warp for a pipelined loop's TMA copies (sm_90a). ws_choose

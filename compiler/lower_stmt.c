@@ -233,7 +233,7 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
         if (l->kind == E_INDEX) {
             Layout want;
             TmaStage st;
-            bool staged = tma_store_stage(c, l, &st);
+            bool staged = tma_store_stage(c, l, s->rhs, &st);
             Tile v = lower_expr(c, s->rhs, store_stream_layout(c, l, s->rhs, &want) ? &want : NULL);
             if (!staged || !tma_store(c, l, v, &st))
                 store_window(c, l, v);

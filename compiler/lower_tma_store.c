@@ -14,7 +14,7 @@
  * When: a plain store (not an atomic) of a 2-D window to a tensor argument the TMA maps can
  * describe (lower_tma.c's conditions: f16, bf16 or f32 rows 16-byte aligned, the window over the
  * last two dimensions, at most 256 rows, whole 128-byte slabs of columns), of a value whose layout
- * gives each thread runs narrower than 16 bytes in rows eight apart (the accumulators), where the
+ * has a warp's store write 16 bytes a row or fewer (the 16-bit accumulators), where the
  * staged tile fits in shared memory the block already has (the stage buffers released before
  * it), outside every loop, and where the kernel touches that tensor nowhere else: the issuing
  * thread waits only until the engine has read the staged tile, not until its writes land, so
@@ -23,23 +23,18 @@
  *
  * The staged tile. Slab j (columns j * SC .. j * SC + SC - 1, SC = 128 / element size) of R rows
  * sits at base + j * R * 128, row r at r * 128, its 16-byte chunk q at (q ^ r % 8) * 16: the
- * layout of the map's 128-byte swizzle from a 1024-byte aligned base (as the loads' slabs,
- * lower_tma.c). A thread's element (r0 + dr, c0 + dc), where (r0, c0) is its first and every dr a
- * multiple of 8, is then at ((P ^ (dc / CE % 8) * 16) + (dc / CE / 8) * R * 128 + dr * 128 with
- * P = base + r0 * 128 + ((c0 / CE) ^ r0 % 8) * 16 + c0 % CE * es (CE = 16 / es elements a chunk),
- * provided the chunk c0 / CE lies below a power of two that divides every dc / CE, so that
- * adding dc / CE to it never carries: a few xor'd bases, each store [base + constant]. */
+ * layout of the map's 128-byte swizzle from a 1024-byte aligned base, R a multiple of 8 (as the
+ * loads' slabs, lower_tma.c). A thread's element at (r0 + dr, first byte b0 + 16 d), where (r0, b0)
+ * is its first and dr, d the compile-time steps of its layout, is at
+ *   (P ^ ((d ^ dr) % 8) * 16) + (d / 8) * R * 128 + dr * 128,
+ *   P = base + (b0 / 128) * R * 128 + r0 * 128 + ((b0 / 16 % 8) ^ r0 % 8) * 16 + b0 % 16,
+ * provided adding dr to r0 and d to b0 / 16 carries out of no bit below 8 (layout_ok: the bits
+ * they may have kept apart): at most eight xor'd bases, each store [base + constant]. That holds
+ * for the wgmma accumulator (rows eight apart, a thread's columns in one chunk) and for the
+ * swapped tf32 one (pairs of rows, a column a lane). */
 #include "lower.h"
 
 enum { SLAB = 128, CHUNK = 16, BOX_MAX = 256 };
-
-static int log2_int(int x)
-{
-    int k = 0;
-    while ((1 << k) < x)
-        k++;
-    return k;
-}
 
 static const char *map_dtype(ElemType t)
 {
@@ -109,37 +104,97 @@ static bool window_ok(Lower *c, Expr *win)
     return async_piece_bytes(c, win, (int)cols) == CHUNK;
 }
 
-/* The layout: each thread's runs narrower than a chunk and within one, its rows eight apart, its
- * chunks never carrying (above): its first chunk below a power of two kq that divides the
- * chunks between its runs. */
-static bool layout_ok(const Layout *L, int es, int rows, int cols)
+/* The layout: each thread's runs within one 16-byte chunk and narrower than it, whole chunks
+ * between its column groups, and no carries (above): the bits of any thread's first row mod 8
+ * apart from those of the rows it steps by, and likewise its first chunk's and the chunks it
+ * steps by. */
+/* The bytes of a row one warp's store instruction writes from registers: the columns the first
+ * warp's lanes hold in one row (the thread numbering of lower.h's Layout) times a thread's run. */
+static int warp_row_bytes(const Layout *L, int es)
 {
-    int ce = CHUNK / es, run = L->V[1];
-    if (L->rank != 2 || L->bcast[0] || L->bcast[1] || L->S[0] != rows || L->S[1] != cols ||
-        run * es >= CHUNK || ce % run || L->T[1] * run * es > SLAB)
-        return false;
-    int cq_max = (L->T[1] * run - 1) / ce, kq = 1;
-    while (kq <= cq_max)
-        kq *= 2;
-    if (kq > SLAB / CHUNK || (L->T[1] * run) % (ce * kq))
-        return false;
-    for (int o0 = 0; o0 < L->O[0]; o0++)
-        for (int i0 = 0; i0 < L->V[0]; i0++)
-            if (layout_row(L, o0, i0) % 8)
-                return false;
-    return true;
+    int most = 0;
+    for (int t0 = 0; t0 < L->T[0]; t0++) {
+        int n = 0;
+        for (int t1 = 0; t1 < L->T[1]; t1++) {
+            int lo = L->lo_t0_low ? t1 % L->Tlo[1] * L->Tlo[0] + t0 % L->Tlo[0]
+                                  : t0 % L->Tlo[0] * L->Tlo[1] + t1 % L->Tlo[1];
+            int t = (t0 / L->Tlo[0] * (L->T[1] / L->Tlo[1]) + t1 / L->Tlo[1]) * L->Tlo[0] * L->Tlo[1] + lo;
+            n += t < 32;
+        }
+        most = n > most ? n : most;
+    }
+    return most * L->V[1] * es;
 }
 
-/* Before the value is computed: whether the target may be stored so, and if so its staging
- * memory, allocated now so that the barrier a reuse of the loop's buffers takes comes before the
+static bool layout_ok(const Layout *L, int es, int rows, int cols)
+{
+    int run = L->V[1] * es;
+    if (L->rank != 2 || L->bcast[0] || L->bcast[1] || L->S[0] != rows || L->S[1] != cols || rows % 8 ||
+        run >= CHUNK || CHUNK % run || (L->O[1] > 1 && (L->T[1] * run) % CHUNK))
+        return false;
+    /* only where the registers' stores are scattered: a warp's 16 bytes a row or fewer (the
+       16-bit accumulator). The swapped tf32 accumulator's stores write whole sectors, and staged
+       it ran slower (matmul_tf32 0.87 -> 0.86 of cuBLAS at 4096^3, 0.83 -> 0.81 at 8192^3) */
+    if (warp_row_bytes(L, es) > CHUNK)
+        return false;
+    int rmask = 0, drmask = 0, cmask = 0, dmask = 0;
+    for (int t0 = 0; t0 < L->T[0]; t0++)
+        rmask |= layout_row_origin(L, t0) % 8;
+    for (int o0 = 0; o0 < L->O[0]; o0++)
+        for (int i0 = 0; i0 < L->V[0]; i0++)
+            drmask |= layout_row(L, o0, i0) % 8;
+    for (int t1 = 0; t1 < L->T[1]; t1++)
+        cmask |= t1 * run / CHUNK % 8;
+    for (int o1 = 0; o1 < L->O[1]; o1++)
+        dmask |= o1 * L->T[1] * run / CHUNK % 8;
+    return !(rmask & drmask) && !(cmask & dmask);
+}
+
+/* The layout of the first tile var or let an elementwise expression reads (the accumulator an
+ * epilogue works on): the value's own, which the stage below cannot see yet. NULL: none. */
+static const Layout *read_layout(const Expr *e)
+{
+    if (!e)
+        return NULL;
+    switch (e->kind) {
+    case E_NAME: {
+        const SymInfo *si = e->sym ? e->sym->lower : NULL;
+        return (e->sym->kind == SYM_VAR || e->sym->kind == SYM_LET) && e->shape.rank == 2 && si && si->val.v
+                   ? &si->val.L : NULL;
+    }
+    case E_UNARY: case E_CAST:
+        return read_layout(e->a);
+    case E_BINARY: {
+        if (e->op == OP_MATMUL)
+            return NULL;
+        const Layout *L = read_layout(e->a);
+        return L ? L : read_layout(e->b);
+    }
+    case E_CALL:
+        for (int i = 0; i < e->nargs; i++) {
+            const Layout *L = read_layout(e->args[i]);
+            if (L)
+                return L;
+        }
+        return NULL;
+    default:
+        return NULL;
+    }
+}
+
+/* Before the value is computed: whether the target may be stored so (judged on the layout of
+ * the tile the value reads, which it will have), and if so its staging memory, allocated now so that the barrier a reuse of the loop's buffers takes comes before the
  * value's loads (a bias), not between them and the stores, where it would keep every loaded
  * value live across it. */
-bool tma_store_stage(Lower *c, Expr *target, TmaStage *st)
+bool tma_store_stage(Lower *c, Expr *target, Expr *value, TmaStage *st)
 {
     if (!c->target->tma || c->opt->no_tma_store || c->versioning || c->smem_over || !window_ok(c, target) ||
         uses_in(c->k->body, target->sym) != 1 || loops_around(c->k->body, target, 0) != 0)
         return false;
     int es = type_size(target->sym->type);
+    const Layout *L = read_layout(value);
+    if (!L || !layout_ok(L, es, (int)target->shape.dim[0], (int)target->shape.dim[1]))
+        return false;
     int bytes = (int)(target->shape.dim[0] * target->shape.dim[1]) * es;
     int64_t at = ((int64_t)c->smem_top + 1023) & ~(int64_t)1023;
     if (at + bytes > c->smem_peak)
@@ -166,15 +221,18 @@ bool tma_store(Lower *c, Expr *target, Tile v, const TmaStage *st)
     const char *saved = f->cur_what;
     f->cur_what = "TMA store";
     int base = smem_base_reg(c, st->off);
-    int ce = CHUNK / es, run = L->V[1];
+    int run = L->V[1];
     int t0 = thread_coord(c, L, 0), t1 = thread_coord(c, L, 1);
     int r0 = thread_row0(c, L, t0, PT_U32);
-    int c0 = ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(run));
-    int sw = ir_bin(f, OP_BXOR, PT_U32, R(ir_bin(f, OP_SHR, PT_U32, R(c0), IMM(log2_int(ce)))),
+    /* the thread's first byte of a row: its slab, its chunk there, its byte in that */
+    int cb = ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(run * es));
+    int cq = ir_bin(f, OP_SHR, PT_U32, R(cb), IMM(4));
+    int sw = ir_bin(f, OP_BXOR, PT_U32, R(ir_bin(f, OP_BAND, PT_U32, R(cq), IMM(7))),
                     R(ir_bin(f, OP_BAND, PT_U32, R(r0), IMM(7))));
-    int p = ir_tern(f, OP_MAD, PT_U32, R(r0), IMM(SLAB), R(base));
+    int p = ir_tern(f, OP_MAD, PT_U32, R(ir_bin(f, OP_SHR, PT_U32, R(cq), IMM(3))), IMM(rows * SLAB), R(base));
+    p = ir_tern(f, OP_MAD, PT_U32, R(r0), IMM(SLAB), R(p));
     p = ir_tern(f, OP_MAD, PT_U32, R(sw), IMM(CHUNK), R(p));
-    p = ir_tern(f, OP_MAD, PT_U32, R(ir_bin(f, OP_BAND, PT_U32, R(c0), IMM(ce - 1))), IMM(es), R(p));
+    p = ir_bin(f, OP_ADD, PT_U32, R(p), R(ir_bin(f, OP_BAND, PT_U32, R(cb), IMM(CHUNK - 1))));
     int prim = primary_pred(c, L), xored[SLAB / CHUNK];
     for (int q = 0; q < SLAB / CHUNK; q++)
         xored[q] = q ? -1 : p;
@@ -182,7 +240,8 @@ bool tma_store(Lower *c, Expr *target, Tile v, const TmaStage *st)
     for (int o1 = 0; o1 < L->O[1]; o1++)
         for (int o0 = 0; o0 < L->O[0]; o0++)
             for (int i0 = 0; i0 < L->V[0]; i0++) {
-                int dr = layout_row(L, o0, i0), d = o1 * L->T[1] * run / ce, q = d % (SLAB / CHUNK);
+                int dr = layout_row(L, o0, i0), d = o1 * L->T[1] * run * es / CHUNK;
+                int q = (d ^ dr) % (SLAB / CHUNK);
                 if (xored[q] < 0)
                     xored[q] = ir_bin(f, OP_BXOR, PT_B32, R(p), IMM(q * CHUNK));
                 int64_t soff = (int64_t)(d / (SLAB / CHUNK)) * rows * SLAB + (int64_t)dr * SLAB;
