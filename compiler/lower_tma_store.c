@@ -253,6 +253,12 @@ bool tma_store(Lower *c, Expr *target, Tile v, const TmaStage *st)
     emit_ins(f, OP_FENCEPROXY, PT_B32);
     ir_bar(f);
     int r = t->rank, leader = ir_setp(f, CMP_EQ, PT_U32, R(c->tid), IMM(0));
+    /* an empty tensor's map is a stand-in over the context's zero buffer (runtime/args.c), which
+       a store must not write: the store is skipped unless every extent is positive */
+    const SymInfo *ti = t->lower;
+    for (int d = 0; d < r; d++)
+        if (ti->dim[d].kind == O_REG)
+            leader = ir_bin(f, OP_BAND, PT_PRED, R(leader), R(ir_setp(f, CMP_GT, PT_S32, ti->dim[d], IMM(0))));
     int map = tma_map_address(c, tmap);
     int row = opnd_reg(c, lower_expr(c, target->idx[r - 2].start, NULL).v[0], PT_S32);
     int col = opnd_reg(c, lower_expr(c, target->idx[r - 1].start, NULL).v[0], PT_S32);
