@@ -104,10 +104,6 @@ static bool window_ok(Lower *c, Expr *win)
     return async_piece_bytes(c, win, (int)cols) == CHUNK;
 }
 
-/* The layout: each thread's runs within one 16-byte chunk and narrower than it, whole chunks
- * between its column groups, and no carries (above): the bits of any thread's first row mod 8
- * apart from those of the rows it steps by, and likewise its first chunk's and the chunks it
- * steps by. */
 /* The bytes of a row one warp's store instruction writes from registers: the columns the first
  * warp's lanes hold in one row (the thread numbering of lower.h's Layout) times a thread's run. */
 static int warp_row_bytes(const Layout *L, int es)
@@ -126,6 +122,10 @@ static int warp_row_bytes(const Layout *L, int es)
     return most * L->V[1] * es;
 }
 
+/* The layout: each thread's runs within one 16-byte chunk and narrower than it, whole chunks
+ * between its column groups, and no carries (above): the bits of any thread's first row mod 8
+ * apart from those of the rows it steps by, and likewise its first chunk's and the chunks it
+ * steps by. */
 static bool layout_ok(const Layout *L, int es, int rows, int cols)
 {
     int run = L->V[1] * es;
