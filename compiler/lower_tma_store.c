@@ -282,6 +282,12 @@ bool tma_store(Lower *c, Expr *target, Tile v, const TmaStage *st)
     Ins *w = emit_ins(f, OP_BULKWAIT, PT_B32);
     w->inflight = 0;
     w->guard = leader;
+    KernelMeta *m = c->meta;
+    bool listed = false;
+    for (int i = 0; i < m->ntma_stored; i++)
+        listed |= m->tma_stored[i] == t->name;
+    if (!listed && m->ntma_stored < (int)(sizeof m->tma_stored / sizeof *m->tma_stored))
+        m->tma_stored[m->ntma_stored++] = t->name;
     /* a later owner of this memory meets a barrier first (lower_smem.c, reuse) */
     smem_release(c, st->mark, false);
     f->cur_what = saved;

@@ -358,6 +358,10 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
             for (int j = 0; j < f->ntop; j++)
                 fprintf(o, "%s{\"name\": \"%s\", \"regs\": %d}", j ? ", " : "", f->top[j].what, f->top[j].regs);
             fprintf(o, "]");
+            fprintf(o, ", \"stored_by_tma\": [");
+            for (int j = 0; j < m->ntma_stored; j++)
+                fprintf(o, "%s\"%s\"", j ? ", " : "", m->tma_stored[j]);
+            fprintf(o, "]");
             int blocks = occupancy(arch, m->threads, have_ptxas && m->ptxas_regs >= 0 ? m->ptxas_regs : m->pred_regs, m->smem_bytes);
             fprintf(o, ", \"blocks_per_sm\": %d, \"inflight_bytes\": %lld", blocks, (long long)inflight_bytes(f));
             if (have_ptxas && m->ptxas_regs >= 0)
@@ -375,6 +379,12 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
         fprintf(o, "  shared memory      %d bytes\n", m->smem_bytes);
         for (int j = 0; j < m->ndemoted; j++)
             fprintf(o, "    %-16s in shared memory: the registers cannot hold it\n", m->demoted[j]);
+        if (m->ntma_stored) {
+            fprintf(o, "  stored by TMA     ");
+            for (int j = 0; j < m->ntma_stored; j++)
+                fprintf(o, "%s %s", j ? "," : "", m->tma_stored[j]);
+            fprintf(o, " (tiles staged in shared memory, one thread's bulk copies)\n");
+        }
         fprintf(o, "  registers          %d predicted (peak at line %d; budget %d", m->pred_regs, f->peak_line,
                 reg_budget(m->threads));
         if (f->maxnreg > 0)

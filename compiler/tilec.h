@@ -427,6 +427,8 @@ typedef struct {
     bool warned_serialized;   /* ptxas_warn_lost said so (once per kernel) */
     /* lets the registers could not hold, kept in shared memory instead (compile.c) */
     const char *demoted[8]; int ndemoted;
+    /* tensors whose tiles are stored by TMA through shared memory (lower_tma_store.c), for the report */
+    const char *tma_stored[8]; int ntma_stored;
 } KernelMeta;
 
 /* The metadata block written at the top of every PTX file as comments:

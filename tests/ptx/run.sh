@@ -967,6 +967,17 @@ else
 	fail "TMA store: the staged tile in the 128-byte swizzle" "$nx xor instructions"
 fi
 
+# --report says which tensors went out by TMA (text and json), and only where they did.
+r90=$("$tilec" --no-ptxas --arch=sm_90a --report examples/matmul_f16.tile -o /dev/null 2>&1 | grep -c '^  stored by TMA      C ')
+j90=$("$tilec" --no-ptxas --arch=sm_90a --report=json examples/matmul_f16.tile -o /dev/null 2>&1 | grep -c '"stored_by_tma": \["C"\]')
+r0=$("$tilec" --no-ptxas --arch=sm_90a -fno-tma-store --report examples/matmul_f16.tile -o /dev/null 2>&1 | grep -c 'stored by TMA')
+r80=$("$tilec" --no-ptxas --arch=sm_80 --report examples/matmul_f16.tile -o /dev/null 2>&1 | grep -c 'stored by TMA')
+if [ "$r90" -eq 1 ] && [ "$j90" -eq 1 ] && [ "$r0" -eq 0 ] && [ "$r80" -eq 0 ]; then
+	pass "report: the tensors stored by TMA"
+else
+	fail "report: the tensors stored by TMA" "sm_90a $r90 (json $j90), -fno-tma-store $r0, sm_80 $r80"
+fi
+
 # ---- sum up
 cat "$tmp"/*.res >"$tmp/all"
 grep -E '^(FAIL|SKIP) ' "$tmp/all" | sed 's/^FAIL /FAIL: /; s/^SKIP /skip: /'
