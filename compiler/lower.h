@@ -555,6 +555,10 @@ int tma_barrier_ring(Lower *c, const PipeLoop *pl, const char *name, int count);
  * the 128-byte swizzle: its index (-1: the kernel has as many as the launcher takes); its
  * generic address in the kernel. */
 int tma_map(Lower *c, Expr *win, const char *dtype, int box_rows, int box_cols);
+/* Whether any map can describe window win (rows `pitch` elements apart in shared memory), and
+ * the registers of its box coordinates (row, column, then the outer indices in map order). */
+bool tma_window_ok(Lower *c, Expr *win, int pitch);
+void tma_window_coords(Lower *c, Expr *win, int *row, int *col, int *outer);
 int tma_map_address(Lower *c, int tmap);
 
 /* ---- lower_tma_store.c: `target = v` staged in shared memory and stored by TMA (sm_90a), where

@@ -55,33 +55,52 @@ static const char *map_type(ElemType t)
     return t == TY_F16 ? "f16" : t == TY_BF16 ? "bf16" : type_size(t) == 1 ? "u8" : "tf32";
 }
 
-/* A window of a tensor argument wgmma reads from a slab (tf32, f16, bf16, 8-bit): rank 2, both dimensions
- * windowed, unit inner stride, at most 256 rows a box, rows 16-byte aligned (the map's base and
- * pitch must be: the same facts that let cp.async move 16-byte pieces). */
-static bool window_ok(Lower *c, const PipeOperand *p)
+/* What any TMA map needs of a window (lower_tma_store.c's too): a tensor argument of rank 2 to
+ * 2 + TMAP_MAX_OUTER, windowed over its last two dimensions, the others single indices (a
+ * batch, a head), no gather, at most 256 rows a box, unit inner stride, rows 16-byte aligned
+ * (the map's base and pitch must be: the same facts that let cp.async move 16-byte pieces into
+ * rows `pitch` elements apart). */
+bool tma_window_ok(Lower *c, Expr *win, int pitch)
 {
-    Expr *win = p->window;
-    int pitch = p->pitch;
-    /* a loop lowered in two versions copies without TMA (lower_version.c) */
-    if (!c->target->tma || c->versioning || p->held || !p->plan || !matmul_side(p->plan->row->tma, p->side) ||
-        win->kind != E_INDEX || index_gather_dim(win) >= 0 || p->swz != SWZ_SLAB)
-        return false;
     Sym *t = win->sym;
-    bool tf32 = win->type == TY_F32 && p->plan->tf32;
-    if (!t || t->kind != SYM_TENSOR || t->rank < 2 || t->rank > 2 + TMAP_MAX_OUTER || win->nidx != t->rank ||
-        t->type != win->type || !(tf32 || win->type == TY_F16 || win->type == TY_BF16 || type_size(win->type) == 1))
+    if (win->kind != E_INDEX || index_gather_dim(win) >= 0 || !t || t->kind != SYM_TENSOR || t->rank < 2 ||
+        t->rank > 2 + TMAP_MAX_OUTER || win->nidx != t->rank)
         return false;
-    /* the window spans the last two dimensions; the others are single indices (a batch, a head) */
     int r = t->rank;
     for (int d = 0; d < r; d++)
         if ((d >= r - 2) != (win->idx[d].width_expr != NULL) || (d >= r - 2 && win->idx[d].width <= 0))
             return false;
-    int64_t rows = win->shape.dim[0], cols = win->shape.dim[1];
-    if (rows > TMA_BOX_MAX || cols % slab_cols(p) || pitch != cols)
+    if (win->shape.dim[0] > TMA_BOX_MAX)
         return false;
     if (!t->has_default_strides && (t->stride[r - 1].size || t->stride[r - 1].expr || t->stride[r - 1].cval != 1))
         return false;
     return async_piece_bytes(c, win, pitch) == 16;
+}
+
+/* A window wgmma reads from a slab (tf32, f16, bf16, 8-bit), whole slabs of columns. */
+static bool window_ok(Lower *c, const PipeOperand *p)
+{
+    Expr *win = p->window;
+    /* a loop lowered in two versions copies without TMA (lower_version.c) */
+    if (!c->target->tma || c->versioning || p->held || !p->plan || !matmul_side(p->plan->row->tma, p->side) ||
+        p->swz != SWZ_SLAB || win->kind != E_INDEX)
+        return false;
+    bool tf32 = win->type == TY_F32 && p->plan->tf32;
+    if (!win->sym || win->sym->type != win->type ||
+        !(tf32 || win->type == TY_F16 || win->type == TY_BF16 || type_size(win->type) == 1))
+        return false;
+    return win->shape.dim[1] % slab_cols(p) == 0 && p->pitch == win->shape.dim[1] && tma_window_ok(c, win, p->pitch);
+}
+
+/* The box coordinates of window win, each a register: *row and *col of its last two
+ * dimensions, outer[j] of dimension rank - 3 - j (the map's order). */
+void tma_window_coords(Lower *c, Expr *win, int *row, int *col, int *outer)
+{
+    int r = win->nidx;
+    *row = opnd_reg(c, lower_expr(c, win->idx[r - 2].start, NULL).v[0], PT_S32);
+    *col = opnd_reg(c, lower_expr(c, win->idx[r - 1].start, NULL).v[0], PT_S32);
+    for (int j = 0; j < r - 2; j++)
+        outer[j] = opnd_reg(c, lower_expr(c, win->idx[r - 3 - j].start, NULL).v[0], PT_S32);
 }
 
 static bool same_map(const TensorMapMeta *a, const TensorMapMeta *b)
@@ -244,11 +263,8 @@ void tma_issue(Lower *c, const PipeLoop *pl, PipeOperand *p, int base, int bar, 
     Func *f = c->f;
     Expr *win = p->window;
     int rows = (int)win->shape.dim[0], cols = (int)win->shape.dim[1], sc = slab_cols(p);
-    int r = win->nidx, outer[TMAP_MAX_OUTER];
-    int row = opnd_reg(c, lower_expr(c, win->idx[r - 2].start, NULL).v[0], PT_S32);
-    int col = opnd_reg(c, lower_expr(c, win->idx[r - 1].start, NULL).v[0], PT_S32);
-    for (int j = 0; j < r - 2; j++)
-        outer[j] = opnd_reg(c, lower_expr(c, win->idx[r - 3 - j].start, NULL).v[0], PT_S32);
+    int r = win->nidx, row, col, outer[TMAP_MAX_OUTER];
+    tma_window_coords(c, win, &row, &col, outer);
     int go = ir_bin(f, OP_BAND, PT_PRED, R(valid), R(pl->leader));
     Ins *in = emit_ins(f, OP_MBEXPECT, PT_B64);
     in->src[0] = R(bar);

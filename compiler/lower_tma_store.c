@@ -84,24 +84,14 @@ static int loops_around(const Stmt *s, const Expr *lhs, int loops)
     return -1;
 }
 
-/* The window: a tensor argument's last two dimensions windowed, the others single indices;
- * rows the map can box, whole slabs of columns, unit inner stride, 16-byte aligned rows. */
+/* The window: one a TMA map can describe (lower_tma.c), of an element type a store's map has,
+ * whole 128-byte slabs of columns. */
 static bool window_ok(Lower *c, Expr *win)
 {
-    Sym *t = win->sym;
-    if (win->kind != E_INDEX || index_gather_dim(win) >= 0 || !t || t->kind != SYM_TENSOR ||
-        !map_dtype(t->type) || t->rank < 2 || t->rank > 2 + TMAP_MAX_OUTER || win->nidx != t->rank)
+    if (win->kind != E_INDEX || !win->sym || !map_dtype(win->sym->type) || win->shape.rank != 2 ||
+        win->shape.dim[1] % (SLAB / type_size(win->sym->type)))
         return false;
-    int r = t->rank;
-    for (int d = 0; d < r; d++)
-        if ((d >= r - 2) != (win->idx[d].width_expr != NULL) || (d >= r - 2 && win->idx[d].width <= 0))
-            return false;
-    int64_t rows = win->shape.dim[0], cols = win->shape.dim[1];
-    if (win->shape.rank != 2 || rows > BOX_MAX || cols % (SLAB / type_size(t->type)))
-        return false;
-    if (!t->has_default_strides && (t->stride[r - 1].size || t->stride[r - 1].expr || t->stride[r - 1].cval != 1))
-        return false;
-    return async_piece_bytes(c, win, (int)cols) == CHUNK;
+    return tma_window_ok(c, win, (int)win->shape.dim[1]);
 }
 
 /* The bytes of a row one warp's store instruction writes from registers: the columns the first
@@ -159,7 +149,7 @@ static const Layout *read_layout(const Expr *e)
     switch (e->kind) {
     case E_NAME: {
         const SymInfo *si = e->sym ? e->sym->lower : NULL;
-        return (e->sym->kind == SYM_VAR || e->sym->kind == SYM_LET) && e->shape.rank == 2 && si && si->val.v
+        return si && (e->sym->kind == SYM_VAR || e->sym->kind == SYM_LET) && e->shape.rank == 2 && si->val.v
                    ? &si->val.L : NULL;
     }
     case E_UNARY: case E_CAST:
@@ -183,9 +173,9 @@ static const Layout *read_layout(const Expr *e)
 }
 
 /* Before the value is computed: whether the target may be stored so (judged on the layout of
- * the tile the value reads, which it will have), and if so its staging memory, allocated now so that the barrier a reuse of the loop's buffers takes comes before the
- * value's loads (a bias), not between them and the stores, where it would keep every loaded
- * value live across it. */
+ * the tile the value reads, which it will have), and if so its staging memory, allocated now so
+ * that the barrier a reuse of the loop's buffers takes comes before the value's loads (a bias),
+ * not between them and the stores, where it would keep every loaded value live across it. */
 bool tma_store_stage(Lower *c, Expr *target, Expr *value, TmaStage *st)
 {
     if (!c->target->tma || c->opt->no_tma_store || c->versioning || c->smem_over || !window_ok(c, target) ||
@@ -260,11 +250,8 @@ bool tma_store(Lower *c, Expr *target, Tile v, const TmaStage *st)
         if (ti->dim[d].kind == O_REG)
             leader = ir_bin(f, OP_BAND, PT_PRED, R(leader), R(ir_setp(f, CMP_GT, PT_S32, ti->dim[d], IMM(0))));
     int map = tma_map_address(c, tmap);
-    int row = opnd_reg(c, lower_expr(c, target->idx[r - 2].start, NULL).v[0], PT_S32);
-    int col = opnd_reg(c, lower_expr(c, target->idx[r - 1].start, NULL).v[0], PT_S32);
-    int outer[TMAP_MAX_OUTER];
-    for (int j = 0; j < r - 2; j++)
-        outer[j] = opnd_reg(c, lower_expr(c, target->idx[r - 3 - j].start, NULL).v[0], PT_S32);
+    int row, col, outer[TMAP_MAX_OUTER];
+    tma_window_coords(c, target, &row, &col, outer);
     for (int j = 0; j < cols / (SLAB / es); j++) {
         int cj = j ? ir_bin(f, OP_ADD, PT_S32, R(col), IMM(j * (SLAB / es))) : col;
         Ins *in = emit_ins(f, OP_TMASTORE, PT_B32);
