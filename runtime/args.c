@@ -250,6 +250,28 @@ static tilert_status tmap_extents(const rt_kernel_meta *k, int i, const int64_t 
     return TILERT_OK;
 }
 
+/* The empty map: a 1 x 1 tensor of the kernel's rank over the context's zero buffer (launch.c
+ * supplies it), which TMA accepts where it refuses a zero extent. */
+static void stand_in(const rt_tmap_meta *t, rt_tmap_desc *d)
+{
+    d->empty = true;
+    d->dim[0] = d->dim[1] = 1;
+    d->stride[0] = 16;
+    for (int j = 0; j < t->nouter; j++)     /* the rank the kernel's copies name */
+        d->dim[2 + j] = 1, d->stride[1 + j] = 16, d->box[2 + j] = 1;
+    d->rank = 2 + t->nouter;
+}
+
+/* Whether an if-aligned map can be built at this launch: the pointer and every stride 16-byte
+ * aligned, the test the kernel makes before it uses the map (compiler/lower_tma_store.c). */
+static bool tmap_aligned(const rt_tmap_meta *t, CUdeviceptr base, const int64_t *ext, int64_t elem)
+{
+    bool ok = base % 16 == 0 && ext[2] * elem % 16 == 0;
+    for (int j = 0; j < t->nouter; j++)
+        ok &= ext[4 + 2 * j] * elem % 16 == 0;
+    return ok;
+}
+
 static tilert_status plan_tmap(const rt_kernel_meta *k, int i, const tilert_arg *args,
                                const int64_t *vals, rt_tmap_desc *d)
 {
@@ -282,14 +304,10 @@ static tilert_status plan_tmap(const rt_kernel_meta *k, int i, const tilert_arg 
     /* TMA refuses a zero extent, yet a kernel may copy through the map anyway (a loop with
      * fixed bounds over K = 0) and must read zeros. So an empty map becomes a 1 x 1 tensor over
      * the context's zero buffer (launch.c supplies it); the tensor's own layout is never read,
-     * so it is not checked either. */
-    if (rows == 0 || cols == 0 || outer_empty) {
-        d->empty = true;
-        d->dim[0] = d->dim[1] = 1;
-        d->stride[0] = 16;
-        for (int j = 0; j < t->nouter; j++)     /* the rank the kernel's copies name */
-            d->dim[2 + j] = 1, d->stride[1 + j] = 16, d->box[2 + j] = 1;
-        d->rank = 2 + t->nouter;
+     * so it is not checked either. An if-aligned map the launch's values cannot make is the same
+     * stand-in: the kernel, testing the same alignment, stores from registers instead. */
+    if (rows == 0 || cols == 0 || outer_empty || (t->if_aligned && !tmap_aligned(t, base, ext, elem))) {
+        stand_in(t, d);
         return TILERT_OK;
     }
     char problem[160];

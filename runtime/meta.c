@@ -6,7 +6,7 @@
  *   //@arg NAME ptr|size|scalar TYPE ALIGN
  *   //@grid RPN
  *   //@assume RPN | TEXT
- *   //@tmap aP f32|tf32|f16|bf16 SWIZZLE BOXROWS BOXCOLS | ROWS_RPN | COLS_RPN | PITCH_RPN
+ *   //@tmap aP f32|tf32|f16|bf16|u8 SWIZZLE BOXROWS BOXCOLS [if-aligned] | ROWS_RPN | COLS_RPN | PITCH_RPN
  *           [| EXTENT_RPN | STRIDE_RPN]...   (up to 3 outer dimensions, innermost first)
  *   //@cluster N
  *   //@end
@@ -16,7 +16,9 @@
  * multiple of N (the kernel works either way: it reads its cluster's size). A
  * //@tmap line describes pointer argument P as a row-major ROWS x COLS tensor whose rows are
  * PITCH elements apart, copied by TMA in boxes of BOXROWS x BOXCOLS elements. The kernel takes
- * one hidden CUtensorMap parameter per //@tmap line, in line order, after its arguments.
+ * one hidden CUtensorMap parameter per //@tmap line, in line order, after its arguments. A map
+ * marked if-aligned is made only where the launch's pointer and strides are 16-byte aligned; the
+ * kernel tests the same alignment before it uses the map (a store versioned on it).
  *
  * Only lines starting with //@ are read, so the same parser takes a whole PTX file or the bare
  * metadata string that accompanies a cubin. Any deviation is an error naming the line: a launch
@@ -372,15 +374,18 @@ static tilert_status tmap_box(Parser *P, char *const w[3], rt_tmap_meta *t)
 static tilert_status tmap_line(Parser *P, char *rest)
 {
     rt_kernel_meta *k = P->cur;
-    char *part[4 + 2 * RT_TMAP_MAX_OUTER], *w[5];
+    char *part[4 + 2 * RT_TMAP_MAX_OUTER], *w[6];
     int nparts = split_bars(rest, part, 4 + 2 * RT_TMAP_MAX_OUTER);
-    if (nparts < 4 || nparts > 4 + 2 * RT_TMAP_MAX_OUTER || nparts % 2 || split(part[0], w, 5) != 5)
-        return bad(P, "expected //@tmap aP TYPE SWIZZLE BOXROWS BOXCOLS | ROWS | COLS | PITCH "
-                      "[| EXTENT | STRIDE] (at most 3 outer dimensions)");
+    int nw = nparts >= 4 ? split(part[0], w, 6) : 0;
+    if (nparts < 4 || nparts > 4 + 2 * RT_TMAP_MAX_OUTER || nparts % 2 || nw < 5 || nw > 6 ||
+        (nw == 6 && strcmp(w[5], "if-aligned") != 0))
+        return bad(P, "expected //@tmap aP TYPE SWIZZLE BOXROWS BOXCOLS [if-aligned] | ROWS | COLS | "
+                      "PITCH [| EXTENT | STRIDE] (at most 3 outer dimensions)");
     if (k->ntmaps == RT_MAX_TMAPS)
         return bad(P, "more than 8 tensor maps");
     rt_tmap_meta t;
     memset(&t, 0, sizeof t);
+    t.if_aligned = nw == 6;
     tilert_status s;
     if ((s = tmap_pointer(P, w[0], &t.arg)) ||
         (s = tmap_type(P, w[1], k->args[t.arg].type, &t.type)) || (s = tmap_box(P, w + 2, &t)) ||

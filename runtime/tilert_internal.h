@@ -81,6 +81,9 @@ typedef struct {
     rpn_expr rows, cols, pitch;
     int nouter;
     rpn_expr outer[RT_TMAP_MAX_OUTER], outer_stride[RT_TMAP_MAX_OUTER];
+    /* `if-aligned`: built only where the pointer and the strides are as TMA needs them, and
+       otherwise passed as the empty map's stand-in, which the kernel tests for and never uses */
+    bool if_aligned;
 } rt_tmap_meta;
 
 typedef struct {

@@ -186,7 +186,7 @@ static void parse_malformed(void)
     malformed("box row of 256 bytes, swizzle 128",
               KERNEL "//@tmap a0 tf32 128 8 64 | a2 | a2 | a2\n" END, "wider than its swizzle");
     malformed("one extent missing", KERNEL "//@tmap a0 f32 0 8 8 | a2 | a2\n" END,
-              "line 5: expected //@tmap aP TYPE SWIZZLE BOXROWS BOXCOLS | ROWS | COLS | PITCH");
+              "line 5: expected //@tmap aP TYPE SWIZZLE BOXROWS BOXCOLS [if-aligned] | ROWS | COLS | PITCH");
     malformed("no extents", KERNEL "//@tmap a0 f32 0 8 8\n" END, "expected //@tmap");
     malformed("a fourth extent", KERNEL "//@tmap a0 f32 0 8 8 | a2 | a2 | a2 | a2\n" END,
               "expected //@tmap");
@@ -394,6 +394,47 @@ static void plan_empty(void)
     }
 }
 
+/* An if-aligned map (a store versioned on alignment, compiler/lower_tma_store.c) is built where
+ * the pointer and the strides are 16-byte aligned and is the empty stand-in where they are not,
+ * never a refusal: the kernel tests the same and stores from registers then. */
+static void plan_if_aligned(void)
+{
+    rt_meta one;
+    tilert_status s = rt_meta_parse("//@kernel k threads 32 smem 0 regs 8\n//@arg C ptr f16 2\n"
+                                    "//@arg M size i32 4\n//@arg N size i32 4\n"
+                                    "//@tmap a0 f16 128 64 64 if-aligned | a1 | a2 | a2\n"
+                                    "//@tmap a0 f16 128 64 64 | a1 | a2 | a2\n//@end\n", &one);
+    if (!unit_check(s == TILERT_OK && one.k[0].ntmaps == 2 && one.k[0].tmaps[0].if_aligned &&
+                        !one.k[0].tmaps[1].if_aligned,
+                    "tmap if-aligned parses, and only where written", "%s",
+                    s ? tilert_last_error() : ""))
+        return;
+    const rt_kernel_meta *k = &one.k[0];
+    rt_tmap_desc d[2];
+    tilert_arg a[3] = {tilert_ptr(0x10000), tilert_i32(100), tilert_i32(136)};
+    s = rt_plan_tmaps(k, a, 3, d);
+    if (unit_check(s == TILERT_OK, "plan if-aligned, N = 136", "%s", s ? tilert_last_error() : ""))
+        check_desc("plan if-aligned, N = 136: built", &d[0], 0x10000, CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                   CU_TENSOR_MAP_SWIZZLE_128B, 136, 100, 272, 64, 64, false);
+    /* the same launches with only the if-aligned map, odd N and a shifted pointer */
+    rt_kernel_meta first = *k;
+    first.ntmaps = 1;
+    a[2] = tilert_i32(37);
+    s = rt_plan_tmaps(&first, a, 3, d);
+    unit_check(s == TILERT_OK && d[0].empty, "plan if-aligned, N = 37: the stand-in, not a refusal",
+               "%s empty %d", s ? tilert_last_error() : "", (int)d[0].empty);
+    a[0] = tilert_ptr(0x10002), a[2] = tilert_i32(136);
+    s = rt_plan_tmaps(&first, a, 3, d);
+    unit_check(s == TILERT_OK && d[0].empty, "plan if-aligned, pointer + 2 bytes: the stand-in",
+               "%s empty %d", s ? tilert_last_error() : "", (int)d[0].empty);
+    expect("plan: the same map without if-aligned refuses that pointer", rt_plan_tmaps(k, a, 3, d),
+           TILERT_ERR_BAD_ARGS, "not 16-byte aligned");
+    malformed("if-aligned misspelt", "//@kernel k threads 32 smem 0 regs 8\n//@arg C ptr f16 2\n"
+              "//@arg M size i32 4\n//@tmap a0 f16 128 64 64 aligned | a1 | a1 | a1\n//@end\n",
+              "expected //@tmap aP TYPE SWIZZLE BOXROWS BOXCOLS [if-aligned]");
+    rt_meta_free(&one);
+}
+
 static void plan_refused(void)
 {
     const rt_kernel_meta *k = &meta.k[0];
@@ -464,6 +505,7 @@ int main(void)
     parse_malformed();
     plan_matmul();
     plan_empty();
+    plan_if_aligned();
     plan_refused();
     rt_meta_free(&meta);
     return unit_exit();
