@@ -553,8 +553,9 @@ int tma_boxes(const PipeOperand *p);
 int tma_barrier_ring(Lower *c, const PipeLoop *pl, const char *name, int count);
 /* The map (a //@tmap line) of window win, boxes of box_rows x box_cols elements of type dtype in
  * the 128-byte swizzle: its index (-1: the kernel has as many as the launcher takes); its
- * generic address in the kernel. */
-int tma_map(Lower *c, Expr *win, const char *dtype, int box_rows, int box_cols);
+ * generic address in the kernel. if_aligned: made only where the launch is aligned, the kernel
+ * testing that before it uses the map (tilec.h, TensorMapMeta). */
+int tma_map(Lower *c, Expr *win, const char *dtype, int box_rows, int box_cols, bool if_aligned);
 /* Whether any map can describe window win (rows `pitch` elements apart in shared memory), and
  * the registers of its box coordinates (row, column, then the outer indices in map order). */
 bool tma_window_ok(Lower *c, Expr *win, int pitch);
@@ -565,7 +566,13 @@ int tma_map_address(Lower *c, int tmap);
  * that pays and is allowed. tma_store_stage, before v is computed, says whether the target may be
  * and allocates the staging memory; tma_store then stores v so, or (false) releases that memory
  * and leaves the store to store_window. */
-typedef struct { int mark, off; } TmaStage;
+typedef struct {
+    int mark, off;
+    /* versioned: size % mult == 0 and the tensor's pointer 16-byte aligned at launch, tested by
+       the kernel, choose the TMA store; otherwise the registers store (NULL: no test) */
+    Sym *size;
+    int64_t mult;
+} TmaStage;
 bool tma_store_stage(Lower *c, Expr *target, Expr *value, TmaStage *st);
 bool tma_store(Lower *c, Expr *target, Tile v, const TmaStage *st);
 
@@ -606,6 +613,13 @@ int pipe_windows(Lower *c, Stmt *loop, Expr **out, int cap);
 /* lower_version.c: a pipelined loop lowered twice, with and without the facts that make its
  * windows' rows 16-byte aligned, behind a test of them at launch (false: not needed) */
 bool lower_versioned_loop(Lower *c, Stmt *loop);
+/* The size whose multiples of n elements would make window w's rows 16-byte aligned (its row
+ * length or stride), or NULL; and `size % mult == 0` added to the kernel's facts until
+ * assume_restore, for lowering one version of something (lower_tma_store.c too). */
+Sym *window_row_size(Lower *c, Expr *w, int64_t n);
+typedef struct { Stmt **assumes; int n; } AssumeMark;
+AssumeMark assume_facts(Lower *c, Sym *size, int64_t mult);
+void assume_restore(Lower *c, AssumeMark m);
 /* lower_stmt.c: a for statement (pipelined, unrolled or a loop) */
 void lower_for(Lower *c, Stmt *s);
 int pipe_buffer(Lower *c, Expr *operand, Sym *var);

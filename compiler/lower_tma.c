@@ -108,7 +108,7 @@ static bool same_map(const TensorMapMeta *a, const TensorMapMeta *b)
     bool same = a->arg == b->arg && !strcmp(a->dtype, b->dtype) && a->swizzle == b->swizzle &&
                 a->box_rows == b->box_rows && a->box_cols == b->box_cols &&
                 !strcmp(a->rows_rpn, b->rows_rpn) && !strcmp(a->cols_rpn, b->cols_rpn) &&
-                !strcmp(a->pitch_rpn, b->pitch_rpn) && a->nouter == b->nouter;
+                !strcmp(a->pitch_rpn, b->pitch_rpn) && a->nouter == b->nouter && a->if_aligned == b->if_aligned;
     for (int j = 0; same && j < a->nouter; j++)
         same = !strcmp(a->outer_rpn[j], b->outer_rpn[j]) && !strcmp(a->outer_stride_rpn[j], b->outer_stride_rpn[j]);
     return same;
@@ -129,14 +129,14 @@ static const char *stride_rpn(Lower *c, const Sym *t, int d)
 /* The map of window win of tensor argument win->sym in the kernel's metadata (one per distinct
  * map), copied in boxes of box_rows x box_cols elements of type dtype with the 128-byte swizzle:
  * its index, -1 when the kernel has as many as the launcher takes. */
-int tma_map(Lower *c, Expr *win, const char *dtype, int box_rows, int box_cols)
+int tma_map(Lower *c, Expr *win, const char *dtype, int box_rows, int box_cols, bool if_aligned)
 {
     KernelMeta *m = c->meta;
     Sym *t = win->sym;
     int r = t->rank;
     TensorMapMeta tm = {
         t->param_index, dtype, SLAB_BYTES, box_rows, box_cols,
-        extent_rpn(c, t->dim[r - 2]), extent_rpn(c, t->dim[r - 1]), stride_rpn(c, t, r - 2), r - 2, { 0 }, { 0 },
+        extent_rpn(c, t->dim[r - 2]), extent_rpn(c, t->dim[r - 1]), stride_rpn(c, t, r - 2), r - 2, { 0 }, { 0 }, if_aligned,
     };
     for (int j = 0; j < r - 2; j++) {
         tm.outer_rpn[j] = extent_rpn(c, t->dim[r - 3 - j]);
@@ -152,14 +152,16 @@ int tma_map(Lower *c, Expr *win, const char *dtype, int box_rows, int box_cols)
         memcpy(grown, m->tmaps, sizeof *grown * (size_t)m->ntmaps);
     grown[m->ntmaps] = tm;
     m->tmaps = grown;
-    /* the launcher checks the pointer's 16-byte alignment, which the map's base needs */
-    ((SymInfo *)t->lower)->vec_ok = true;
+    /* the launcher checks the pointer's 16-byte alignment, which the map's base needs (an
+       if-aligned map's kernel tests it instead) */
+    if (!if_aligned)
+        ((SymInfo *)t->lower)->vec_ok = true;
     return m->ntmaps++;
 }
 
 static int register_map(Lower *c, const PipeOperand *p)
 {
-    return tma_map(c, p->window, map_type(p->type), (int)p->window->shape.dim[0], slab_cols(p));
+    return tma_map(c, p->window, map_type(p->type), (int)p->window->shape.dim[0], slab_cols(p), false);
 }
 
 bool tma_choose(Lower *c, PipeLoop *pl)

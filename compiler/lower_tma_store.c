@@ -21,6 +21,15 @@
  * that the block leaves at once. Otherwise, and with -fno-tma-store, the stores go from
  * registers (lower_mem.c).
  *
+ * Versioned. A kernel written without `assume(N % 8 == 0)` does not know its rows 16-byte aligned,
+ * which a map needs. Where that fact alone is missing (a size whose multiples would give it,
+ * lower_version.c's window_row_size), the store is lowered both ways behind one uniform test of
+ * the launch's values: that size a multiple, and the tensor's pointer 16-byte aligned. The map is
+ * then made `if-aligned`: the launcher builds it under the same conditions (they imply its own:
+ * the pointer, the pitch and, with default strides, every outer stride a multiple of 16 bytes)
+ * and passes the empty map's stand-in otherwise, which the kernel, taking the registers' path,
+ * never uses.
+ *
  * The staged tile. Slab j (columns j * SC .. j * SC + SC - 1, SC = 128 / element size) of R rows
  * sits at base + j * R * 128, row r at r * 128, its 16-byte chunk q at (q ^ r % 8) * 16: the
  * layout of the map's 128-byte swizzle from a 1024-byte aligned base, R a multiple of 8 (as the
@@ -172,14 +181,36 @@ static const Layout *read_layout(const Expr *e)
     }
 }
 
+/* Whether the window would pass with its rows known 16-byte aligned, and if so the fact that
+ * says so (in st): a size of the launch, default strides (so that the launcher's test of every
+ * stride follows from the kernel's of that size), the window's own start a multiple. */
+static bool aligned_version(Lower *c, Expr *target, TmaStage *st)
+{
+    Sym *t = target->sym;
+    if (!t || !map_dtype(t->type) || !t->has_default_strides)
+        return false;
+    int64_t n = 16 / type_size(t->type);
+    Sym *sz = window_row_size(c, target, n);
+    if (!sz || !sz->lower || ((SymInfo *)sz->lower)->val.v[0].kind == O_IMM || size_multiple(c, sz) % n == 0)
+        return false;
+    AssumeMark m = assume_facts(c, sz, n);
+    bool ok = window_ok(c, target);
+    assume_restore(c, m);
+    st->size = ok ? sz : NULL;
+    st->mult = n;
+    return ok;
+}
+
 /* Before the value is computed: whether the target may be stored so (judged on the layout of
  * the tile the value reads, which it will have), and if so its staging memory, allocated now so
  * that the barrier a reuse of the loop's buffers takes comes before the value's loads (a bias),
  * not between them and the stores, where it would keep every loaded value live across it. */
 bool tma_store_stage(Lower *c, Expr *target, Expr *value, TmaStage *st)
 {
-    if (!c->target->tma || c->opt->no_tma_store || c->versioning || c->smem_over || !window_ok(c, target) ||
-        uses_in(c->k->body, target->sym) != 1 || loops_around(c->k->body, target, 0) != 0)
+    st->size = NULL;
+    if (!c->target->tma || c->opt->no_tma_store || c->versioning || c->smem_over ||
+        uses_in(c->k->body, target->sym) != 1 || loops_around(c->k->body, target, 0) != 0 ||
+        !(window_ok(c, target) || aligned_version(c, target, st)))
         return false;
     int es = type_size(target->sym->type);
     const Layout *L = read_layout(value);
@@ -197,17 +228,56 @@ bool tma_store_stage(Lower *c, Expr *target, Expr *value, TmaStage *st)
     return true;
 }
 
+static void staged_store(Lower *c, Expr *target, Tile v, const TmaStage *st, int tmap);
+
 bool tma_store(Lower *c, Expr *target, Tile v, const TmaStage *st)
 {
     Func *f = c->f;
     Sym *t = target->sym;
     int es = type_size(t->type), rows = (int)target->shape.dim[0], cols = (int)target->shape.dim[1];
-    const Layout *L = &v.L;
-    int tmap = v.L.rank == 2 && layout_ok(L, es, rows, cols) ? tma_map(c, target, map_dtype(t->type), rows, SLAB / es) : -1;
+    AssumeMark m = { 0 };
+    if (st->size)
+        m = assume_facts(c, st->size, st->mult);
+    int tmap = v.L.rank == 2 && layout_ok(&v.L, es, rows, cols)
+                   ? tma_map(c, target, map_dtype(t->type), rows, SLAB / es, st->size != NULL) : -1;
+    if (st->size)
+        assume_restore(c, m);
     if (tmap < 0) {
         smem_release(c, st->mark, true);     /* nothing was written there */
         return false;
     }
+    if (!st->size) {
+        staged_store(c, target, v, st, tmap);
+        return true;
+    }
+    /* the registers' store where the launch is not aligned, the staged one where it is */
+    const char *saved = f->cur_what;
+    f->cur_what = "TMA store version test";
+    SymInfo *ti = t->lower, *si = st->size->lower;
+    int low = ir_bin(f, OP_BAND, PT_B32, si->val.v[0], IMM(st->mult - 1));
+    int holds = ir_setp(f, CMP_EQ, PT_S32, R(low), IMM(0));
+    low = ir_bin(f, OP_BAND, PT_B64, R(ti->ptr), IMM(15));
+    holds = ir_bin(f, OP_BAND, PT_PRED, R(holds), R(ir_setp(f, CMP_EQ, PT_U64, R(low), IMM(0))));
+    f->cur_what = saved;
+    int aligned = new_label(f), done = new_label(f);
+    ir_bra(f, aligned, holds, false);
+    store_window(c, target, v);
+    ir_bra(f, done, -1, false);
+    ir_label(f, aligned);
+    /* the fact holds on this path: the staged store's own checks see it */
+    m = assume_facts(c, st->size, st->mult);
+    staged_store(c, target, v, st, tmap);
+    assume_restore(c, m);
+    ir_label(f, done);
+    return true;
+}
+
+static void staged_store(Lower *c, Expr *target, Tile v, const TmaStage *st, int tmap)
+{
+    Func *f = c->f;
+    Sym *t = target->sym;
+    int es = type_size(t->type), rows = (int)target->shape.dim[0], cols = (int)target->shape.dim[1];
+    const Layout *L = &v.L;
     const char *saved = f->cur_what;
     f->cur_what = "TMA store";
     int base = smem_base_reg(c, st->off);
@@ -273,10 +343,11 @@ bool tma_store(Lower *c, Expr *target, Tile v, const TmaStage *st)
     bool listed = false;
     for (int i = 0; i < m->ntma_stored; i++)
         listed |= m->tma_stored[i] == t->name;
-    if (!listed && m->ntma_stored < (int)(sizeof m->tma_stored / sizeof *m->tma_stored))
+    if (!listed && m->ntma_stored < (int)(sizeof m->tma_stored / sizeof *m->tma_stored)) {
+        m->tma_stored_if_aligned[m->ntma_stored] = st->size != NULL;
         m->tma_stored[m->ntma_stored++] = t->name;
+    }
     /* a later owner of this memory meets a barrier first (lower_smem.c, reuse) */
     smem_release(c, st->mark, false);
     f->cur_what = saved;
-    return true;
 }

@@ -30,7 +30,7 @@ typedef struct {
 /* The size whose multiples of n elements would make window w's rows 16-byte aligned (n = 16 /
  * element size), as lower_pipeline.c's warning names it; NULL when none would, or when the
  * window's own start is what is off (a start like `n0 + 1`, which no fact mends). */
-static Sym *row_size(Lower *c, Expr *w, int64_t n)
+Sym *window_row_size(Lower *c, Expr *w, int64_t n)
 {
     Sym *t = w->sym;
     if (!t || w->kind != E_INDEX)
@@ -57,7 +57,7 @@ static int version_facts(Lower *c, Stmt *s, Fact *facts)
     int nw = pipe_windows(c, s, w, 32), nf = 0;
     for (int i = 0; i < nw; i++) {
         int64_t n = 16 / type_size(w[i]->type);
-        Sym *sz = row_size(c, w[i], n);
+        Sym *sz = window_row_size(c, w[i], n);
         if (!sz || size_multiple(c, sz) % n == 0)
             continue;
         int j = 0;
@@ -99,6 +99,23 @@ static Stmt *fact_stmt(Lower *c, const Fact *f)
     st->kind = S_ASSUME;
     st->cond = eq;
     return st;
+}
+
+AssumeMark assume_facts(Lower *c, Sym *size, int64_t mult)
+{
+    Kernel *k = c->k;
+    AssumeMark m = { k->assumes, k->nassumes };
+    k->assumes = arena_alloc(c->a, sizeof *k->assumes * (size_t)(m.n + 1));
+    if (m.n)
+        memcpy(k->assumes, m.assumes, sizeof *k->assumes * (size_t)m.n);
+    k->assumes[k->nassumes++] = fact_stmt(c, &(Fact){ size, mult });
+    return m;
+}
+
+void assume_restore(Lower *c, AssumeMark m)
+{
+    c->k->assumes = m.assumes;
+    c->k->nassumes = m.n;
 }
 
 /* The launch's values meet the facts, and every tensor argument not already read in vectors

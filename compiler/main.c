@@ -361,6 +361,10 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
             fprintf(o, ", \"stored_by_tma\": [");
             for (int j = 0; j < m->ntma_stored; j++)
                 fprintf(o, "%s\"%s\"", j ? ", " : "", m->tma_stored[j]);
+            fprintf(o, "], \"stored_by_tma_if_aligned\": [");
+            for (int j = 0, n = 0; j < m->ntma_stored; j++)
+                if (m->tma_stored_if_aligned[j])
+                    fprintf(o, "%s\"%s\"", n++ ? ", " : "", m->tma_stored[j]);
             fprintf(o, "]");
             int blocks = occupancy(arch, m->threads, have_ptxas && m->ptxas_regs >= 0 ? m->ptxas_regs : m->pred_regs, m->smem_bytes);
             fprintf(o, ", \"blocks_per_sm\": %d, \"inflight_bytes\": %lld", blocks, (long long)inflight_bytes(f));
@@ -382,7 +386,8 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
         if (m->ntma_stored) {
             fprintf(o, "  stored by TMA     ");
             for (int j = 0; j < m->ntma_stored; j++)
-                fprintf(o, "%s %s", j ? "," : "", m->tma_stored[j]);
+                fprintf(o, "%s %s%s", j ? "," : "", m->tma_stored[j],
+                        m->tma_stored_if_aligned[j] ? " if aligned at launch" : "");
             fprintf(o, " (tiles staged in shared memory, one thread's bulk copies)\n");
         }
         fprintf(o, "  registers          %d predicted (peak at line %d; budget %d", m->pred_regs, f->peak_line,

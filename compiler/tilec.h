@@ -394,7 +394,10 @@ typedef struct {
  * of box_rows x box_cols elements, swizzle the TMA swizzle in bytes (0, 32, 64, 128). dtype
  * "tf32" makes the copy round f32 to tf32 (to nearest, ties to even) on its way into shared
  * memory. A tensor of rank 3 to 5 (batch, head) has its outer dimensions too, innermost first,
- * each an extent and a stride in elements; a box is one element deep along them. */
+ * each an extent and a stride in elements; a box is one element deep along them. A map made
+ * if_aligned is built only where the launch's pointer and strides meet TMA's 16-byte alignment,
+ * and is otherwise a stand-in the kernel tests for and never uses (lower_tma_store.c: a store
+ * versioned on that alignment). */
 enum { TMAP_MAX_OUTER = 3 };
 typedef struct {
     int arg;
@@ -403,6 +406,7 @@ typedef struct {
     const char *rows_rpn, *cols_rpn, *pitch_rpn;
     int nouter;
     const char *outer_rpn[TMAP_MAX_OUTER], *outer_stride_rpn[TMAP_MAX_OUTER];
+    bool if_aligned;
 } TensorMapMeta;
 enum { MAX_TMAPS = TILERT_MAX_TMAPS };
 
@@ -427,8 +431,10 @@ typedef struct {
     bool warned_serialized;   /* ptxas_warn_lost said so (once per kernel) */
     /* lets the registers could not hold, kept in shared memory instead (compile.c) */
     const char *demoted[8]; int ndemoted;
-    /* tensors whose tiles are stored by TMA through shared memory (lower_tma_store.c), for the report */
+    /* tensors whose tiles are stored by TMA through shared memory (lower_tma_store.c), for the
+       report, and whether only where the launch is aligned (the store versioned on it) */
     const char *tma_stored[8]; int ntma_stored;
+    bool tma_stored_if_aligned[8];
 } KernelMeta;
 
 /* The metadata block written at the top of every PTX file as comments:
@@ -437,7 +443,7 @@ typedef struct {
  *   //@arg NAME ptr|size|scalar TYPE ALIGN
  *   //@grid RPN                (one line per grid dimension)
  *   //@assume RPN | TEXT
- *   //@tmap aP DTYPE SWIZZLE BOXROWS BOXCOLS | ROWS_RPN | COLS_RPN | PITCH_RPN
+ *   //@tmap aP DTYPE SWIZZLE BOXROWS BOXCOLS [if-aligned] | ROWS_RPN | COLS_RPN | PITCH_RPN
  *           [| EXTENT_RPN | STRIDE_RPN]...   (TensorMapMeta: its outer dimensions, innermost first)
  *   //@cluster N               (KernelMeta.cluster, when not 0)
  *   //@end

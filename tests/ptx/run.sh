@@ -967,6 +967,45 @@ else
 	fail "TMA store: the staged tile in the 128-byte swizzle" "$nx xor instructions"
 fi
 
+# Without `assume(N % 8 == 0)` the store is versioned (lower_tma_store.c): one uniform test of N's
+# low bits and of C's pointer, the registers' stores where it fails, the TMA boxes where it holds,
+# C's map marked if-aligned (the launcher builds it only then) and C's argument asking no 16-byte
+# alignment of the launch. A size the kernel fixes, or a column start no fact makes a multiple,
+# gets no version; the report says where.
+cat >"$tmp/tsv.tile" <<'EOF'
+kernel mm_any(A: f16[M, K], B: f16[K, N], C: f16[M, N]) grid(cdiv(M, 128), cdiv(N, 128)) threads(256) {
+    assume(K % 8 == 0);
+    var acc: f32[128, 128] = 0;
+    for k in 0 .. K step 64 pipeline(3) {
+        acc += A[block.x * 128 +: 128, k +: 64] @ B[k +: 64, block.y * 128 +: 128];
+    }
+    C[block.x * 128 +: 128, block.y * 128 +: 128] = f16(acc);
+}
+kernel mm_shifted(A: f16[M, K], B: f16[K, N], C: f16[M, N]) grid(cdiv(M, 128), cdiv(N, 128)) threads(256) {
+    assume(K % 8 == 0);
+    assume(N % 8 == 0);
+    var acc: f32[128, 128] = 0;
+    for k in 0 .. K step 64 pipeline(3) {
+        acc += A[block.x * 128 +: 128, k +: 64] @ B[k +: 64, block.y * 128 +: 128];
+    }
+    C[block.x * 128 +: 128, block.y * 128 + 1 +: 128] = f16(acc);
+}
+EOF
+"$tilec" --no-ptxas --arch=sm_90a "$tmp/tsv.tile" -o "$tmp/tsv.ptx" 2>/dev/null
+e=$(entry_body "$tmp/tsv.ptx" mm_any)
+vb=$(echo "$e" | grep -c "$tstore") vg=$(echo "$e" | grep -c 'st\.global')
+vt=$(echo "$e" | grep -cE 'and\.b64 %rd[0-9]+, %rd[0-9]+, 15;')
+vs=$(entry_body "$tmp/tsv.ptx" mm_shifted | grep -c "$tstore")
+vm=$(awk '/^\/\/@kernel mm_any /,/^\/\/@end/' "$tmp/tsv.ptx" | grep -c '^//@tmap a2 f16 128 128 64 if-aligned ')
+va=$(awk '/^\/\/@kernel mm_any /,/^\/\/@end/' "$tmp/tsv.ptx" | grep -c '^//@arg C ptr f16 2$')
+vr=$("$tilec" --no-ptxas --arch=sm_90a --report "$tmp/tsv.tile" -o /dev/null 2>&1 | grep -c '^  stored by TMA      C if aligned at launch ')
+if [ "$vb" -eq 2 ] && [ "$vg" -gt 0 ] && [ "$vt" -ge 1 ] && [ "$vs" -eq 0 ] && [ "$vm" -eq 1 ] && [ "$va" -eq 1 ] && [ "$vr" -eq 1 ]; then
+	pass "TMA store: versioned on N and C's pointer where no assume states them"
+else
+	fail "TMA store: versioned on N and C's pointer where no assume states them" \
+		"bulk stores $vb, st.global $vg, pointer tests $vt, shifted window $vs, if-aligned map $vm, C's alignment $va, report $vr"
+fi
+
 # --report says which tensors went out by TMA (text and json), and only where they did.
 r90=$("$tilec" --no-ptxas --arch=sm_90a --report examples/matmul_f16.tile -o /dev/null 2>&1 | grep -c '^  stored by TMA      C ')
 j90=$("$tilec" --no-ptxas --arch=sm_90a --report=json examples/matmul_f16.tile -o /dev/null 2>&1 | grep -c '"stored_by_tma": \["C"\]')
