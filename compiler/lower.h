@@ -222,8 +222,9 @@ typedef struct Lower {
     struct { Expr *index; Tile rows; } gathers[8];
     int ngathers;
     /* a pipelined loop being lowered twice, on its windows' alignment (lower_version.c): no TMA
-       in either version; the warnings of the version without the facts say so */
-    bool versioning;
+       in the version without the facts (whose warnings say so); in the version with them
+       (version_aligned) TMA maps made if-aligned, valid only where that version runs */
+    bool versioning, version_aligned;
     /* a loop of this kernel has a producer warp (lower_warpspec.c): only one can */
     bool ws_done;
     /* ... and it runs in clusters: every thread meets the other block before it leaves */
@@ -306,6 +307,10 @@ Tile tile_row_iota(Lower *c, const Layout *L);
  * one); mbarriers (8 bytes each, at off), invalidated before their memory is */
 void smem_release(Lower *c, int mark, bool quiet);
 void smem_note_mbarriers(Lower *c, int off, int n);
+/* The mbarriers noted since `live` were (live ones: the first `live` stay) invalidated now, on
+ * this path, with the fence and barrier a reuse takes: for one version of a loop, whose
+ * mbarriers the other version never made (lower_version.c). */
+void smem_retire_mbarriers(Lower *c, int live);
 /* ---- lower_expr.c (and lower_expr above): what statements and parameters share of it */
 bool is_imm(Opnd o);                        /* an integer or float immediate */
 /* v as a value of integer type t, wrapped as the hardware computes */

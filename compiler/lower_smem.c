@@ -93,6 +93,14 @@ void smem_release(Lower *c, int mark, bool quiet)
     c->smem_top = mark;
 }
 
+void smem_retire_mbarriers(Lower *c, int live)
+{
+    while (c->nmbar_live > live && c->nmbar_dead < (int)(sizeof c->mbar_dead / sizeof *c->mbar_dead))
+        c->mbar_dead[c->nmbar_dead++] = c->mbar_live[--c->nmbar_live];
+    if (c->nmbar_dead)
+        reuse(c);
+}
+
 void smem_note_mbarriers(Lower *c, int off, int n)
 {
     for (int i = 0; i < n; i++) {

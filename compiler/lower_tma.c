@@ -81,9 +81,11 @@ bool tma_window_ok(Lower *c, Expr *win, int pitch)
 static bool window_ok(Lower *c, const PipeOperand *p)
 {
     Expr *win = p->window;
-    /* a loop lowered in two versions copies without TMA (lower_version.c) */
-    if (!c->target->tma || c->versioning || p->held || !p->plan || !matmul_side(p->plan->row->tma, p->side) ||
-        p->swz != SWZ_SLAB || win->kind != E_INDEX)
+    /* a loop lowered in two versions copies by TMA only in the aligned one (lower_version.c), and
+       only windows of tensors whose outer strides follow from the row length the test covers */
+    if (!c->target->tma || (c->versioning && !c->version_aligned) || p->held || !p->plan ||
+        !matmul_side(p->plan->row->tma, p->side) || p->swz != SWZ_SLAB || win->kind != E_INDEX ||
+        (c->version_aligned && win->sym && win->sym->rank > 2 && !win->sym->has_default_strides))
         return false;
     bool tf32 = win->type == TY_F32 && p->plan->tf32;
     if (!win->sym || win->sym->type != win->type ||
@@ -161,7 +163,7 @@ int tma_map(Lower *c, Expr *win, const char *dtype, int box_rows, int box_cols, 
 
 static int register_map(Lower *c, const PipeOperand *p)
 {
-    return tma_map(c, p->window, map_type(p->type), (int)p->window->shape.dim[0], slab_cols(p), false);
+    return tma_map(c, p->window, map_type(p->type), (int)p->window->shape.dim[0], slab_cols(p), c->version_aligned);
 }
 
 bool tma_choose(Lower *c, PipeLoop *pl)

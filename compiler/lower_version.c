@@ -13,10 +13,13 @@
  *
  * Both versions write the same variables' registers and join after the loop. Each allocates
  * shared memory as if it were alone (the allocator's state is put back between them: they
- * exclude each other), so the block needs the larger of the two. Neither brings operands by TMA:
- * a tensor map is made at launch from the declared layout and must be valid for every launch, and
- * the mbarriers of one version would have to be invalidated on the other's path. A loop after
- * mbarriers released by an earlier one is not versioned, for the same reason. */
+ * exclude each other), so the block needs the larger of the two. The aligned version may bring
+ * operands by TMA: its maps are made `if-aligned` (tilec.h, TensorMapMeta), which the launcher
+ * builds only where the pointer and strides are 16-byte aligned and the test here implies
+ * (the facts cover the row lengths, the pointers are tested or checked at launch, and an outer
+ * stride is a multiple of its row length: default strides); and its mbarriers are invalidated on
+ * its own path before the join, the other never having made them. A loop after mbarriers
+ * released by an earlier one is not versioned: their invalidation would fall inside one path. */
 #include <string.h>
 #include "lower.h"
 
@@ -220,7 +223,10 @@ bool lower_versioned_loop(Lower *c, Stmt *s)
     for (int j = 0; j < k->nparams; j++)
         vec[j] = k->params[j].sym->lower && ((SymInfo *)k->params[j].sym->lower)->vec_ok;
     ir_label(f, aligned);
+    c->version_aligned = true;
     lower_for(c, s);
+    c->version_aligned = false;
+    smem_retire_mbarriers(c, before.nmbar_live);
     ir_label(f, done);
     k->assumes = saved;
     k->nassumes = nsaved;

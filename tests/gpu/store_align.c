@@ -17,8 +17,8 @@
 static int passed, failed;
 static tilert_module *mod;
 
-typedef enum { K_F16, K_BF16_LD, K_F32_OFF, K_FFMA } Kind;
-static const char *const kname[] = { "st_f16", "st_bf16_ld", "st_f32_off", "st_ffma" };
+typedef enum { K_F16, K_BF16_LD, K_F32_OFF, K_FFMA, K_WG } Kind;
+static const char *const kname[] = { "st_f16", "st_bf16_ld", "st_f32_off", "st_ffma", "st_wg" };
 
 enum { SLACK = 64, POISON16 = 0x7e01 };
 
@@ -164,6 +164,13 @@ int main(int argc, char **argv)
             run(K_F32_OFF, m, n, kk, n + 3, 3, shift);
         }
     }
+    /* st_wg, no assume at all: on sm_90a the loop by TMA and the store by TMA where K, N and the
+       pointers are 16-byte multiples, cp.async-free loads and registers' stores where not */
+    static const int wg[][3] = { { 200, 136, 192 }, { 130, 131, 100 }, { 257, 264, 72 }, { 64, 200, 260 } };
+    nsizes = test_small() ? 2 : COUNT(wg);
+    for (size_t i = 0; i < nsizes; i++)
+        for (int shift = 0; shift <= 1; shift++)
+            run(K_WG, wg[i][0], wg[i][1], wg[i][2], wg[i][1], 0, shift);
     tilert_unload(mod);
     gpu_close(ctx);
     printf("%d passed, %d failed\n", passed, failed);

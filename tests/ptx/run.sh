@@ -607,9 +607,9 @@ else
 	fail "versioned loop: mm_f16_nt_unaligned copies 16-byte pieces where its sizes allow" \
 		"$c16 16-byte copies, $l16 2-byte loads"
 fi
-# A wgmma product whose loop is versioned copies by cp.async (no TMA in either version): what
-# cp.async writes the tensor cores read through the async proxy, so a fence.proxy.async comes
-# before each barrier that publishes a stage.
+# A wgmma product whose loop is versioned brings its operands by TMA in the aligned version only
+# (lower_version.c): its maps marked if-aligned (the launcher builds them only where that version
+# runs), their mbarriers invalidated on that path before the join.
 cat >"$tmp/wg_cpasync.tile" <<'TILE'
 kernel wg_cp(A: f16[M, K], B: f16[K, N], C: f32[M, N]) grid(cdiv(M, 128), cdiv(N, 256)) threads(256)
 {
@@ -621,13 +621,17 @@ kernel wg_cp(A: f16[M, K], B: f16[K, N], C: f32[M, N]) grid(cdiv(M, 128), cdiv(N
 }
 TILE
 "$tilec" -w --no-ptxas --arch=sm_90a "$tmp/wg_cpasync.tile" -o "$tmp/wg_cp.ptx" 2>/dev/null
-wg=$(grep -c 'wgmma\.mma_async' "$tmp/wg_cp.ptx")
-fp=$(grep -c 'fence\.proxy\.async' "$tmp/wg_cp.ptx")
-tm=$(grep -c 'cp\.async\.bulk' "$tmp/wg_cp.ptx")
-if [ "$wg" -ge 4 ] && [ "$fp" -ge 1 ] && [ "$tm" -eq 0 ]; then
-	pass "versioned wgmma loop: cp.async stages get a proxy fence"
+e=$(entry_body "$tmp/wg_cp.ptx" wg_cp)
+wg=$(echo "$e" | grep -c 'wgmma\.mma_async')
+tm=$(echo "$e" | grep -c 'cp\.async\.bulk\.tensor')
+iv=$(echo "$e" | grep -c 'mbarrier\.inval')
+ia=$(awk '/^\/\/@kernel wg_cp /,/^\/\/@end/' "$tmp/wg_cp.ptx" | grep -c '^//@tmap .* if-aligned ')
+na=$(awk '/^\/\/@kernel wg_cp /,/^\/\/@end/' "$tmp/wg_cp.ptx" | grep -c '^//@tmap ')
+if [ "$wg" -ge 4 ] && [ "$tm" -ge 2 ] && [ "$iv" -ge 2 ] && [ "$ia" -eq 2 ] && [ "$na" -eq 2 ]; then
+	pass "versioned wgmma loop: TMA in the aligned version, if-aligned maps, mbarriers invalidated"
 else
-	fail "versioned wgmma loop: cp.async stages get a proxy fence" "$wg wgmma, $fp proxy fences, $tm TMA copies"
+	fail "versioned wgmma loop: TMA in the aligned version, if-aligned maps, mbarriers invalidated" \
+		"$wg wgmma, $tm TMA copies, $iv invalidations, $ia of $na maps if-aligned"
 fi
 # ... and the launcher is asked for nothing the kernel did not state: no assume, the pointers'
 # own alignment (the version test covers the rest)
