@@ -622,6 +622,9 @@ bool lower_versioned_loop(Lower *c, Stmt *loop);
  * length or stride), or NULL; and `size % mult == 0` added to the kernel's facts until
  * assume_restore, for lowering one version of something (lower_tma_store.c too). */
 Sym *window_row_size(Lower *c, Expr *w, int64_t n);
+/* The sizes the facts would need for window w's rows to move in pieces of n elements and do
+ * not give (at most 2: the row distance, and with strides of its own the row length), in out. */
+int window_row_facts(Lower *c, Expr *w, int64_t n, Sym **out);
 typedef struct { Stmt **assumes; int n; } AssumeMark;
 AssumeMark assume_facts(Lower *c, Sym *size, int64_t mult);
 void assume_restore(Lower *c, AssumeMark m);

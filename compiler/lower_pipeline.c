@@ -356,7 +356,14 @@ static bool async_copyable(Lower *c, PipeOperand *p, int S)
             d = i;
     const char *fact = NULL;
     int n = 16 / type_size(p->type);
-    if (d >= 0 && t->has_default_strides && d == t->rank - 2 && t->dim[t->rank - 1].size)
+    Sym *need[2];
+    int nneed = window_row_facts(c, w, n, need);
+    if (nneed == 1)
+        fact = arena_printf(c->a, "assume(%s %% %d == 0)", need[0]->name, n);
+    else if (nneed == 2)
+        fact = arena_printf(c->a, "assume(%s %% %d == 0) with assume(%s %% %d == 0)", need[0]->name, n,
+                            need[1]->name, n);
+    else if (d >= 0 && t->has_default_strides && d == t->rank - 2 && t->dim[t->rank - 1].size)
         fact = arena_printf(c->a, "assume(%s %% %d == 0)", t->dim[t->rank - 1].size->name, n);
     else if (d >= 0 && !t->has_default_strides && t->stride[d].size)
         fact = arena_printf(c->a, "assume(%s %% %d == 0)", t->stride[d].size->name, n);

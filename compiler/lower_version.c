@@ -54,25 +54,42 @@ Sym *window_row_size(Lower *c, Expr *w, int64_t n)
     return NULL;
 }
 
+int window_row_facts(Lower *c, Expr *w, int64_t n, Sym **out)
+{
+    int k = 0;
+    Sym *sz = window_row_size(c, w, n), *t = w->sym;
+    if (sz && size_multiple(c, sz) % n)
+        out[k++] = sz;
+    /* rows a stride of their own apart: a 16-byte piece must also lie wholly inside or outside
+       the row's length (lower_mem.c, vector_ok), so that length is a fact too */
+    if (sz && !t->has_default_strides) {
+        Sym *len = t->dim[w->nidx - 1].size;
+        if (len && len != sz && size_multiple(c, len) % n)
+            out[k++] = len;
+    }
+    return k;
+}
+
 static int version_facts(Lower *c, Stmt *s, Fact *facts)
 {
     Expr *w[32];
     int nw = pipe_windows(c, s, w, 32), nf = 0;
     for (int i = 0; i < nw; i++) {
         int64_t n = 16 / type_size(w[i]->type);
-        Sym *sz = window_row_size(c, w[i], n);
-        if (!sz || size_multiple(c, sz) % n == 0)
-            continue;
-        int j = 0;
-        while (j < nf && facts[j].size != sz)
-            j++;
-        if (j == nf) {
-            if (nf == MAX_FACTS)
-                continue;
-            facts[nf++] = (Fact){ sz, 1 };
+        Sym *szs[2];
+        int nq = window_row_facts(c, w[i], n, szs);
+        for (int q = 0; q < nq; q++) {
+            int j = 0;
+            while (j < nf && facts[j].size != szs[q])
+                j++;
+            if (j == nf) {
+                if (nf == MAX_FACTS)
+                    continue;
+                facts[nf++] = (Fact){ szs[q], 1 };
+            }
+            if (facts[j].mult < n)
+                facts[j].mult = n;     /* powers of two: the larger is the multiple of both */
         }
-        if (facts[j].mult < n)
-            facts[j].mult = n;     /* powers of two: the larger is the multiple of both */
     }
     return nf;
 }

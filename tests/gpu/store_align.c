@@ -135,6 +135,59 @@ done:
     free(a), free(b), free(bias), free(out);
 }
 
+/* st_wg_ld: C (M x N, f16) = A @ B^T with B's N rows LDB elements apart (LDB >= K), no assume:
+ * the loop's copying version needs K and LDB multiples of 8 (the rows' distance and their
+ * length), and the pointers aligned; the other loads B in each iteration. */
+static void run_ldb(int m, int n, int kk, int ldb, int shift)
+{
+    char desc[160];
+    snprintf(desc, sizeof desc, "st_wg_ld M=%d N=%d K=%d LDB=%d pointer+%d", m, n, kk, ldb, shift);
+    size_t sa = (size_t)m * kk, sb = (size_t)n * ldb, sc = (size_t)m * n, total = (size_t)shift + sc + SLACK;
+    float *a = malloc(sa * 4 + 4), *b = malloc(sb * 4 + 4);
+    uint16_t *out = malloc(total * 2 + 2);
+    small_ints(a, sa);
+    small_ints(b, sb);
+    CUdeviceptr da = upload(a, sa, 2, false), db = upload(b, sb, 2, false), dc = 0;
+    bool ok = da && db && gpu_alloc(&dc, total * 2 + 16) && gpu_fill32(dc, POISON16 * 0x10001u, (total + 1) / 2);
+    tilert_kernel *k = NULL;
+    if (!ok || tilert_get_kernel(mod, "st_wg_ld", &k) != TILERT_OK) {
+        printf("FAIL %s: setup: %s\n", desc, ok ? tilert_last_error() : "device memory");
+        failed++;
+        goto done;
+    }
+    tilert_arg args[] = { tilert_ptr(da), tilert_ptr(db), tilert_ptr(dc + (CUdeviceptr)shift * 2), tilert_i32(m),
+                          tilert_i32(kk), tilert_i32(n), tilert_i32(ldb) };
+    tilert_status s = tilert_launch(k, 0, args, 7);
+    if (s != TILERT_OK || !gpu_sync() || !gpu_download(out, dc, total * 2)) {
+        printf("FAIL %s: %s %s\n", desc, tilert_status_name(s), s ? tilert_last_error() : "");
+        failed++;
+        goto done;
+    }
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < total; i++) {
+        bool inside = i >= (size_t)shift && i - shift < sc;
+        double want = 0;
+        if (inside) {
+            size_t r = (i - shift) / n, cc = (i - shift) % n;
+            for (int t = 0; t < kk; t++)
+                want += (double)a[r * kk + t] * b[cc * ldb + t];
+        }
+        bool good = inside ? from_f16(out[i]) == (float)want : out[i] == POISON16;
+        if (!good && !bad++)
+            first = i;
+    }
+    if (bad) {
+        printf("FAIL %s: %zu of %zu elements wrong, the first at word %zu\n", desc, bad, total, first);
+        failed++;
+    } else {
+        printf("ok %s\n", desc);
+        passed++;
+    }
+done:
+    gpu_free(da), gpu_free(db), gpu_free(dc);
+    free(a), free(b), free(out);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "build/examples";
@@ -171,6 +224,11 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < nsizes; i++)
         for (int shift = 0; shift <= 1; shift++)
             run(K_WG, wg[i][0], wg[i][1], wg[i][2], wg[i][1], 0, shift);
+    /* M, N, K, LDB: all multiples (the copying version), K odd, LDB odd, both */
+    static const int ld[][4] = { { 200, 136, 192, 200 }, { 130, 131, 100, 104 }, { 64, 72, 128, 131 }, { 257, 264, 75, 77 } };
+    nsizes = test_small() ? 2 : COUNT(ld);
+    for (size_t i = 0; i < nsizes; i++)
+        run_ldb(ld[i][0], ld[i][1], ld[i][2], ld[i][3], 0);
     tilert_unload(mod);
     gpu_close(ctx);
     printf("%d passed, %d failed\n", passed, failed);

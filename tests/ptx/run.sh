@@ -609,7 +609,10 @@ else
 fi
 # A wgmma product whose loop is versioned brings its operands by TMA in the aligned version only
 # (lower_version.c): its maps marked if-aligned (the launcher builds them only where that version
-# runs), their mbarriers invalidated on that path before the join.
+# runs), their mbarriers invalidated on that path before the join. A window of a batched tensor
+# with strides of its own copies by cp.async there instead (its map would need outer strides the
+# test does not cover): what cp.async writes the tensor cores read through the async proxy, so a
+# fence.proxy.async comes before each barrier that publishes a stage.
 cat >"$tmp/wg_cpasync.tile" <<'TILE'
 kernel wg_cp(A: f16[M, K], B: f16[K, N], C: f32[M, N]) grid(cdiv(M, 128), cdiv(N, 256)) threads(256)
 {
@@ -618,6 +621,16 @@ kernel wg_cp(A: f16[M, K], B: f16[K, N], C: f32[M, N]) grid(cdiv(M, 128), cdiv(N
         acc += A[block.x * 128 +: 128, k +: 64] @ B[k +: 64, block.y * 256 +: 256];
     }
     C[block.x * 128 +: 128, block.y * 256 +: 256] = acc;
+}
+kernel wg_strided(A: f16[M, K], B: f16[Bt, K, N] strides(SB, LDB, 1), C: f32[M, N]) grid(cdiv(M, 128), cdiv(N, 128), Bt) threads(256)
+{
+    assume(SB % 8 == 0);
+    assume(K % 8 == 0);
+    var acc: f32[128, 128] = 0;
+    for k in 0 .. K step 64 pipeline(3) {
+        acc += A[block.x * 128 +: 128, k +: 64] @ B[block.z, k +: 64, block.y * 128 +: 128];
+    }
+    C[block.x * 128 +: 128, block.y * 128 +: 128] = acc;
 }
 TILE
 "$tilec" -w --no-ptxas --arch=sm_90a "$tmp/wg_cpasync.tile" -o "$tmp/wg_cp.ptx" 2>/dev/null
@@ -632,6 +645,16 @@ if [ "$wg" -ge 4 ] && [ "$tm" -ge 2 ] && [ "$iv" -ge 2 ] && [ "$ia" -eq 2 ] && [
 else
 	fail "versioned wgmma loop: TMA in the aligned version, if-aligned maps, mbarriers invalidated" \
 		"$wg wgmma, $tm TMA copies, $iv invalidations, $ia of $na maps if-aligned"
+fi
+e=$(entry_body "$tmp/wg_cp.ptx" wg_strided)
+wg=$(echo "$e" | grep -c 'wgmma\.mma_async')
+fp=$(echo "$e" | grep -c 'fence\.proxy\.async')
+cp=$(echo "$e" | grep -c 'cp\.async\.cg\.shared\.global.*, 16')
+nb=$(awk '/^\/\/@kernel wg_strided /,/^\/\/@end/' "$tmp/wg_cp.ptx" | grep -c '^//@tmap a1 ')
+if [ "$wg" -ge 4 ] && [ "$fp" -ge 1 ] && [ "$cp" -ge 1 ] && [ "$nb" -eq 0 ]; then
+	pass "versioned wgmma loop: cp.async stages get a proxy fence"
+else
+	fail "versioned wgmma loop: cp.async stages get a proxy fence" "$wg wgmma, $fp proxy fences, $cp 16-byte copies, $nb maps of B"
 fi
 # ... and the launcher is asked for nothing the kernel did not state: no assume, the pointers'
 # own alignment (the version test covers the rest)
