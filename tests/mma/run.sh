@@ -32,8 +32,9 @@
 #              iteration in the k loop, the barriers initialised before it
 #   tf32       every word the k loop loads from shared memory (B's fragments) is rounded with
 #              cvt.rn.tf32.f32, and nothing is stored back (TMA rounds A on the copy)
-# At 1, 2 and 4 stages A still comes by TMA; without alignment facts (tf32_inplace.tile: 4-byte
-# pieces) it comes by cp.async and is rounded in place (st.shared) with cvt.rn.tf32.f32.
+# At 1, 2 and 4 stages A still comes by TMA; without alignment facts (tf32_inplace.tile) the loop
+# is compiled twice: by TMA through if-aligned maps where the launch is aligned, and (the first
+# loop) by cp.async in 4-byte pieces, rounded in place (st.shared) with cvt.rn.tf32.f32.
 # and the other way round: matmul_f32 (IEEE f32) has no mma and no ldmatrix; shapes the scheme
 # cannot do (-D BM=8, -D BK=8 for f16) fall back to FFMA and still compile; one accumulator fed
 # by f16, tf32 and IEEE f32 products (tests/mma/mixed_acc.tile) compiles to all three, unspilled.
@@ -216,15 +217,17 @@ for st in 1 2 4; do
 	fi
 done
 
-# without alignment facts: A by cp.async in 4-byte pieces, rounded in place
+# without alignment facts: A by cp.async in 4-byte pieces, rounded in place, in the version for
+# unaligned launches; the maps only the other version uses are if-aligned
 t="tf32_inplace sm_90a"
 if "$tilec" --arch=sm_90a -o "$tmp/inplace.ptx" tests/mma/tf32_inplace.tile 2>"$tmp/err"; then
 	kloop "$tmp/inplace.ptx" 'wgmma\\.mma_async' >"$tmp/loop"
 	stored=$(grep -c 'st\.shared' "$tmp/loop")
 	rounded=$(grep -c 'cvt\.rn\.tf32\.f32' "$tmp/loop")
-	if ! grep -q '^//@tmap\|cp\.async\.bulk\|mbarrier' "$tmp/inplace.ptx" && [ "$stored" -gt 0 ] &&
-	   [ "$rounded" -gt "$stored" ] && grep -q 'fence\.proxy\.async' "$tmp/loop"; then ok; else
-		bad "$t" "A not by cp.async rounded in place ($stored stores, $rounded roundings), or TMA used, or no proxy fence"; fi
+	maps=$(grep -c '^//@tmap' "$tmp/inplace.ptx") ifal=$(grep -c '^//@tmap .* if-aligned ' "$tmp/inplace.ptx")
+	if [ "$maps" -ge 1 ] && [ "$maps" -eq "$ifal" ] && ! grep -q 'cp\.async\.bulk\|mbarrier' "$tmp/loop" &&
+	   [ "$stored" -gt 0 ] && [ "$rounded" -gt "$stored" ] && grep -q 'fence\.proxy\.async' "$tmp/loop"; then ok; else
+		bad "$t" "A not by cp.async rounded in place ($stored stores, $rounded roundings), TMA in that loop, $ifal of $maps maps if-aligned, or no proxy fence"; fi
 else
 	bad "$t compile" "$(head -n 3 "$tmp/err")"
 fi
