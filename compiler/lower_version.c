@@ -32,7 +32,8 @@ typedef struct {
 
 /* The size whose multiples of n elements would make window w's rows 16-byte aligned (n = 16 /
  * element size), as lower_pipeline.c's warning names it; NULL when none would, or when the
- * window's own start is what is off (a start like `n0 + 1`, which no fact mends). */
+ * window's own start is what is off (a start like `n0 + 1`, which no fact mends). The rows of a
+ * gathered window are those its gather picks. */
 Sym *window_row_size(Lower *c, Expr *w, int64_t n)
 {
     Sym *t = w->sym;
@@ -45,6 +46,11 @@ Sym *window_row_size(Lower *c, Expr *w, int64_t n)
                 d = i;
             last = i;
         }
+    /* a gathered window (`X[rows, k +: 32]`) has one windowed dimension: its rows are the
+       gather's, as far apart as that dimension's stride */
+    int gd = index_gather_dim(w);
+    if (d >= 0 && last == d && gd >= 0 && gd < d)
+        d = gd;
     if (d < 0 || last == d || known_multiple(c, w->idx[last].start) % n)
         return NULL;
     if (t->has_default_strides && d == t->rank - 2 && t->dim[t->rank - 1].size)

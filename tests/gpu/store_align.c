@@ -188,6 +188,58 @@ done:
     free(a), free(b), free(out);
 }
 
+/* st_gather_mm: Y[i, :] = X[perm[i], :] @ W (f32 out), no assume: the gathered rows of X are K
+ * apart and W's E, so the loop's copying version needs K and E multiples of 8; any rows picked
+ * (repeats too). */
+static void run_gather(int m, int nx, int kk, int e)
+{
+    char desc[160];
+    snprintf(desc, sizeof desc, "st_gather_mm M=%d rows of %d, K=%d E=%d", m, nx, kk, e);
+    size_t sx = (size_t)nx * kk, sw = (size_t)kk * e, sy = (size_t)m * e;
+    float *x = malloc(sx * 4 + 4), *w = malloc(sw * 4 + 4), *y = malloc(sy * 4 + 4);
+    int32_t *perm = malloc((size_t)m * 4 + 4);
+    small_ints(x, sx);
+    small_ints(w, sw);
+    for (int i = 0; i < m; i++)
+        perm[i] = (int32_t)(rng_next() % (uint64_t)nx);
+    CUdeviceptr dp = gpu_new_from(perm, (size_t)m), dx = upload(x, sx, 2, false), dw = upload(w, sw, 2, false);
+    CUdeviceptr dy = 0;
+    bool ok = dp && dx && dw && gpu_alloc(&dy, sy * 4 + 16) && gpu_fill32(dy, GPU_POISON, sy);
+    tilert_kernel *k = NULL;
+    if (!ok || tilert_get_kernel(mod, "st_gather_mm", &k) != TILERT_OK) {
+        printf("FAIL %s: setup: %s\n", desc, ok ? tilert_last_error() : "device memory");
+        failed++;
+        goto done;
+    }
+    tilert_arg args[] = { tilert_ptr(dp), tilert_ptr(dx), tilert_ptr(dw), tilert_ptr(dy), tilert_i32(m),
+                          tilert_i32(nx), tilert_i32(kk), tilert_i32(e) };
+    tilert_status s = tilert_launch(k, 0, args, 8);
+    if (s != TILERT_OK || !gpu_sync() || !gpu_download(y, dy, sy * 4)) {
+        printf("FAIL %s: %s %s\n", desc, tilert_status_name(s), s ? tilert_last_error() : "");
+        failed++;
+        goto done;
+    }
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < sy; i++) {
+        size_t r = i / e, cc = i % e;
+        double want = 0;
+        for (int t = 0; t < kk; t++)
+            want += (double)x[(size_t)perm[r] * kk + t] * w[(size_t)t * e + cc];
+        if (y[i] != (float)want && !bad++)
+            first = i;
+    }
+    if (bad) {
+        printf("FAIL %s: %zu of %zu elements wrong, the first at %zu\n", desc, bad, sy, first);
+        failed++;
+    } else {
+        printf("ok %s\n", desc);
+        passed++;
+    }
+done:
+    gpu_free(dp), gpu_free(dx), gpu_free(dw), gpu_free(dy);
+    free(x), free(w), free(y), free(perm);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "build/examples";
@@ -229,6 +281,11 @@ int main(int argc, char **argv)
     nsizes = test_small() ? 2 : COUNT(ld);
     for (size_t i = 0; i < nsizes; i++)
         run_ldb(ld[i][0], ld[i][1], ld[i][2], ld[i][3], 0);
+    /* M, rows of X, K, E: K and E multiples of 8 (the copying version), then not */
+    static const int gm[][4] = { { 200, 300, 96, 136 }, { 130, 50, 37, 70 }, { 64, 64, 64, 66 }, { 257, 1000, 100, 64 } };
+    nsizes = test_small() ? 2 : COUNT(gm);
+    for (size_t i = 0; i < nsizes; i++)
+        run_gather(gm[i][0], gm[i][1], gm[i][2], gm[i][3]);
     tilert_unload(mod);
     gpu_close(ctx);
     printf("%d passed, %d failed\n", passed, failed);
