@@ -25,6 +25,20 @@
 
 enum { CAP_ROUNDS = 5, DOWN_ROUNDS = 4 };
 
+/* Whether f puts anything in local memory itself (print's argument buffer, a register tensor
+ * kept in .local): then a stack frame is its own; otherwise one is ptxas' doing under the cap,
+ * values kept in local memory that its report does not count as spills (softmax_rows written
+ * with `assume(N % 4 == 0)`: 24 bytes at a cap of 32, none at the 40 it wanted). */
+static bool uses_local(const Func *f)
+{
+    if (f->print_args_bytes > 0)
+        return true;
+    for (int i = 0; i < f->arrays.n; i++)
+        if (f->arrays.v[i].in_local)
+            return true;
+    return false;
+}
+
 /* ptxas refuses an instruction that needs more registers at once than the cap leaves (a wgmma's
  * accumulators, descriptors and addresses: "Insufficient registers (80) to compile instruction
  * ... in function F. Try to compile with register target of 90 or higher"). The estimate cannot
@@ -165,7 +179,8 @@ bool regcap_fit(ArchOutput *out, const Options *opt,
             next[i] = false;
             if (redo[i]) {
                 int budget = opt->max_regs ? opt->max_regs : reg_budget(f->threads);
-                bool spills = m->ptxas_spill_stores + m->ptxas_spill_loads > 0;
+                bool spills = m->ptxas_spill_stores + m->ptxas_spill_loads > 0 ||
+                              (m->ptxas_stack > 0 && !uses_local(f));
                 bool bad = spills || m->ptxas_wgmma_serialized;
                 int was = f->maxnreg;
                 lost[i] = m->ptxas_wgmma_serialized;

@@ -1033,6 +1033,30 @@ else
 		"bulk stores $vb, st.global $vg, pointer tests $vt, shifted window $vs, if-aligned map $vm, C's alignment $va, report $vr"
 fi
 
+# A stack frame under the register cap is ptxas keeping values in local memory without counting
+# them as spills: the cap is loosened as for a spill (compiler/regcap.c). softmax over rows known
+# 4-element aligned got 24 bytes at the 32 registers predicted.
+cat >"$tmp/stackcap.tile" <<'EOF'
+kernel sm_rows(X: f32[R, N], Y: f32[R, N]) grid(cdiv(R, 32)) threads(128) {
+    assume(N <= 64 && N % 4 == 0);
+    let x = X[block.x * 32 +: 32, 0 +: 64] else -inf;
+    let e = exp(x - max(x, axis=1));
+    Y[block.x * 32 +: 32, 0 +: 64] = e / sum(e, axis=1);
+}
+EOF
+if [ -n "$PTXAS" ]; then
+	if "$tilec" --arch=sm_90a "$tmp/stackcap.tile" -o "$tmp/stackcap.ptx" 2>/dev/null &&
+	   "$PTXAS" -arch=sm_90a -v "$tmp/stackcap.ptx" -o "$tmp/stackcap.cubin" >"$tmp/stackcap.log" 2>&1; then
+		bad=$(spill_problems "$tmp/stackcap.log" sm_rows)
+		if [ -z "$bad" ]; then pass "register cap: a stack frame under it loosens it as a spill does"
+		else fail "register cap: a stack frame under it loosens it as a spill does" "$bad"; fi
+	else
+		fail "register cap: a stack frame under it loosens it as a spill does" "compile or ptxas failed"
+	fi
+else
+	skip "register cap: a stack frame under it loosens it as a spill does" "no ptxas"
+fi
+
 # --report says which tensors went out by TMA (text and json), and only where they did.
 r90=$("$tilec" --no-ptxas --arch=sm_90a --report examples/matmul_f16.tile -o /dev/null 2>&1 | grep -c '^  stored by TMA      C ')
 j90=$("$tilec" --no-ptxas --arch=sm_90a --report=json examples/matmul_f16.tile -o /dev/null 2>&1 | grep -c '"stored_by_tma": \["C"\]')
