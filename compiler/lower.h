@@ -628,6 +628,9 @@ int window_row_facts(Lower *c, Expr *w, int64_t n, Sym **out);
 typedef struct { Stmt **assumes; int n; } AssumeMark;
 AssumeMark assume_facts(Lower *c, Sym *size, int64_t mult);
 void assume_restore(Lower *c, AssumeMark m);
+/* p (-1: none yet) and, on the launch's values, size % mult == 0 (size given) or tensor's
+ * pointer 16-byte aligned: one uniform predicate, the versions' test */
+int alignment_holds(Lower *c, int p, Sym *size, int64_t mult, Sym *tensor);
 /* lower_stmt.c: a for statement (pipelined, unrolled or a loop) */
 void lower_for(Lower *c, Stmt *s);
 int pipe_buffer(Lower *c, Expr *operand, Sym *var);

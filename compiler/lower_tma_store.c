@@ -253,11 +253,7 @@ bool tma_store(Lower *c, Expr *target, Tile v, const TmaStage *st)
     /* the registers' store where the launch is not aligned, the staged one where it is */
     const char *saved = f->cur_what;
     f->cur_what = "TMA store version test";
-    SymInfo *ti = t->lower, *si = st->size->lower;
-    int low = ir_bin(f, OP_BAND, PT_B32, si->val.v[0], IMM(st->mult - 1));
-    int holds = ir_setp(f, CMP_EQ, PT_S32, R(low), IMM(0));
-    low = ir_bin(f, OP_BAND, PT_B64, R(ti->ptr), IMM(15));
-    holds = ir_bin(f, OP_BAND, PT_PRED, R(holds), R(ir_setp(f, CMP_EQ, PT_U64, R(low), IMM(0))));
+    int holds = alignment_holds(c, alignment_holds(c, -1, st->size, st->mult, NULL), NULL, 0, t);
     f->cur_what = saved;
     int aligned = new_label(f), done = new_label(f);
     ir_bra(f, aligned, holds, false);

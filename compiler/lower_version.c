@@ -127,6 +127,7 @@ static Stmt *fact_stmt(Lower *c, const Fact *f)
     return st;
 }
 
+/* (a copy of the list, so that the one put back is the one before) */
 AssumeMark assume_facts(Lower *c, Sym *size, int64_t mult)
 {
     Kernel *k = c->k;
@@ -146,23 +147,29 @@ void assume_restore(Lower *c, AssumeMark m)
 
 /* The launch's values meet the facts, and every tensor argument not already read in vectors
  * starts 16-byte aligned (the facts' version may read any of them so): one uniform predicate. */
-static int facts_hold(Lower *c, const Fact *facts, int nf)
+int alignment_holds(Lower *c, int p, Sym *size, int64_t mult, Sym *tensor)
 {
     Func *f = c->f;
-    int p = -1;
-    for (int i = 0; i < nf; i++) {
-        Opnd v = ((SymInfo *)facts[i].size->lower)->val.v[0];
-        int low = ir_bin(f, OP_BAND, PT_B32, v, IMM(facts[i].mult - 1));
-        int q = ir_setp(f, CMP_EQ, PT_S32, R(low), IMM(0));
-        p = p < 0 ? q : ir_bin(f, OP_BAND, PT_PRED, R(p), R(q));
+    int q;
+    if (size) {
+        int low = ir_bin(f, OP_BAND, PT_B32, ((SymInfo *)size->lower)->val.v[0], IMM(mult - 1));
+        q = ir_setp(f, CMP_EQ, PT_S32, R(low), IMM(0));
+    } else {
+        int low = ir_bin(f, OP_BAND, PT_B64, R(((SymInfo *)tensor->lower)->ptr), IMM(15));
+        q = ir_setp(f, CMP_EQ, PT_U64, R(low), IMM(0));
     }
+    return p < 0 ? q : ir_bin(f, OP_BAND, PT_PRED, R(p), R(q));
+}
+
+static int facts_hold(Lower *c, const Fact *facts, int nf)
+{
+    int p = -1;
+    for (int i = 0; i < nf; i++)
+        p = alignment_holds(c, p, facts[i].size, facts[i].mult, NULL);
     for (int i = 0; i < c->k->nparams; i++) {
         SymInfo *si = c->k->params[i].sym->lower;
-        if (!c->k->params[i].is_tensor || !si || si->vec_ok)
-            continue;
-        int low = ir_bin(f, OP_BAND, PT_B64, R(si->ptr), IMM(15));
-        int q = ir_setp(f, CMP_EQ, PT_U64, R(low), IMM(0));
-        p = p < 0 ? q : ir_bin(f, OP_BAND, PT_PRED, R(p), R(q));
+        if (c->k->params[i].is_tensor && si && !si->vec_ok)
+            p = alignment_holds(c, p, NULL, 0, c->k->params[i].sym);
     }
     return p;
 }
@@ -235,13 +242,9 @@ bool lower_versioned_loop(Lower *c, Stmt *s)
     for (MatmulPlan *p = c->plans; p && i < nplans; p = p->next)
         p->row = rows[i++];
     /* the facts, for this version only; and the vector reads it makes ask nothing of the launch */
-    Stmt **saved = k->assumes;
-    int nsaved = k->nassumes;
-    k->assumes = arena_alloc(c->a, sizeof *k->assumes * (size_t)(nsaved + nf));
-    if (nsaved)
-        memcpy(k->assumes, saved, sizeof *k->assumes * (size_t)nsaved);
+    AssumeMark mark = { k->assumes, k->nassumes };
     for (int j = 0; j < nf; j++)
-        k->assumes[k->nassumes++] = fact_stmt(c, &facts[j]);
+        assume_facts(c, facts[j].size, facts[j].mult);
     bool *vec = arena_alloc(c->a, sizeof *vec * (size_t)(k->nparams + 1));
     for (int j = 0; j < k->nparams; j++)
         vec[j] = k->params[j].sym->lower && ((SymInfo *)k->params[j].sym->lower)->vec_ok;
@@ -251,8 +254,7 @@ bool lower_versioned_loop(Lower *c, Stmt *s)
     c->version_aligned = false;
     smem_retire_mbarriers(c, before.nmbar_live);
     ir_label(f, done);
-    k->assumes = saved;
-    k->nassumes = nsaved;
+    assume_restore(c, mark);
     for (int j = 0; j < k->nparams; j++)
         if (k->params[j].sym->lower)
             ((SymInfo *)k->params[j].sym->lower)->vec_ok = vec[j];
