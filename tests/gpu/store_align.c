@@ -44,6 +44,43 @@ static CUdeviceptr upload(const float *x, size_t n, int bytes, bool bf)
     return d;
 }
 
+/* The kernel, after the setup (ok) succeeded; NULL and a failure counted otherwise. */
+static tilert_kernel *kernel_for(const char *desc, bool ok, const char *name)
+{
+    tilert_kernel *k = NULL;
+    if (!ok || tilert_get_kernel(mod, name, &k) != TILERT_OK) {
+        printf("FAIL %s: setup: %s\n", desc, ok ? tilert_last_error() : "device memory");
+        failed++;
+        return NULL;
+    }
+    return k;
+}
+
+/* Launches k and downloads `bytes` of out into host; false and a failure counted if any step fails. */
+static bool launch_fetch(const char *desc, tilert_kernel *k, tilert_arg *args, int na, void *host, CUdeviceptr out,
+                         size_t bytes)
+{
+    tilert_status s = tilert_launch(k, 0, args, na);
+    if (s != TILERT_OK || !gpu_sync() || !gpu_download(host, out, bytes)) {
+        printf("FAIL %s: %s %s\n", desc, tilert_status_name(s), s ? tilert_last_error() : "");
+        failed++;
+        return false;
+    }
+    return true;
+}
+
+/* bad wrong elements of total, the first at word `first` */
+static void verdict(const char *desc, size_t bad, size_t total, size_t first)
+{
+    if (bad) {
+        printf("FAIL %s: %zu of %zu elements wrong, the first at word %zu\n", desc, bad, total, first);
+        failed++;
+    } else {
+        printf("ok %s\n", desc);
+        passed++;
+    }
+}
+
 /* C (M x N, row stride ld, starting `col` columns in and `shift` elements past an aligned
  * address) = A @ B (+ bias) by kernel `kind`. */
 static void run(Kind kind, int m, int n, int kk, int ld, int col, int shift)
@@ -69,12 +106,9 @@ static void run(Kind kind, int m, int n, int kk, int ld, int col, int shift)
         else
             ok = gpu_fill32(dc, POISON16 * 0x10001u, (total + 1) / 2);
     }
-    tilert_kernel *k = NULL;
-    if (!ok || tilert_get_kernel(mod, kname[kind], &k) != TILERT_OK) {
-        printf("FAIL %s: setup: %s\n", desc, ok ? tilert_last_error() : "device memory");
-        failed++;
+    tilert_kernel *k = kernel_for(desc, ok, kname[kind]);
+    if (!k)
         goto done;
-    }
     CUdeviceptr c = dc + (CUdeviceptr)shift * es;
     tilert_arg args[9];
     int na = 0;
@@ -90,12 +124,8 @@ static void run(Kind kind, int m, int n, int kk, int ld, int col, int shift)
     args[na++] = tilert_i32(n);
     if (kind == K_BF16_LD || kind == K_F32_OFF)
         args[na++] = tilert_i32(ld);      /* LDC, or P (the row length of C[M, P]) */
-    tilert_status s = tilert_launch(k, 0, args, na);
-    if (s != TILERT_OK || !gpu_sync() || !gpu_download(out, dc, total * es)) {
-        printf("FAIL %s: %s %s\n", desc, tilert_status_name(s), s ? tilert_last_error() : "");
-        failed++;
+    if (!launch_fetch(desc, k, args, na, out, dc, total * es))
         goto done;
-    }
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < total; i++) {
         long long r = ((long long)i - shift) / ld, cc = ((long long)i - shift) % ld - col;
@@ -123,13 +153,7 @@ static void run(Kind kind, int m, int n, int kk, int ld, int col, int shift)
         if (!good && !bad++)
             first = i;
     }
-    if (bad) {
-        printf("FAIL %s: %zu of %zu elements wrong, the first at word %zu\n", desc, bad, total, first);
-        failed++;
-    } else {
-        printf("ok %s\n", desc);
-        passed++;
-    }
+    verdict(desc, bad, total, first);
 done:
     gpu_free(da), gpu_free(db), gpu_free(dbias), gpu_free(dc);
     free(a), free(b), free(bias), free(out);
@@ -149,20 +173,13 @@ static void run_ldb(int m, int n, int kk, int ldb, int shift)
     small_ints(b, sb);
     CUdeviceptr da = upload(a, sa, 2, false), db = upload(b, sb, 2, false), dc = 0;
     bool ok = da && db && gpu_alloc(&dc, total * 2 + 16) && gpu_fill32(dc, POISON16 * 0x10001u, (total + 1) / 2);
-    tilert_kernel *k = NULL;
-    if (!ok || tilert_get_kernel(mod, "st_wg_ld", &k) != TILERT_OK) {
-        printf("FAIL %s: setup: %s\n", desc, ok ? tilert_last_error() : "device memory");
-        failed++;
+    tilert_kernel *k = kernel_for(desc, ok, "st_wg_ld");
+    if (!k)
         goto done;
-    }
     tilert_arg args[] = { tilert_ptr(da), tilert_ptr(db), tilert_ptr(dc + (CUdeviceptr)shift * 2), tilert_i32(m),
                           tilert_i32(kk), tilert_i32(n), tilert_i32(ldb) };
-    tilert_status s = tilert_launch(k, 0, args, 7);
-    if (s != TILERT_OK || !gpu_sync() || !gpu_download(out, dc, total * 2)) {
-        printf("FAIL %s: %s %s\n", desc, tilert_status_name(s), s ? tilert_last_error() : "");
-        failed++;
+    if (!launch_fetch(desc, k, args, 7, out, dc, total * 2))
         goto done;
-    }
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < total; i++) {
         bool inside = i >= (size_t)shift && i - shift < sc;
@@ -176,13 +193,7 @@ static void run_ldb(int m, int n, int kk, int ldb, int shift)
         if (!good && !bad++)
             first = i;
     }
-    if (bad) {
-        printf("FAIL %s: %zu of %zu elements wrong, the first at word %zu\n", desc, bad, total, first);
-        failed++;
-    } else {
-        printf("ok %s\n", desc);
-        passed++;
-    }
+    verdict(desc, bad, total, first);
 done:
     gpu_free(da), gpu_free(db), gpu_free(dc);
     free(a), free(b), free(out);
@@ -205,20 +216,13 @@ static void run_gather(int m, int nx, int kk, int e)
     CUdeviceptr dp = gpu_new_from(perm, (size_t)m), dx = upload(x, sx, 2, false), dw = upload(w, sw, 2, false);
     CUdeviceptr dy = 0;
     bool ok = dp && dx && dw && gpu_alloc(&dy, sy * 4 + 16) && gpu_fill32(dy, GPU_POISON, sy);
-    tilert_kernel *k = NULL;
-    if (!ok || tilert_get_kernel(mod, "st_gather_mm", &k) != TILERT_OK) {
-        printf("FAIL %s: setup: %s\n", desc, ok ? tilert_last_error() : "device memory");
-        failed++;
+    tilert_kernel *k = kernel_for(desc, ok, "st_gather_mm");
+    if (!k)
         goto done;
-    }
     tilert_arg args[] = { tilert_ptr(dp), tilert_ptr(dx), tilert_ptr(dw), tilert_ptr(dy), tilert_i32(m),
                           tilert_i32(nx), tilert_i32(kk), tilert_i32(e) };
-    tilert_status s = tilert_launch(k, 0, args, 8);
-    if (s != TILERT_OK || !gpu_sync() || !gpu_download(y, dy, sy * 4)) {
-        printf("FAIL %s: %s %s\n", desc, tilert_status_name(s), s ? tilert_last_error() : "");
-        failed++;
+    if (!launch_fetch(desc, k, args, 8, y, dy, sy * 4))
         goto done;
-    }
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < sy; i++) {
         size_t r = i / e, cc = i % e;
@@ -228,13 +232,7 @@ static void run_gather(int m, int nx, int kk, int e)
         if (y[i] != (float)want && !bad++)
             first = i;
     }
-    if (bad) {
-        printf("FAIL %s: %zu of %zu elements wrong, the first at %zu\n", desc, bad, sy, first);
-        failed++;
-    } else {
-        printf("ok %s\n", desc);
-        passed++;
-    }
+    verdict(desc, bad, sy, first);
 done:
     gpu_free(dp), gpu_free(dx), gpu_free(dw), gpu_free(dy);
     free(x), free(w), free(y), free(perm);
