@@ -190,6 +190,15 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         if (in->count)
             buf_printf(out, ", %d", in->count);
         break;
+    case OP_BARRED:
+        buf_puts(out, "bar.red.or.pred ");
+        put_reg(out, f, in->dst[0]);
+        buf_puts(out, ", 0");
+        if (in->count)
+            buf_printf(out, ", %d", in->count);
+        buf_puts(out, ", ");
+        put_opnd(out, f, in->src[0], PT_PRED);
+        break;
     case OP_CPASYNC:
         /* 16-byte copies bypass L1 (.cg); smaller ones may only use .ca */
         buf_printf(out, "cp.async.%s.shared.global [", in->vec == 16 ? "cg" : "ca");
@@ -286,6 +295,7 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
     case OP_WGCOMMIT: buf_puts(out, "wgmma.commit_group.sync.aligned"); break;
     case OP_WGWAIT: buf_printf(out, "wgmma.wait_group.sync.aligned %d", in->inflight); break;
     case OP_FENCEPROXY: buf_puts(out, "fence.proxy.async.shared::cta"); break;
+    case OP_FENCEGPU: buf_puts(out, "fence.acq_rel.gpu"); break;
     case OP_MBINIT:
         buf_puts(out, "mbarrier.init.shared::cta.b64 [");
         put_opnd(out, f, in->src[0], PT_U32);
@@ -536,14 +546,18 @@ void emit_ptx_kernel(Buf *out, Func *f, KernelMeta *m)
 {
     put_strings(out, f, m->name);
     buf_printf(out, ".visible .entry %s(\n", m->name);
+    bool ws = m->split_dim > 0;
     for (int i = 0; i < m->nargs; i++) {
         put_param_decl(out, m, i);
-        buf_puts(out, i + 1 < m->nargs || m->ntmaps ? ",\n" : "\n");
+        buf_puts(out, i + 1 < m->nargs || m->ntmaps || ws ? ",\n" : "\n");
     }
     /* the tensor maps, by value: TMA reads them where they are, in parameter space */
     for (int i = 0; i < m->ntmaps; i++)
         buf_printf(out, "\t.param .align 64 .b8 %s_param_%d[128]%s\n", m->name, m->nargs + i,
-                   i + 1 < m->ntmaps ? "," : "");
+                   i + 1 < m->ntmaps || ws ? "," : "");
+    /* a split loop's workspace and slice length (lower_split.c), last */
+    if (ws)
+        buf_printf(out, "\t.param .u64 %s_param_ws,\n\t.param .s32 %s_param_span\n", m->name, m->name);
     buf_printf(out, ")\n.maxntid %d, 1, 1\n", f->threads);
     if (f->maxnreg > 0)   /* the prediction binds ptxas (regalloc.c says why) */
         buf_printf(out, ".maxnreg %d\n", f->maxnreg);

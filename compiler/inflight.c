@@ -50,7 +50,7 @@ int64_t inflight_bytes(const Func *f)
     for (int i = 0; i <= f->code.n; i++) {
         const Ins *in = i < f->code.n ? &f->code.v[i] : NULL;
         /* a straight run ends at a label, a branch or a barrier: ptxas moves no load across */
-        if (!in || in->op == OP_LABEL || in->op == OP_BRA || in->op == OP_BAR) {
+        if (!in || in->op == OP_LABEL || in->op == OP_BRA || in->op == OP_BAR || in->op == OP_BARRED) {
             best = ld > best ? ld : best;
             ld = 0;
             for (int r = 0; r < nregs; r++)
@@ -68,7 +68,7 @@ int64_t inflight_bytes(const Func *f)
         switch (in->op) {
         case OP_LD:
             /* a load whose address comes from a load of this run waits for it: not counted */
-            if (in->space == SP_GLOBAL && !from_load)
+            if (in->space == SP_GLOBAL && !from_load && !in->once)
                 ld += load_bytes(f, in);
             from_load = from_load || in->space == SP_GLOBAL;
             break;

@@ -60,7 +60,9 @@ Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *me
     alloc_var_infos(c, k->body);
     mark_matmul_vars(c, k->body);
     plan_layouts(c, k->body);
+    split_plan(c);
     lower_block(c, k->body);
+    split_exit(c);
     /* a kernel whose blocks may share copies in pairs (lower_warpspec.c) */
     if (c->ws_cluster)
         meta->cluster = 2;

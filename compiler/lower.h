@@ -229,6 +229,12 @@ typedef struct Lower {
     bool ws_done;
     /* ... and it runs in clusters: every thread meets the other block before it leaves */
     bool ws_cluster;
+    /* the loop split over blocks (lower_split.c; NULL: none), its accumulators, the grid
+       dimension that counts its slices, and the label where the blocks that were not last leave */
+    Stmt *split_loop;
+    Sym *split_acc[4]; int split_nacc;
+    int split_dim, split_exit;
+    int split_lo, split_hi;    /* this block's slice of it (split_begin) */
 } Lower;
 /* lower_pipeline.c: the innermost pipelined loop's issue of its pending copies (if any left) */
 void pipe_issue_pending(Lower *c);
@@ -523,6 +529,18 @@ int swz_step(Lower *c, int addr, int64_t unit_delta, int xored[8], int64_t *imm)
 /* lower_block_order.c: a large 2-D grid of product tiles walked 8 row blocks at a time
  * (c->ctaid[0..1] renumbered, after the special registers are read, where the kernel is one) */
 void block_order(Lower *c);
+
+/* lower_split.c: a product's K loop split over blocks where the grid is short of the GPU.
+ * split_plan: whether the kernel is one (before lowering its body); split_begin: the block's
+ * slice, before the loop; split_bounds: the loop's bounds replaced by it (called by every
+ * lowering of a loop with run-time bounds);
+ * split_fixup: after it, the partial sums added in the last block; split_exit: the others'
+ * way out, just before the kernel's return. */
+void split_plan(Lower *c);
+void split_begin(Lower *c, const Stmt *s);
+void split_bounds(Lower *c, const Stmt *s, Opnd *lo, Opnd *hi);
+void split_fixup(Lower *c, const Stmt *s);
+void split_exit(Lower *c);
 /* lower_transpose.c: an f32 tile copied as it lies into SWZ_BLK4 staging (in its copies' layout:
  * false where the shape has none) and turned in place into the K-major slab tf32 wgmma reads,
  * rounded to tf32, after the thread's wait for its copies and before the barrier that

@@ -674,6 +674,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     }
     f->cur_what = "temporary";
     Tile lo = lower_expr(c, s->lo, NULL), hi = lower_expr(c, s->hi, NULL);
+    split_bounds(c, s, &lo.v[0], &hi.v[0]);
     int64_t step = s->step ? s->step->ival : 1;
     pl.hi = opnd_reg(c, hi.v[0], PT_S32);
     int i = ir_mov(f, PT_S32, lo.v[0]);

@@ -94,6 +94,7 @@ static void lower_loop(Lower *c, Stmt *s)
     SymInfo *si = info(c, s->sym);
     si->loop = s;
     Tile lo = lower_expr(c, s->lo, NULL), hi = lower_expr(c, s->hi, NULL);
+    split_bounds(c, s, &lo.v[0], &hi.v[0]);
     int64_t step = 1;
     if (s->step) {
         Tile st = lower_expr(c, s->step, NULL);
@@ -274,8 +275,10 @@ static void lower_stmt_kind(Lower *c, Stmt *s)
         break;
     }
     case S_FOR:
+        split_begin(c, s);
         if (!(s->pipeline >= 1 && !c->versioning && lower_versioned_loop(c, s)))
             lower_for(c, s);
+        split_fixup(c, s);
         break;
     case S_IF: {
         Tile cnd = lower_expr(c, s->cond, NULL);

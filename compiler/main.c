@@ -52,6 +52,8 @@ static void usage(FILE *out)
             "  -fno-mask-split    make a where()'s mask in every block, not only where its index\n"
             "                     bounds say an element may be false\n"
             "  -fno-tma-store     store product tiles from registers, never staged for a TMA store\n"
+            "  -fno-split-k       never split a product's K loop over blocks (by default a launch\n"
+            "                     whose grid is short of the GPU splits it: docs/language.md)\n"
             "  -fno-reg-cap       let ptxas use any number of registers (no .maxnreg at the occupancy\n"
             "                     boundary the predicted demand allows)\n"
             "  -fwarp-specialize  a producer warp issues a pipelined product's TMA copies (sm_90a;\n"
@@ -189,6 +191,10 @@ static int parse_args(Cli *cli, int argc, char **argv)
             cli->opt.no_tma_store = true;
         } else if (!strcmp(a, "-ftma-store")) {
             cli->opt.no_tma_store = false;
+        } else if (!strcmp(a, "-fno-split-k")) {
+            cli->opt.no_split_k = true;
+        } else if (!strcmp(a, "-fsplit-k")) {
+            cli->opt.no_split_k = false;
         } else if (!strcmp(a, "-fno-cluster")) {
             cli->opt.cluster = false;
         } else if (!strncmp(a, "-fno-", 5) && pass_disable(&cli->opt, a + 5)) {
@@ -366,6 +372,8 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
                 if (m->tma_stored_if_aligned[j])
                     fprintf(o, "%s\"%s\"", n++ ? ", " : "", m->tma_stored[j]);
             fprintf(o, "]");
+            /* the K loop split over blocks (lower_split.c): the grid dimension, 0 if not */
+            fprintf(o, ", \"split_k_dim\": %d, \"split_k_bytes\": %lld", m->split_dim, (long long)m->split_bytes);
             int blocks = occupancy(arch, m->threads, have_ptxas && m->ptxas_regs >= 0 ? m->ptxas_regs : m->pred_regs, m->smem_bytes);
             fprintf(o, ", \"blocks_per_sm\": %d, \"inflight_bytes\": %lld", blocks, (long long)inflight_bytes(f));
             if (have_ptxas && m->ptxas_regs >= 0)
@@ -390,6 +398,9 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
                         m->tma_stored_if_aligned[j] ? " if aligned at launch" : "");
             fprintf(o, " (tiles staged in shared memory, one thread's bulk copies)\n");
         }
+        if (m->split_dim)
+            fprintf(o, "  K split            over block.%c where the grid is short of the GPU (partial sums: "
+                       "%lld bytes a block)\n", "xyz"[m->split_dim], (long long)m->split_bytes);
         fprintf(o, "  registers          %d predicted (peak at line %d; budget %d", m->pred_regs, f->peak_line,
                 reg_budget(m->threads));
         if (f->maxnreg > 0)

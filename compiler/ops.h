@@ -67,6 +67,7 @@
     X(ATOM,    NULL,      NULL,      SFX_TYPE,   OPF_LOAD | OPF_STORE, FL_OFF | FL_SPACE | FL_REDOP, 1, N_VAR) \
     X(SHFL,    NULL,      NULL,      SFX_NONE,   OPF_SYNC, 0, 1, 2) \
     X(BAR,     NULL,      NULL,      SFX_NONE,   OPF_SYNC, FL_COUNT, 0, 0) \
+    X(BARRED,  NULL,      NULL,      SFX_NONE,   OPF_SYNC, FL_COUNT, 1, 1) \
     X(LDPARAM, NULL,      NULL,      SFX_TYPE,   OPF_PURE | OPF_CHEAP, 0, 1, 1) \
     X(CVTA,    NULL,      NULL,      SFX_NONE,   OPF_PURE | OPF_CHEAP, FL_SPACE, 1, 1) \
     X(CVTAGEN, NULL,      NULL,      SFX_NONE,   OPF_PURE | OPF_CHEAP, FL_SPACE, 1, 1) \
@@ -89,6 +90,7 @@
     X(WGWAIT,  NULL,      NULL,      SFX_NONE,   OPF_SYNC, FL_INFLIGHT, 0, 0) \
     X(WGHOLD,  NULL,      NULL,      SFX_NONE,   0, 0, 0, N_VAR) \
     X(FENCEPROXY, NULL,   NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
+    X(FENCEGPU, NULL,     NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
     X(MBINIT,  NULL,      NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, FL_COUNT, 0, 1) \
     X(MBFENCEINIT, NULL,  NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
     X(MBINVAL, NULL,      NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, 0, 0, 1) \

@@ -435,6 +435,12 @@ typedef struct {
        report, and whether only where the launch is aligned (the store versioned on it) */
     const char *tma_stored[8]; int ntma_stored;
     bool tma_stored_if_aligned[8];
+    /* a K loop split over blocks (lower_split.c): the grid dimension the launcher sets to the
+       slices (0: not split), a block's bytes of partial sums, the loop's step and its
+       iterations as RPN */
+    int split_dim;
+    int64_t split_bytes, split_step;
+    const char *split_steps_rpn;
 } KernelMeta;
 
 /* The metadata block written at the top of every PTX file as comments:
@@ -630,7 +636,9 @@ typedef struct {
      * registers and src[4] = B's descriptor. WGWAIT: inflight
      * = groups allowed in flight. WGHOLD: no code; its sources (registers an in-flight wgmma
      * reads, up to 10) stay live, so allocated apart, until it, placed after the wait.
-     * WGFENCE, WGCOMMIT, FENCEPROXY (fence.proxy.async.shared::cta): no operands.
+     * WGFENCE, WGCOMMIT, FENCEPROXY (fence.proxy.async.shared::cta): no operands. FENCEGPU
+     * (fence.acq_rel.gpu): none. BARRED (bar.red.or.pred): dst[0] = the OR over the block's
+     * threads (count of them, 0: all) of the predicate src[0], a block barrier as BAR is.
      * mbarriers (sm_90) and TMA: MBINIT src[0] = the barrier's shared address, count = the
      * arrival count; MBFENCEINIT (fence.mbarrier_init) no operands; MBEXPECT (arrive.expect_tx)
      * src[0] = barrier, bytes; MBWAIT (try_wait.parity) dst[0] = predicate (phase complete),
@@ -650,6 +658,9 @@ typedef struct {
     /* part of a pipelined loop's copies into its stage ahead, issued inside the body: no product
        of the iteration reads that stage, so a wait for one may move past it (wgmma_wait.c) */
     bool ahead;
+    /* a load of a split loop's partial sums (lower_split.c): once a block, after the loop, not
+       the kernel's streaming, which inflight.c measures */
+    bool once;
 } Ins;
 
 typedef struct {
@@ -774,6 +785,7 @@ typedef struct {
     bool wgmma_wait;       /* wgmma waits moved to the first use (-fno-wgmma-wait keeps them) */
     bool no_tma_store;     /* store product tiles from registers, never by TMA (-fno-tma-store) */
     bool no_mask_split;    /* make a where()'s mask in every block (-fno-mask-split; lower_mask.c) */
+    bool no_split_k;       /* never split a product's K loop over blocks (-fno-split-k; lower_split.c) */
 } Options;
 
 /* Lowers one checked kernel. Returns NULL after reporting errors (e.g. a tile too large). */

@@ -88,7 +88,7 @@ static void group_regs(Sink *s, int from)
     for (int k = from; k >= 0; k--) {
         const Ins *in = &f->code.v[k];
         if ((in->op == OP_WGWAIT && in->inflight == 0) || in->op == OP_LABEL || in->op == OP_BRA ||
-            in->op == OP_BAR)
+            in->op == OP_BAR || in->op == OP_BARRED)
             return;
         if (in->op == OP_WGACC)
             for (int d = 0; d < in->ndst; d++)

@@ -2,6 +2,7 @@
  * rt_plan_launch (args.c) on the CPU; this file only talks to the driver. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tilert_internal.h"
@@ -82,6 +83,91 @@ static CUresult launch_clustered(tilert_kernel *k, rt_launch_plan *plan, CUstrea
     return cuLaunchKernelEx(&cfg, k->fn, plan->params, NULL);
 }
 
+/* ---- a product's K loop split over blocks (compiler/lower_split.c) */
+
+/* Blocks of this kernel that run at once: multiprocessors times the occupancy. 0 when the driver
+ * cannot say (the launch is then not split). Called with the context current. */
+static int split_slots(tilert_kernel *k)
+{
+    pthread_mutex_lock(&k->mod->lock);
+    int slots = k->split_slots;
+    pthread_mutex_unlock(&k->mod->lock);
+    if (slots)
+        return slots;
+    int sms = 0, per = 0;
+    if (cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, k->mod->ctx->dev) != CUDA_SUCCESS ||
+        cuOccupancyMaxActiveBlocksPerMultiprocessor(&per, k->fn, k->meta->threads, (size_t)k->meta->smem_bytes) !=
+            CUDA_SUCCESS)
+        return 0;
+    slots = sms * per;
+    pthread_mutex_lock(&k->mod->lock);
+    k->split_slots = slots;
+    pthread_mutex_unlock(&k->mod->lock);
+    return slots;
+}
+
+/* The stream's workspace of at least `need` bytes, its counters zero in stream order; 0 where
+ * there is none to be had (more streams than the table holds, a stream being captured into a
+ * graph, no memory): the launch then runs unsplit. The first one is sized for any split this
+ * kernel chooses by itself (at most `slots` blocks); a larger one (TILERT_SPLIT) replaces it
+ * once the stream's earlier launches are done with it. */
+static CUdeviceptr split_workspace(tilert_kernel *k, CUstream stream, size_t need, int slots)
+{
+    CUdeviceptr p = 0;
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    pthread_mutex_lock(&k->mod->lock);
+    int i = 0;
+    while (i < k->nws && k->ws[i].stream != stream)
+        i++;
+    if (i < k->nws && k->ws[i].bytes >= need) {
+        p = k->ws[i].ptr;
+        goto out;
+    }
+    if ((i == k->nws && k->nws == RT_SPLIT_STREAMS) || cuStreamIsCapturing(stream, &cap) != CUDA_SUCCESS ||
+        cap != CU_STREAM_CAPTURE_STATUS_NONE)
+        goto out;
+    if (i < k->nws && k->ws[i].ptr) {
+        if (cuStreamSynchronize(stream) != CUDA_SUCCESS)
+            goto out;
+        (void)cuMemFree(k->ws[i].ptr);
+        k->ws[i].ptr = 0, k->ws[i].bytes = 0;
+    }
+    size_t bytes = rt_split_bytes(k->meta, slots, 1);
+    if (bytes < need)
+        bytes = need;
+    if (cuMemAlloc(&p, bytes) != CUDA_SUCCESS) {
+        p = 0;
+        goto out;
+    }
+    if (cuMemsetD8Async(p, 0, bytes, stream) != CUDA_SUCCESS) {
+        (void)cuMemFree(p);
+        p = 0;
+        goto out;
+    }
+    if (i == k->nws)
+        k->nws++;
+    k->ws[i].stream = stream, k->ws[i].ptr = p, k->ws[i].bytes = bytes;
+out:
+    pthread_mutex_unlock(&k->mod->lock);
+    return p;
+}
+
+/* How many slices this launch's loop is cut into (TILERT_SPLIT=N forces N, for tests), and the
+ * plan made for them. The grid as planned has one block along the split dimension. */
+static void plan_split(tilert_kernel *k, CUstream stream, rt_launch_plan *plan)
+{
+    const char *env = getenv("TILERT_SPLIT");
+    int forced = env ? atoi(env) : 0;
+    int slots = split_slots(k);
+    int64_t tiles = (int64_t)plan->grid[0] * plan->grid[1] * plan->grid[2];
+    int S = slots ? rt_split_count(tiles, slots, plan->split_trips, forced) : 1;
+    if (S < 2)
+        return;
+    CUdeviceptr ws = split_workspace(k, stream, rt_split_bytes(k->meta, tiles, S), slots);
+    if (ws)
+        rt_plan_split(k->meta, plan, S, ws);
+}
+
 tilert_status tilert_launch(tilert_kernel *k, CUstream stream, const tilert_arg *args, int nargs)
 {
     tilert_status s;
@@ -97,6 +183,8 @@ tilert_status tilert_launch(tilert_kernel *k, CUstream stream, const tilert_arg 
     s = allow_smem(k);
     if (s == TILERT_OK)
         s = encode_tmaps(k, &plan);
+    if (s == TILERT_OK && k->meta->split_dim)
+        plan_split(k, stream, &plan);
     if (s == TILERT_OK) {
         CUresult r = launch_clustered(k, &plan, stream);
         if (r != CUDA_SUCCESS)

@@ -9,6 +9,7 @@
  *   //@tmap aP f32|tf32|f16|bf16|u8 SWIZZLE BOXROWS BOXCOLS [if-aligned] | ROWS_RPN | COLS_RPN | PITCH_RPN
  *           [| EXTENT_RPN | STRIDE_RPN]...   (up to 3 outer dimensions, innermost first)
  *   //@cluster N
+ *   //@split D BYTES STEP | TRIPS_RPN
  *   //@end
  *
  * The //@arg lines come first; //@grid, //@assume, //@tmap and //@cluster lines follow in any
@@ -18,7 +19,11 @@
  * PITCH elements apart, copied by TMA in boxes of BOXROWS x BOXCOLS elements. The kernel takes
  * one hidden CUtensorMap parameter per //@tmap line, in line order, after its arguments. A map
  * marked if-aligned is made only where the launch's pointer and strides are 16-byte aligned; the
- * kernel tests the same alignment before it uses the map (a store versioned on it).
+ * kernel tests the same alignment before it uses the map (a store versioned on it). //@split
+ * says the kernel's K loop may be split over grid dimension D (1 or 2, one past those //@grid
+ * names): each block writes BYTES of partial sums to a workspace, the loop steps by STEP and runs
+ * TRIPS_RPN iterations; the kernel takes two more hidden parameters after the maps, the
+ * workspace's address and the slice's length (compiler/lower_split.c, launch.c).
  *
  * Only lines starting with //@ are read, so the same parser takes a whole PTX file or the bare
  * metadata string that accompanies a cubin. Any deviation is an error naming the line: a launch
@@ -405,6 +410,23 @@ static tilert_status tmap_line(Parser *P, char *rest)
     return TILERT_OK;
 }
 
+static tilert_status split_line(Parser *P, char *rest)
+{
+    rt_kernel_meta *k = P->cur;
+    char *part[3], *w[4];
+    int64_t dim, bytes, step;
+    if (split_bars(rest, part, 2) != 2 || split(part[0], w, 3) != 3 || !parse_int(w[0], 1, 2, &dim) ||
+        !parse_int(w[1], 4, (int64_t)1 << 30, &bytes) || !parse_int(w[2], 1, INT32_MAX, &step))
+        return bad(P, "expected //@split D BYTES STEP | TRIPS (D 1 or 2)");
+    if (k->split_dim)
+        return bad(P, "a second //@split");
+    tilert_status s = rpn_field(P, part[1], &k->split_trips);
+    if (s)
+        return s;
+    k->split_dim = (int)dim, k->split_bytes = bytes, k->split_step = step;
+    return TILERT_OK;
+}
+
 static tilert_status meta_line(Parser *P, char *body)
 {
     char *rest = body + strcspn(body, " \t");
@@ -422,8 +444,8 @@ static tilert_status meta_line(Parser *P, char *body)
     if (!P->cur)
         return bad(P, "outside a //@kernel ... //@end group");
     if (strcmp(word, "arg") == 0) {
-        if (P->cur->ngrid || P->cur->nassumes || P->cur->ntmaps || P->cur->cluster)
-            return bad(P, "//@arg after //@grid, //@assume, //@tmap or //@cluster");
+        if (P->cur->ngrid || P->cur->nassumes || P->cur->ntmaps || P->cur->cluster || P->cur->split_dim)
+            return bad(P, "//@arg after //@grid, //@assume, //@tmap, //@cluster or //@split");
         return arg_line(P, rest);
     }
     if (strcmp(word, "grid") == 0) {
@@ -443,10 +465,14 @@ static tilert_status meta_line(Parser *P, char *body)
         P->cur->cluster = (int)n;
         return TILERT_OK;
     }
+    if (strcmp(word, "split") == 0)
+        return split_line(P, rest);
     if (strcmp(word, "end") == 0) {
         char *w[1];
         if (split(rest, w, 0) != 0)
             return bad(P, "junk after //@end");
+        if (P->cur->split_dim && P->cur->split_dim != P->cur->ngrid)
+            return bad(P, "//@split must name the grid dimension after the last //@grid");
         P->cur = NULL;
         return TILERT_OK;
     }

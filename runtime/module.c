@@ -181,6 +181,11 @@ void tilert_unload(tilert_module *mod)
     if (!mod)
         return;
     if (rt_push(mod->ctx) == TILERT_OK) {
+        /* split kernels' workspaces (launch.c) */
+        for (int i = 0; i < mod->meta.nk; i++)
+            for (int j = 0; j < mod->kernels[i].nws; j++)
+                if (mod->kernels[i].ws[j].ptr)
+                    (void)cuMemFree(mod->kernels[i].ws[j].ptr);
         (void)cuModuleUnload(mod->cu);
         rt_pop();
     }

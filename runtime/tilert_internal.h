@@ -94,6 +94,11 @@ typedef struct {
     rpn_expr *assume; char **assume_text; int nassumes;
     rt_tmap_meta *tmaps; int ntmaps;
     int cluster;           /* //@cluster: blocks a cluster along x where the grid allows; 0: none */
+    /* //@split: a product's K loop the launch may split over split_dim (0: none), a block's
+       bytes of partial sums, the loop's step and its iterations (compiler/lower_split.c) */
+    int split_dim;
+    int64_t split_bytes, split_step;
+    rpn_expr split_trips;
 } rt_kernel_meta;
 
 typedef struct {
@@ -147,7 +152,11 @@ typedef struct {
     /* Parameter storage laid out per the ABI, and one pointer per argument into it, then one per
      * tensor map into tmap_store. */
     _Alignas(8) unsigned char store[RT_MAX_ARGS * 8];
-    void *params[RT_MAX_ARGS + RT_MAX_TMAPS];
+    /* a split kernel's two hidden parameters, last: the workspace and the slice's length */
+    CUdeviceptr split_ws;
+    int32_t split_span;
+    int64_t split_trips;   /* the loop's iterations at this launch */
+    void *params[RT_MAX_ARGS + RT_MAX_TMAPS + 2];
 } rt_launch_plan;
 
 /* Checks count, kinds, pointers (non-null, aligned) and sizes (>= 0). */
@@ -165,9 +174,20 @@ tilert_status rt_compute_grid(const rt_kernel_meta *k, const tilert_arg *args, i
  * 16 and a 16-byte aligned pointer (TMA's rules). Call after rt_check_args. */
 tilert_status rt_plan_tmaps(const rt_kernel_meta *k, const tilert_arg *args, int nargs,
                             rt_tmap_desc *desc);
-/* All of the above, then the packed parameters. */
+/* All of the above, then the packed parameters (a split kernel's as for one slice, no workspace). */
 tilert_status rt_plan_launch(const rt_kernel_meta *k, const tilert_arg *args, int nargs,
                              rt_launch_plan *plan);
+
+/* Splitting a product's K loop (compiler/lower_split.c). rt_split_count: the slices for a grid of
+ * `tiles` blocks where `slots` blocks run at once (multiprocessors x blocks each), the loop
+ * `trips` iterations long: enough slices to fill the slots, each at least RT_SPLIT_MIN_TRIPS
+ * iterations, at most RT_SPLIT_MAX; 1 where the grid fills the GPU. forced > 0 (TILERT_SPLIT,
+ * for tests) is taken as it is, up to RT_SPLIT_MAX. rt_split_bytes: the workspace that needs.
+ * rt_plan_split: the plan made for S slices over workspace ws. */
+enum { RT_SPLIT_MIN_TRIPS = 8, RT_SPLIT_MAX = 16, RT_SPLIT_CNT_ALIGN = 256, RT_SPLIT_STREAMS = 8 };
+int rt_split_count(int64_t tiles, int64_t slots, int64_t trips, int forced);
+size_t rt_split_bytes(const rt_kernel_meta *k, int64_t tiles, int S);
+void rt_plan_split(const rt_kernel_meta *k, rt_launch_plan *plan, int S, CUdeviceptr ws);
 
 /* ---------------------------------------------------------------- context.c / module.c */
 
@@ -186,6 +206,11 @@ struct tilert_kernel {
     const rt_kernel_meta *meta;
     CUfunction fn;
     bool smem_attr_set;    /* guarded by mod->lock */
+    /* a split kernel (//@split): blocks that run at once on the device (0: not known yet), and
+       a workspace per stream, its counters zeroed on that stream; guarded by mod->lock */
+    int split_slots;
+    struct { CUstream stream; CUdeviceptr ptr; size_t bytes; } ws[RT_SPLIT_STREAMS];
+    int nws;
 };
 
 struct tilert_module {

@@ -176,6 +176,12 @@ CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags)
 }
 
 CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) { (void)hStream; return CUDA_SUCCESS; }
+CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+    (void)hStream;
+    *captureStatus = CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuStreamDestroy(CUstream hStream) { (void)hStream; return CUDA_SUCCESS; }
 
 CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)

@@ -135,6 +135,17 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attri
     return hfunc ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
+/* The interpreter runs a kernel as written: no occupancy to report, so a product's K loop is
+ * never split over blocks (runtime/launch.c launches it whole). */
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
+                                                             size_t dynamicSMemSize)
+{
+    (void)blockSize, (void)dynamicSMemSize;
+    if (!numBlocks || !func)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 /* One argument from the parameter block: its type as the kernel ABI passes it. */
 static InterpArg decode(const Kernel *k, int i, void *param)
 {

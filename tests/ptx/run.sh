@@ -1068,6 +1068,89 @@ else
 	fail "report: the tensors stored by TMA" "sm_90a $r90 (json $j90), -fno-tma-store $r0, sm_80 $r80"
 fi
 
+# A product's K loop split over blocks (compiler/lower_split.c): the kernel of one tile a block
+# takes the grid dimension after its own, two hidden parameters last (the workspace, the slice),
+# and after the loop the partial sums out, a release fence and the tile's counter, the block's
+# OR of "last", the sum; -fno-split-k and kernels it would change the meaning of get none of it.
+for a in sm_80 sm_90a; do
+	"$tilec" --no-ptxas --arch=$a examples/matmul_f16.tile -o "$tmp/split_$a.ptx" 2>/dev/null
+	f="$tmp/split_$a.ptx"
+	if grep -q '^//@split 1 131072 64 | a4 0 - 64 cdiv$' "$f" &&
+	   grep -A1 'param .u64 matmul_f16_param_ws,' "$f" | grep -q 'param .s32 matmul_f16_param_span$' &&
+	   grep -q 'fence.acq_rel.gpu' "$f" && grep -q 'atom.global.add.u32' "$f" &&
+	   grep -q 'bar.red.or.pred' "$f" && grep -q 'mov.u32 %r[0-9]*, %nctaid.y' "$f" && ! grep -q '\.local' "$f"; then
+		pass "split K: matmul_f16 $a splits over block.y"
+	else
+		fail "split K: matmul_f16 $a splits over block.y" "$(grep -c 'split\|fence.acq_rel\|bar.red' "$f") matching lines"
+	fi
+done
+"$tilec" --no-ptxas --arch=sm_90a -fno-split-k examples/matmul_f16.tile -o "$tmp/nosplit.ptx" 2>/dev/null
+if ! grep -q '//@split\|param_ws\|fence.acq_rel' "$tmp/nosplit.ptx"; then pass "split K: -fno-split-k"
+else fail "split K: -fno-split-k" "split code still there"; fi
+cat >"$tmp/split_no.tile" <<'EOF'
+// split: the product below
+kernel yes(A: f32[M, K], B: f32[K, N], C: f32[M, N]) grid(cdiv(M, 64), cdiv(N, 128)) threads(256)
+{
+    var acc: f32[64, 128] = 0;
+    for k in 0 .. K step 16 pipeline(2) { acc += A[block.x * 64 +: 64, k +: 16] @ B[k +: 16, block.y * 128 +: 128]; }
+    C[block.x * 64 +: 64, block.y * 128 +: 128] = acc;
+}
+// no: block.z is the kernel's own (a 2-D grid splits over z)
+kernel own_z(A: f32[M, K], B: f32[K, N], C: f32[M, N]) grid(cdiv(M, 64), cdiv(N, 128)) threads(256)
+{
+    var acc: f32[64, 128] = 0;
+    for k in 0 .. K step 16 { acc += A[block.x * 64 + block.z +: 64, k +: 16] @ B[k +: 16, block.y * 128 +: 128]; }
+    C[block.x * 64 +: 64, block.y * 128 +: 128] = acc;
+}
+// no: the sum starts from C, not from zero
+kernel from_c(A: f32[M, K], B: f32[K, N], C: f32[M, N]) grid(cdiv(M, 64), cdiv(N, 128)) threads(256)
+{
+    var acc: f32[64, 128] = C[block.x * 64 +: 64, block.y * 128 +: 128];
+    for k in 0 .. K step 16 { acc += A[block.x * 64 +: 64, k +: 16] @ B[k +: 16, block.y * 128 +: 128]; }
+    C[block.x * 64 +: 64, block.y * 128 +: 128] = acc;
+}
+// no: a store before the loop would be made once a slice
+kernel store_first(A: f32[M, K], B: f32[K, N], C: f32[M, N]) grid(cdiv(M, 64), cdiv(N, 128)) threads(256)
+{
+    C[block.x * 64 +: 64, block.y * 128 +: 128] = 0.0;
+    var acc: f32[64, 128] = 0;
+    for k in 0 .. K step 16 { acc += A[block.x * 64 +: 64, k +: 16] @ B[k +: 16, block.y * 128 +: 128]; }
+    C[block.x * 64 +: 64, block.y * 128 +: 128] = acc;
+}
+// no: the loop does more than add products
+kernel scaled(A: f32[M, K], B: f32[K, N], C: f32[M, N]) grid(cdiv(M, 64), cdiv(N, 128)) threads(256)
+{
+    var acc: f32[64, 128] = 0;
+    for k in 0 .. K step 16 { acc = acc * 0.5; acc += A[block.x * 64 +: 64, k +: 16] @ B[k +: 16, block.y * 128 +: 128]; }
+    C[block.x * 64 +: 64, block.y * 128 +: 128] = acc;
+}
+// no: a 32 x 32 tile (too little work a block to split)
+kernel small(A: f32[M, K], B: f32[K, N], C: f32[M, N]) grid(cdiv(M, 32), cdiv(N, 32)) threads(128)
+{
+    var acc: f32[32, 32] = 0;
+    for k in 0 .. K step 16 { acc += A[block.x * 32 +: 32, k +: 16] @ B[k +: 16, block.y * 32 +: 32]; }
+    C[block.x * 32 +: 32, block.y * 32 +: 32] = acc;
+}
+// no: a grid of three dimensions leaves none to split over
+kernel full_grid(A: f32[M, K], B: f32[K, N], C: f32[M, N]) grid(cdiv(M, 64), cdiv(N, 128), 1) threads(256)
+{
+    var acc: f32[64, 128] = 0;
+    for k in 0 .. K step 16 { acc += A[block.x * 64 +: 64, k +: 16] @ B[k +: 16, block.y * 128 +: 128]; }
+    C[block.x * 64 +: 64, block.y * 128 +: 128] = acc;
+}
+EOF
+if "$tilec" --no-ptxas -w --arch=sm_80 "$tmp/split_no.tile" -o "$tmp/split_no.ptx" 2>"$tmp/split_no.err"; then
+	got=$(awk '/^\/\/@kernel/ { k = $2 } /^\/\/@split/ { printf "%s %s ", k, $2 }' "$tmp/split_no.ptx")
+	if [ "$got" = "yes 2 " ]; then pass "split K: only the kernels whose meaning it keeps"
+	else fail "split K: only the kernels whose meaning it keeps" "split: '$got', wanted 'yes 2 '"; fi
+else
+	fail "split K: only the kernels whose meaning it keeps" "$(head -3 "$tmp/split_no.err")"
+fi
+r=$("$tilec" --no-ptxas --arch=sm_90a --report examples/matmul_f16.tile -o /dev/null 2>&1 | grep -c '^  K split            over block.y')
+j=$("$tilec" --no-ptxas --arch=sm_90a --report=json examples/matmul_f16.tile -o /dev/null 2>&1 | grep -c '"split_k_dim": 1, "split_k_bytes": 131072')
+if [ "$r" -eq 1 ] && [ "$j" -eq 1 ]; then pass "split K: the report says so"
+else fail "split K: the report says so" "text $r, json $j"; fi
+
 # ---- sum up
 cat "$tmp"/*.res >"$tmp/all"
 grep -E '^(FAIL|SKIP) ' "$tmp/all" | sed 's/^FAIL /FAIL: /; s/^SKIP /skip: /'

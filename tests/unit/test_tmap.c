@@ -213,7 +213,7 @@ static void parse_malformed(void)
     malformed("nine maps", text, "line 11: more than 8 tensor maps");
     malformed("arg after tmap",
               KERNEL "//@tmap a0 f32 0 8 8 | a2 | a2 | a2\n//@arg M size i32 4\n" END,
-              "line 6: //@arg after //@grid, //@assume, //@tmap or //@cluster");
+              "line 6: //@arg after //@grid, //@assume, //@tmap, //@cluster or //@split");
     malformed("tmap outside a kernel", "//@tmap a0 f32 0 8 8 | 1 | 8 | 8\n",
               "line 1: outside a //@kernel");
 }
@@ -310,8 +310,8 @@ static void plan_matmul(void)
         for (int j = 0; j < CU_TENSOR_MAP_NUM_QWORDS; j++)
             zeroed &= p.tmap_store[i].opaque[j] == 0;
     unit_check(zeroed, "plan clears the maps' storage", "");
-    unit_check(sizeof p.params / sizeof p.params[0] == RT_MAX_ARGS + RT_MAX_TMAPS,
-               "plan has room for RT_MAX_ARGS + RT_MAX_TMAPS parameters", "");
+    unit_check(sizeof p.params / sizeof p.params[0] == RT_MAX_ARGS + RT_MAX_TMAPS + 2,
+               "plan has room for RT_MAX_ARGS + RT_MAX_TMAPS parameters and a split loop's two", "");
 
     /* The maps are hidden: callers still pass and are told about 6 arguments. */
     tilert_kernel kern;

@@ -1,0 +1,413 @@
+/* lower_split.c: a product's K loop split over blocks where the grid is short of the GPU.
+ *
+ * Why. A product of few rows (a decoder's 16 or 128 tokens against an 8192 x 8192 weight) has
+ * few output tiles: 32 tiles of 128 x 256 for 132 multiprocessors, so three quarters of the GPU
+ * sits idle while the others read the weight, and the plain kernel ran at 0.44-0.51 of cuBLAS
+ * (H200, docs/performance.md, "Few rows"). cuBLAS splits K there. A user's kernel is written one
+ * tile a block, and should not have to be written again for this (examples/matmul_splitk.tile is
+ * what that costs by hand, and it only works for an f32 output a linear epilogue can add into).
+ *
+ * What. A kernel whose body is the tile program of a product -- scalar set-up, `var acc = 0`, one
+ * loop whose body only adds products into such accumulators, then anything (the epilogue) --
+ * takes a grid dimension more than it names (the split dimension, block.y of a 1-D grid, block.z
+ * of a 2-D one). The launcher sets that extent S at each launch (runtime/launch.c: enough blocks
+ * to fill the multiprocessors where the grid is short of them, each slice at least 8 iterations
+ * of the loop; 1 otherwise). Block s of a tile runs the loop's iterations [s q, (s + 1) q), q =
+ * cdiv(trips, S), from zeroed accumulators; the loop's own bounds and every fact about its
+ * variable (alignment, windows in bounds) still hold, since the slice's values are the loop's.
+ * After the loop each block writes its partial sums to a workspace the launcher passes (a hidden
+ * last parameter), and counts itself in on its tile's counter; the block that arrives last adds
+ * every slice's partial sums in slice order -- the same order whichever block is last, so a
+ * result does not depend on timing -- resets the counter for the next launch, and runs the rest
+ * of the kernel; the others leave. With S = 1 the test at the loop's end skips all of it.
+ *
+ * The workspace: a counter per tile (the first 256-byte-rounded part), then per tile and slice
+ * the partial sums of every thread, slot-major so that each store and load of a warp is 512
+ * contiguous bytes (a thread's slots in groups of four, v4). The launcher owns it per stream.
+ *
+ * Memory order: the partial sums are plain stores; a block barrier, then thread 0's fence
+ * (fence.acq_rel.gpu) and atomic add release them; the last block's thread 0 saw the count,
+ * fences again (acquire), and its barrier hands that on to the threads that then load. */
+#include <string.h>
+
+#include "lower.h"
+
+/* SPLIT_MIN_TILE: the fewest accumulator elements a block worth splitting holds. A block of a
+ * smaller tile does little work a K step, its product has many tiles unless it is tiny, and the
+ * slice's bounds cost it a register: 32 x 32 products went from 12 blocks a multiprocessor to
+ * 10 with them (ptxas 40 -> 48 registers). */
+enum { SPLIT_MAX_ACC = 4, CNT_ALIGN = 256, SPLIT_MIN_TILE = 64 * 128 };
+
+/* Does e name block.d (d >= dim)? */
+static bool uses_block(const Expr *e, int dim)
+{
+    if (!e)
+        return false;
+    if (e->kind == E_BLOCK && e->ival >= dim)
+        return true;
+    if (uses_block(e->a, dim) || uses_block(e->b, dim) || uses_block(e->base, dim) || uses_block(e->fill, dim))
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (uses_block(e->args[i], dim))
+            return true;
+    for (int i = 0; i < e->nidx; i++)
+        if (uses_block(e->idx[i].start, dim) || uses_block(e->idx[i].width_expr, dim))
+            return true;
+    return false;
+}
+
+static bool stmt_uses_block(const Stmt *s, int dim)
+{
+    if (!s)
+        return false;
+    const Expr *ex[] = { s->init, s->lhs, s->rhs, s->cond, s->lo, s->hi, s->step };
+    for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
+        if (uses_block(ex[i], dim))
+            return true;
+    for (int i = 0; i < s->nbody; i++)
+        if (stmt_uses_block(s->body[i], dim))
+            return true;
+    return stmt_uses_block(s->then, dim) || stmt_uses_block(s->els, dim);
+}
+
+/* An expression the launcher can evaluate: sizes, integers and their arithmetic. */
+static bool launch_expr(const Expr *e)
+{
+    switch (e->kind) {
+    case E_INT: return true;
+    case E_NAME: return e->sym && e->sym->kind == SYM_SIZE;
+    case E_BINARY:
+        return (e->op == '+' || e->op == '-' || e->op == '*' || e->op == '/' || e->op == '%') &&
+               launch_expr(e->a) && launch_expr(e->b);
+    case E_CALL:
+        if (e->builtin != B_CDIV && e->builtin != B_MINIMUM && e->builtin != B_MAXIMUM)
+            return false;
+        for (int i = 0; i < e->nargs; i++)
+            if (!launch_expr(e->args[i]))
+                return false;
+        return true;
+    default: return false;
+    }
+}
+
+/* A var the kernel declares as a zero tile of 32-bit sums: `var acc: f32[BM, BN] = 0`. */
+static bool zero_acc(const Stmt *s)
+{
+    if (s->kind != S_VAR || s->is_shared || !s->sym || s->sym->shape.rank != 2 || !s->init ||
+        s->sym->shape.dim[0] * s->sym->shape.dim[1] < SPLIT_MIN_TILE)
+        return false;
+    if (s->sym->type != TY_F32 && s->sym->type != TY_I32)
+        return false;
+    return (s->init->kind == E_INT && s->init->ival == 0) || (s->init->kind == E_FLOAT && s->init->fval == 0.0);
+}
+
+static int acc_index(Sym *const *acc, int n, const Sym *s)
+{
+    for (int i = 0; i < n; i++)
+        if (acc[i] == s)
+            return i;
+    return -1;
+}
+
+/* The loop's body only adds products into the accumulators (lets may name its operands). */
+static bool product_loop(const Stmt *s, Sym *const *acc, int nacc)
+{
+    if (s->kind != S_FOR || (s->step && (s->step->kind != E_INT || s->step->ival < 1)) || !s->then ||
+        unroll_trips(s, 1) >= 0 || !launch_expr(s->lo) || !launch_expr(s->hi))
+        return false;
+    bool any = false;
+    for (int i = 0; i < s->then->nbody; i++) {
+        const Stmt *b = s->then->body[i];
+        if (b->kind == S_LET)
+            continue;
+        if (b->kind != S_ASSIGN || b->op != '+' || b->lhs->kind != E_NAME || acc_index(acc, nacc, b->lhs->sym) < 0 ||
+            b->rhs->kind != E_BINARY || b->rhs->op != OP_MATMUL)
+            return false;
+        any = true;
+    }
+    return any;
+}
+
+void split_plan(Lower *c)
+{
+    Kernel *k = c->k;
+    c->split_loop = NULL;
+    c->split_exit = -1;
+    int dim = k->ngrid;
+    if (c->opt->no_split_k || c->opt->cluster || dim < 1 || dim >= MAX_GRID || k->first_print ||
+        stmt_uses_block(k->body, dim))
+        return;
+    Sym *acc[SPLIT_MAX_ACC];
+    int nacc = 0;
+    for (int i = 0; i < k->body->nbody; i++) {
+        Stmt *s = k->body->body[i];
+        switch (s->kind) {
+        case S_LET: case S_ASSUME:
+            continue;
+        case S_VAR:
+            if (zero_acc(s) && nacc < SPLIT_MAX_ACC)
+                acc[nacc++] = s->sym;
+            continue;
+        case S_ASSIGN:
+            /* scalar set-up into registers; never an accumulator, never memory */
+            if (s->lhs->kind == E_NAME && !s->lhs->sym->is_shared && acc_index(acc, nacc, s->lhs->sym) < 0)
+                continue;
+            return;
+        case S_FOR:
+            if (!product_loop(s, acc, nacc))
+                return;
+            /* the launcher's count of the loop's iterations: cdiv(hi - lo, step) */
+            const char *hi = rpn_text(c, s->hi, "the loop's end"), *lo = rpn_text(c, s->lo, "the loop's start");
+            int tokens = 3;
+            for (const char *p = hi; *p; p++)
+                tokens += *p == ' ';
+            for (const char *p = lo; *p; p++)
+                tokens += *p == ' ';
+            if (tokens + 2 > META_MAX_RPN)
+                return;
+            c->meta->split_step = s->step ? s->step->ival : 1;
+            c->meta->split_steps_rpn = arena_printf(c->a, "%s %s - %lld cdiv", hi, lo, (long long)c->meta->split_step);
+            c->split_loop = s;
+            c->split_dim = dim;
+            c->split_nacc = nacc;
+            memcpy(c->split_acc, acc, sizeof acc);
+            c->split_exit = new_label(c->f);
+            return;
+        default:
+            return;
+        }
+    }
+}
+
+/* The loop's slice in this block: [lo + s span, min(hi, lo + (s + 1) span)), where the launcher
+ * passes span = cdiv(trips, S) * step (a hidden parameter): made of parameters and the block
+ * index only, the bounds are uniform values ptxas keeps out of the threads' registers, where a
+ * division here would leave them in one (a 40-register kernel went to 48). Computed once, before
+ * the loop's lowering, which may make it twice (lower_version.c): both versions use these. */
+void split_begin(Lower *c, const Stmt *s)
+{
+    if (s != c->split_loop)
+        return;
+    Func *f = c->f;
+    f->cur_what = "the loop's slice";
+    Tile lo = lower_expr(c, s->lo, NULL), hi = lower_expr(c, s->hi, NULL);
+    int span = new_reg(f, RC_R);
+    Ins *in = emit_ins(f, OP_LDPARAM, PT_S32);
+    in->dst[0] = span;
+    in->ndst = 1;
+    in->src[0] = SYM(arena_printf(c->a, "%s_param_span", c->k->name));
+    in->nsrc = 1;
+    int l = opnd_reg(c, lo.v[0], PT_S32);
+    int start = ir_tern(f, OP_MAD, PT_S32, R(c->ctaid[c->split_dim]), R(span), R(l));
+    c->split_hi = ir_bin(f, OP_MIN, PT_S32, R(opnd_reg(c, hi.v[0], PT_S32)), R(ir_bin(f, OP_ADD, PT_S32, R(start), R(span))));
+    c->split_lo = start;
+    f->cur_what = "temporary";
+}
+
+void split_bounds(Lower *c, const Stmt *s, Opnd *lo, Opnd *hi)
+{
+    if (s != c->split_loop)
+        return;
+    *lo = R(c->split_lo);
+    *hi = R(c->split_hi);
+}
+
+static void global_access(Func *f, int op, PType t, int addr, int64_t off, int *regs, int vec)
+{
+    Ins *in = emit_ins(f, op, t);
+    in->space = SP_GLOBAL;
+    in->vec = (uint8_t)vec;
+    in->off = off;
+    in->src[0] = R(addr);
+    if (op == OP_LD) {
+        in->once = true;
+        for (int j = 0; j < vec; j++)
+            in->dst[j] = regs[j];
+        in->ndst = vec;
+        in->nsrc = 1;
+    } else {
+        for (int j = 0; j < vec; j++)
+            in->src[1 + j] = R(regs[j]);
+        in->nsrc = 1 + vec;
+    }
+}
+
+/* The accumulators' registers, slot by slot, in one list (immediates made registers first: both
+ * ways out of the fix-up must leave each slot in the same register). */
+static int acc_regs(Lower *c, int *regs, PType *types, int most)
+{
+    int n = 0;
+    for (int a = 0; a < c->split_nacc; a++) {
+        SymInfo *si = info(c, c->split_acc[a]);
+        PType t = c->split_acc[a]->type == TY_I32 ? PT_S32 : PT_F32;
+        for (int q = 0; q < layout_slots(&si->val.L) && n < most; q++) {
+            if (si->val.v[q].kind != O_REG)
+                si->val.v[q] = R(ir_mov(c->f, t, si->val.v[q]));
+            types[n] = t;
+            regs[n++] = si->val.v[q].reg;
+        }
+    }
+    return n;
+}
+
+static int slots_total(Lower *c)
+{
+    int n = 0;
+    for (int a = 0; a < c->split_nacc; a++)
+        n += layout_slots(&info(c, c->split_acc[a])->val.L);
+    return n;
+}
+
+/* Each register's place in a block's partial sums: group g of four at g * T * 16 + tid * 16,
+ * the remaining slots one word each after the groups. */
+static void each_group(Lower *c, int part, const int *regs, const PType *types, int n, bool load)
+{
+    Func *f = c->f;
+    int T = f->bar_threads ? f->bar_threads : c->threads;
+    int v4 = ir_bin(f, OP_MUL, PT_U32, R(c->tid), IMM(16));
+    int a4 = ir_bin(f, OP_ADD, PT_U64, R(part), R(ir_cvt(f, PT_U64, PT_U32, R(v4))));
+    int w1 = ir_bin(f, OP_MUL, PT_U32, R(c->tid), IMM(4));
+    int a1 = ir_bin(f, OP_ADD, PT_U64, R(part), R(ir_cvt(f, PT_U64, PT_U32, R(w1))));
+    int groups = 0;
+    for (int i = 0; i < n; groups++) {
+        /* four slots of one type go together */
+        int vec = i + 4 <= n && types[i] == types[i + 3] && types[i] == types[i + 1] && types[i] == types[i + 2] ? 4 : 1;
+        int64_t off = vec == 4 ? (int64_t)groups * T * 16 : 0;
+        if (vec == 1)
+            break;
+        if (!load) {
+            global_access(f, OP_ST, types[i], a4, off, (int *)regs + i, 4);
+        } else {
+            int t[4];
+            for (int j = 0; j < 4; j++)
+                t[j] = new_reg(f, types[i] == PT_F32 ? RC_F : RC_R);
+            global_access(f, OP_LD, types[i], a4, off, t, 4);
+            for (int j = 0; j < 4; j++)
+                ir_bin_to(f, OP_ADD, types[i], regs[i + j], R(regs[i + j]), R(t[j]));
+        }
+        i += 4;
+    }
+    for (int i = groups * 4, w = 0; i < n; i++, w++) {
+        int64_t off = (int64_t)groups * T * 16 + (int64_t)w * T * 4;
+        if (!load) {
+            global_access(f, OP_ST, types[i], a1, off, (int *)regs + i, 1);
+        } else {
+            int t = new_reg(f, types[i] == PT_F32 ? RC_F : RC_R);
+            global_access(f, OP_LD, types[i], a1, off, &t, 1);
+            ir_bin_to(f, OP_ADD, types[i], regs[i], R(regs[i]), R(t));
+        }
+    }
+}
+
+static void fence_gpu(Func *f, int guard)
+{
+    Ins *in = emit_ins(f, OP_FENCEGPU, PT_B32);
+    in->guard = guard;
+}
+
+void split_fixup(Lower *c, const Stmt *s)
+{
+    if (s != c->split_loop || c->failed || c->too_big)
+        return;
+    enum { MOST = 1024 };
+    Func *f = c->f;
+    Kernel *k = c->k;
+    int regs[MOST];
+    PType types[MOST];
+    int n = slots_total(c);
+    if (n > MOST)
+        die("split: %d accumulator slots a thread", n);
+    f->cur_line = s->loc.line;
+    f->cur_what = "split partial sums";
+    n = acc_regs(c, regs, types, MOST);
+    int T = f->bar_threads ? f->bar_threads : c->threads;
+    int64_t bytes = (int64_t)(n / 4) * T * 16 + (int64_t)(n % 4) * T * 4;
+    c->meta->split_dim = c->split_dim;
+    c->meta->split_bytes = bytes;
+    static const char *const nct[3] = { "%nctaid.x", "%nctaid.y", "%nctaid.z" };
+    static const char *const ct[3] = { "%ctaid.x", "%ctaid.y", "%ctaid.z" };
+    int S = ir_movsym(f, PT_U32, nct[c->split_dim]);
+    int whole = ir_setp(f, CMP_LE, PT_U32, R(S), IMM(1));
+    int done = new_label(f);
+    ir_bra(f, done, whole, false);
+    /* the tile: the block's place in the grid the kernel names (the raw indices: a reordered
+       grid's mapping is the same in every slice, but the raw ones need no care) */
+    int tile = ir_movsym(f, PT_U32, ct[0]), tiles = ir_movsym(f, PT_U32, nct[0]);
+    if (c->split_dim == 2) {
+        int ny = ir_movsym(f, PT_U32, nct[1]);
+        tile = ir_tern(f, OP_MAD, PT_U32, R(ir_movsym(f, PT_U32, ct[1])), R(tiles), R(tile));
+        tiles = ir_bin(f, OP_MUL, PT_U32, R(tiles), R(ny));
+    }
+    int slice = c->ctaid[c->split_dim];
+    int raw = new_reg(f, RC_D);
+    Ins *in = emit_ins(f, OP_LDPARAM, PT_U64);
+    in->dst[0] = raw;
+    in->ndst = 1;
+    in->src[0] = SYM(arena_printf(c->a, "%s_param_ws", k->name));
+    in->nsrc = 1;
+    int ws = ir_un(f, OP_CVTA, PT_U64, R(raw));
+    /* counters: tiles words, rounded up to CNT_ALIGN bytes */
+    int cnt_bytes = ir_bin(f, OP_BAND, PT_B32, R(ir_tern(f, OP_MAD, PT_U32, R(tiles), IMM(4), IMM(CNT_ALIGN - 1))),
+                           IMM(~(int64_t)(CNT_ALIGN - 1) & 0xffffffff));
+    int parts = ir_bin(f, OP_ADD, PT_U64, R(ws), R(ir_cvt(f, PT_U64, PT_U32, R(cnt_bytes))));
+    int first = ir_bin(f, OP_MUL, PT_U32, R(tile), R(S));   /* the tile's slice 0 */
+    int my = ir_bin(f, OP_ADD, PT_U64, R(parts),
+                    R(ir_bin(f, OP_MULWIDE, PT_U32, R(ir_bin(f, OP_ADD, PT_U32, R(first), R(slice))), IMM(bytes))));
+    each_group(c, my, regs, types, n, false);
+    /* count in: the barrier orders every thread's stores before thread 0's release */
+    ir_bar(f);
+    int t0 = ir_setp(f, CMP_EQ, PT_U32, R(c->tid), IMM(0));
+    fence_gpu(f, t0);
+    int cnt = ir_bin(f, OP_ADD, PT_U64, R(ws), R(ir_bin(f, OP_MULWIDE, PT_U32, R(tile), IMM(4))));
+    int old = ir_mov(f, PT_U32, IMM(0));
+    in = emit_ins(f, OP_ATOM, PT_U32);
+    in->space = SP_GLOBAL;
+    in->redop = RED_ADD;
+    in->dst[0] = old;
+    in->ndst = 1;
+    in->src[0] = R(cnt);
+    in->src[1] = IMM(1);
+    in->nsrc = 2;
+    in->guard = t0;
+    int last = ir_setp(f, CMP_EQ, PT_U32, R(old), R(ir_bin(f, OP_SUB, PT_U32, R(S), IMM(1))));
+    /* the last block resets the counter for the next launch, and acquires the others' sums */
+    int zero = ir_mov(f, PT_U32, IMM(0));
+    global_access(f, OP_ST, PT_U32, cnt, 0, &zero, 1);
+    f->code.v[f->code.n - 1].guard = last;
+    fence_gpu(f, last);
+    /* thread 0's verdict to the block: a barrier that ORs it (no shared memory to find) */
+    int go = new_reg(f, RC_P);
+    in = emit_ins(f, OP_BARRED, PT_PRED);
+    in->dst[0] = go;
+    in->ndst = 1;
+    in->src[0] = R(last);
+    in->nsrc = 1;
+    in->count = (uint16_t)f->bar_threads;
+    ir_bra(f, c->split_exit, go, true);
+    /* the sum, slice 0 first */
+    for (int i = 0; i < n; i++) {
+        Ins *z = emit_ins(f, OP_MOV, types[i]);
+        z->dst[0] = regs[i];
+        z->ndst = 1;
+        z->src[0] = types[i] == PT_F32 ? FIMM(0.0) : IMM(0);
+        z->nsrc = 1;
+    }
+    int j = ir_mov(f, PT_U32, IMM(0));
+    int at = ir_bin(f, OP_ADD, PT_U64, R(parts), R(ir_bin(f, OP_MULWIDE, PT_U32, R(first), IMM(bytes))));
+    int head = new_label(f);
+    ir_label(f, head);
+    each_group(c, at, regs, types, n, true);
+    ir_bin_to(f, OP_ADD, PT_U64, at, R(at), IMM(bytes));
+    ir_bin_to(f, OP_ADD, PT_U32, j, R(j), IMM(1));
+    int more = ir_setp(f, CMP_LT, PT_U32, R(j), R(S));
+    ir_bra(f, head, more, false);
+    ir_label(f, done);
+    f->cur_what = "temporary";
+}
+
+/* Where the blocks that were not last leave: just before the kernel's return. */
+void split_exit(Lower *c)
+{
+    if (c->split_loop && c->split_exit >= 0)
+        ir_label(c->f, c->split_exit);
+}
