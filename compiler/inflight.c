@@ -73,7 +73,8 @@ int64_t inflight_bytes(const Func *f)
             from_load = from_load || in->space == SP_GLOBAL;
             break;
         case OP_CPASYNC:
-            open_cp += in->vec;
+            if (!in->once)
+                open_cp += in->vec;
             break;
         case OP_CPCOMMIT:
             if (ngroups == MAX_GROUPS)

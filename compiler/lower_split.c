@@ -299,6 +299,49 @@ static void each_group(Lower *c, int part, const int *regs, const PType *types, 
     }
 }
 
+/* The groups [g0, g0 + ng) of the partial sums at `part`, added into their registers through
+ * shared memory at `buf`: each thread copies its own 16-byte pieces with cp.async and reads back
+ * only those, so nothing but its own wait orders them. Loads into registers hold every piece in
+ * flight in a register of its own, and ptxas issued a slice's 32 at once into whatever the cap
+ * left free (tf32 on sm_80: 248 registers where the loop needs 216); copies take none. Either way
+ * the reading is the one multiprocessor's: about 10 us for 4 x 128 KiB (docs/performance.md). */
+static void staged_groups(Lower *c, int part, int buf, int g0, int ng, const int *regs, const PType *types)
+{
+    Func *f = c->f;
+    int T = f->bar_threads ? f->bar_threads : c->threads;
+    int g16 = ir_cvt(f, PT_U64, PT_U32, R(ir_bin(f, OP_MUL, PT_U32, R(c->tid), IMM(16))));
+    int src = ir_bin(f, OP_ADD, PT_U64, R(part), R(g16));
+    int dst = ir_bin(f, OP_ADD, PT_U32, R(smem_base_reg(c, buf)), R(ir_bin(f, OP_MUL, PT_U32, R(c->tid), IMM(16))));
+    for (int g = 0; g < ng; g++) {
+        Ins *in = emit_ins(f, OP_CPASYNC, PT_B32);
+        in->src[0] = R(dst);
+        in->src[1] = R(src);
+        in->src[2] = IMM(16);
+        in->nsrc = 3;
+        in->vec = 16;
+        in->off = (int64_t)g * T * 16;
+        in->off2 = (int64_t)(g0 + g) * T * 16;
+        in->once = true;
+    }
+    emit_ins(f, OP_CPCOMMIT, PT_B32);
+    emit_ins(f, OP_CPWAIT, PT_B32)->inflight = 0;
+    for (int g = 0; g < ng; g++) {
+        int i = (g0 + g) * 4, t[4];
+        Ins *in = emit_ins(f, OP_LD, types[i]);
+        in->space = SP_SHARED;
+        in->vec = 4;
+        in->own = true;
+        for (int j = 0; j < 4; j++)
+            in->dst[j] = t[j] = new_reg(f, types[i] == PT_F32 ? RC_F : RC_R);
+        in->ndst = 4;
+        in->src[0] = R(dst);
+        in->nsrc = 1;
+        in->off = (int64_t)g * T * 16;
+        for (int j = 0; j < 4; j++)
+            ir_bin_to(f, OP_ADD, types[i], regs[i + j], R(regs[i + j]), R(t[j]));
+    }
+}
+
 static void fence_gpu(Func *f, int guard)
 {
     Ins *in = emit_ins(f, OP_FENCEGPU, PT_B32);
@@ -326,6 +369,21 @@ void split_fixup(Lower *c, const Stmt *s)
     c->meta->split_bytes = bytes;
     static const char *const nct[3] = { "%nctaid.x", "%nctaid.y", "%nctaid.z" };
     static const char *const ct[3] = { "%ctaid.x", "%ctaid.y", "%ctaid.z" };
+    /* The sum goes through shared memory where the block has it free (the loop's buffers are
+       released), in chunks that raise no peak: the groups of four of one type; the rest by loads.
+       Taken before the test of S, so that both ways leave the allocator as the code is: a reuse
+       of the loop's memory (its barrier and proxy fence) made on one path only would be missing
+       on the other's epilogue. */
+    int groups = 0;
+    while (groups * 4 + 4 <= n && types[groups * 4] == types[groups * 4 + 3] &&
+           types[groups * 4] == types[groups * 4 + 1] && types[groups * 4] == types[groups * 4 + 2])
+        groups++;
+    int mark = c->smem_top, at0 = (mark + 127) & ~127;
+    int chunk = (int)((c->smem_peak - at0) / ((int64_t)T * 16));
+    chunk = chunk < groups ? chunk : groups;
+    int buf = chunk > 0 ? smem_alloc(c, chunk * T * 16) : 0;
+    if (c->smem_over)
+        chunk = 0;
     int S = ir_movsym(f, PT_U32, nct[c->split_dim]);
     int whole = ir_setp(f, CMP_LE, PT_U32, R(S), IMM(1));
     int done = new_label(f);
@@ -396,12 +454,30 @@ void split_fixup(Lower *c, const Stmt *s)
     int at = ir_bin(f, OP_ADD, PT_U64, R(parts), R(ir_bin(f, OP_MULWIDE, PT_U32, R(first), IMM(bytes))));
     int head = new_label(f);
     ir_label(f, head);
-    each_group(c, at, regs, types, n, true);
+    if (chunk > 0) {
+        for (int g0 = 0; g0 < groups; g0 += chunk) {
+            /* a barrier before the buffer is filled again: every thread's reads of it are done */
+            if (g0 > 0 || groups > chunk)
+                ir_bar(f);
+            staged_groups(c, at, buf, g0, g0 + chunk <= groups ? chunk : groups - g0, regs, types);
+        }
+        if (groups * 4 < n) {   /* the words after the groups (each_group's layout) */
+            int rest = ir_bin(f, OP_ADD, PT_U64, R(at), IMM((int64_t)groups * T * 16));
+            each_group(c, rest, regs + groups * 4, types + groups * 4, n - groups * 4, true);
+        }
+    } else {
+        each_group(c, at, regs, types, n, true);
+    }
     ir_bin_to(f, OP_ADD, PT_U64, at, R(at), IMM(bytes));
     ir_bin_to(f, OP_ADD, PT_U32, j, R(j), IMM(1));
     int more = ir_setp(f, CMP_LT, PT_U32, R(j), R(S));
+    if (chunk > 0)   /* the next slice's copies overwrite what this one's reads read */
+        ir_bar(f);
     ir_bra(f, head, more, false);
     ir_label(f, done);
+    /* released unquiet: whatever is placed over it next waits for a barrier first */
+    if (chunk > 0)
+        smem_release(c, mark, false);
     f->cur_what = "temporary";
 }
 

@@ -658,8 +658,8 @@ typedef struct {
     /* part of a pipelined loop's copies into its stage ahead, issued inside the body: no product
        of the iteration reads that stage, so a wait for one may move past it (wgmma_wait.c) */
     bool ahead;
-    /* a load of a split loop's partial sums (lower_split.c): once a block, after the loop, not
-       the kernel's streaming, which inflight.c measures */
+    /* a load or copy of a split loop's partial sums (lower_split.c): once a block, after the
+       loop, not the kernel's streaming, which inflight.c measures */
     bool once;
 } Ins;
 
