@@ -555,9 +555,10 @@ void emit_ptx_kernel(Buf *out, Func *f, KernelMeta *m)
     for (int i = 0; i < m->ntmaps; i++)
         buf_printf(out, "\t.param .align 64 .b8 %s_param_%d[128]%s\n", m->name, m->nargs + i,
                    i + 1 < m->ntmaps || ws ? "," : "");
-    /* a split loop's workspace and slice length (lower_split.c), last */
+    /* a split loop's workspace, pair words and slice length (lower_split.c), last */
     if (ws)
-        buf_printf(out, "\t.param .u64 %s_param_ws,\n\t.param .s32 %s_param_span\n", m->name, m->name);
+        buf_printf(out, "\t.param .u64 %s_param_ws,\n\t.param .u64 %s_param_cnt,\n\t.param .s32 %s_param_span\n",
+                   m->name, m->name, m->name);
     buf_printf(out, ")\n.maxntid %d, 1, 1\n", f->threads);
     if (f->maxnreg > 0)   /* the prediction binds ptxas (regalloc.c says why) */
         buf_printf(out, ".maxnreg %d\n", f->maxnreg);

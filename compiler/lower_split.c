@@ -15,19 +15,23 @@
  * of the loop; 1 otherwise). Block s of a tile runs the loop's iterations [s q, (s + 1) q), q =
  * cdiv(trips, S), from zeroed accumulators; the loop's own bounds and every fact about its
  * variable (alignment, windows in bounds) still hold, since the slice's values are the loop's.
- * After the loop each block writes its partial sums to a workspace the launcher passes (a hidden
- * last parameter), and counts itself in on its tile's counter; the block that arrives last adds
- * every slice's partial sums in slice order -- the same order whichever block is last, so a
- * result does not depend on timing -- resets the counter for the next launch, and runs the rest
- * of the kernel; the others leave. With S = 1 the test at the loop's end skips all of it.
+ * After the loop the slices' sums meet in a binary tree (split_fixup): at each level two blocks
+ * pair up, the first to arrive hands its sums over through a workspace and leaves, the second
+ * adds them to its own -- a + b, exact in either order, so the result never depends on which
+ * block came first -- and goes up; the block at the root runs the rest of the kernel. With S = 1
+ * the test at the loop's end skips all of it.
  *
- * The workspace: a counter per tile (the first 256-byte-rounded part), then per tile and slice
- * the partial sums of every thread, slot-major so that each store and load of a warp is 512
- * contiguous bytes (a thread's slots in groups of four, v4). The launcher owns it per stream.
+ * The launcher passes three hidden parameters, last: the workspace of partial sums (per tile and
+ * slice, every thread's slots, slot-major so that each store and load of a warp is 512
+ * contiguous bytes: a thread's slots in groups of four, v4), the tiles' pair words (a count and a
+ * flag per pair, apart from the sums: a launch's sums never land where a later launch with more
+ * tiles keeps its words; zero before a launch and after it), and the slice's length. The
+ * launcher owns them per stream.
  *
- * Memory order: the partial sums are plain stores; a block barrier, then thread 0's fence
- * (fence.acq_rel.gpu) and atomic add release them; the last block's thread 0 saw the count,
- * fences again (acquire), and its barrier hands that on to the threads that then load. */
+ * Memory order: the first block's sums are plain stores; a block barrier, then thread 0's fence
+ * (fence.acq_rel.gpu) and an atomic add to the pair's flag release them; the second block's
+ * thread 0 reads the flag atomically until it is set, fences (acquire), and its barrier hands
+ * that on to the threads that then read. */
 #include <string.h>
 
 #include "lower.h"
@@ -36,7 +40,10 @@
  * smaller tile does little work a K step, its product has many tiles unless it is tiny, and the
  * slice's bounds cost it a register: 32 x 32 products went from 12 blocks a multiprocessor to
  * 10 with them (ptxas 40 -> 48 registers). */
-enum { SPLIT_MAX_ACC = 4, CNT_ALIGN = 256, SPLIT_MIN_TILE = 64 * 128 };
+enum { SPLIT_MAX_ACC = 4, SPLIT_MIN_TILE = 64 * 128 };
+/* a tile's pair words (split_fixup): 4 levels x 16 places x 2 words; the launcher's
+   RT_SPLIT_CNT_TILE */
+enum { CNT_TILE = 4 * 16 * 8 };
 
 /* Does e name block.d (d >= dim)? */
 static bool uses_block(const Expr *e, int dim)
@@ -342,6 +349,34 @@ static void staged_groups(Lower *c, int part, int buf, int g0, int ng, const int
     }
 }
 
+/* dst = atom.global.add.u32 [addr + off], v, under guard (-1: none); dst keeps its value where
+ * the guard is false. */
+static void atom_add(Func *f, int addr, int64_t off, int64_t v, int dst, int guard)
+{
+    Ins *in = emit_ins(f, OP_ATOM, PT_U32);
+    in->space = SP_GLOBAL;
+    in->redop = RED_ADD;
+    in->dst[0] = dst;
+    in->ndst = 1;
+    in->src[0] = R(addr);
+    in->src[1] = IMM(v);
+    in->nsrc = 2;
+    in->off = off;
+    in->guard = guard;
+}
+
+/* The global address a hidden pointer parameter NAME_param_WHAT holds. */
+static int param_ptr(Lower *c, const char *what)
+{
+    int raw = new_reg(c->f, RC_D);
+    Ins *in = emit_ins(c->f, OP_LDPARAM, PT_U64);
+    in->dst[0] = raw;
+    in->ndst = 1;
+    in->src[0] = SYM(arena_printf(c->a, "%s_param_%s", c->k->name, what));
+    in->nsrc = 1;
+    return ir_un(c->f, OP_CVTA, PT_U64, R(raw));
+}
+
 static void fence_gpu(Func *f, int guard)
 {
     Ins *in = emit_ins(f, OP_FENCEGPU, PT_B32);
@@ -354,7 +389,6 @@ void split_fixup(Lower *c, const Stmt *s)
         return;
     enum { MOST = 1024 };
     Func *f = c->f;
-    Kernel *k = c->k;
     int regs[MOST];
     PType types[MOST];
     int n = slots_total(c);
@@ -390,74 +424,89 @@ void split_fixup(Lower *c, const Stmt *s)
     ir_bra(f, done, whole, false);
     /* the tile: the block's place in the grid the kernel names (the raw indices: a reordered
        grid's mapping is the same in every slice, but the raw ones need no care) */
-    int tile = ir_movsym(f, PT_U32, ct[0]), tiles = ir_movsym(f, PT_U32, nct[0]);
-    if (c->split_dim == 2) {
-        int ny = ir_movsym(f, PT_U32, nct[1]);
-        tile = ir_tern(f, OP_MAD, PT_U32, R(ir_movsym(f, PT_U32, ct[1])), R(tiles), R(tile));
-        tiles = ir_bin(f, OP_MUL, PT_U32, R(tiles), R(ny));
-    }
+    int tile = ir_movsym(f, PT_U32, ct[0]);
+    if (c->split_dim == 2)
+        tile = ir_tern(f, OP_MAD, PT_U32, R(ir_movsym(f, PT_U32, ct[1])), R(ir_movsym(f, PT_U32, nct[0])), R(tile));
     int slice = c->ctaid[c->split_dim];
-    int raw = new_reg(f, RC_D);
-    Ins *in = emit_ins(f, OP_LDPARAM, PT_U64);
-    in->dst[0] = raw;
-    in->ndst = 1;
-    in->src[0] = SYM(arena_printf(c->a, "%s_param_ws", k->name));
-    in->nsrc = 1;
-    int ws = ir_un(f, OP_CVTA, PT_U64, R(raw));
-    /* counters: tiles words, rounded up to CNT_ALIGN bytes */
-    int cnt_bytes = ir_bin(f, OP_BAND, PT_B32, R(ir_tern(f, OP_MAD, PT_U32, R(tiles), IMM(4), IMM(CNT_ALIGN - 1))),
-                           IMM(~(int64_t)(CNT_ALIGN - 1) & 0xffffffff));
-    int parts = ir_bin(f, OP_ADD, PT_U64, R(ws), R(ir_cvt(f, PT_U64, PT_U32, R(cnt_bytes))));
+    /* the partial sums' workspace and the tiles' pair words: apart, so that no launch's sums
+       land where a later launch with more tiles keeps its words */
+    int parts = param_ptr(c, "ws"), cnt = param_ptr(c, "cnt");
+    Ins *in;
+    /* A binary tree over the slices, level by level: at level l the block holding node `node`
+       (slices [node << l, (node + 1) << l)) pairs with its sibling node ^ 1 where that exists.
+       Thread 0 counts in on the pair's counter; the first of the two writes its sums to its
+       node's slot (the slot of its first slice), releases them (barrier, fence, the pair's
+       flag) and leaves; the second waits for the flag (the first has arrived and only writes:
+       it always gets there), adds the first's sums to its own -- a + b, exact in either order,
+       so the result does not depend on which came first -- resets the pair's words for the
+       next launch and goes up a level. A node without a sibling goes up as it is. The block
+       that reaches the root has the whole sum; each block reads at most one slice's sums a
+       level, so the reading is spread over the slices' multiprocessors instead of one reading
+       all S (10 us of a 52 us product at 128 rows on an H200, docs/performance.md).
+       Counters: per tile, 4 levels (RT_SPLIT_MAX = 16) x 16 pair places x 2 words. */
     int first = ir_bin(f, OP_MUL, PT_U32, R(tile), R(S));   /* the tile's slice 0 */
-    int my = ir_bin(f, OP_ADD, PT_U64, R(parts),
-                    R(ir_bin(f, OP_MULWIDE, PT_U32, R(ir_bin(f, OP_ADD, PT_U32, R(first), R(slice))), IMM(bytes))));
-    each_group(c, my, regs, types, n, false);
-    /* count in: the barrier orders every thread's stores before thread 0's release */
-    ir_bar(f);
+    int cnt_tile = ir_bin(f, OP_ADD, PT_U64, R(cnt), R(ir_bin(f, OP_MULWIDE, PT_U32, R(tile), IMM(CNT_TILE))));
     int t0 = ir_setp(f, CMP_EQ, PT_U32, R(c->tid), IMM(0));
-    fence_gpu(f, t0);
-    int cnt = ir_bin(f, OP_ADD, PT_U64, R(ws), R(ir_bin(f, OP_MULWIDE, PT_U32, R(tile), IMM(4))));
+    int node = ir_mov(f, PT_U32, R(slice)), lvl = ir_mov(f, PT_U32, IMM(0));
+    int head = new_label(f), up = new_label(f);
+    ir_label(f, head);
+    /* the sibling's first slice: none past the last */
+    int sib = ir_bin(f, OP_BXOR, PT_B32, R(node), IMM(1));
+    int sib_first = ir_bin(f, OP_SHL, PT_B32, R(sib), R(lvl));
+    int alone = ir_setp(f, CMP_GE, PT_U32, R(sib_first), R(S));
+    ir_bra(f, up, alone, false);
+    /* the pair's words: level lvl, place (node >> 1) << (lvl + 1) */
+    int place = ir_bin(f, OP_SHL, PT_B32, R(ir_bin(f, OP_SHR, PT_U32, R(node), IMM(1))),
+                       R(ir_bin(f, OP_ADD, PT_U32, R(lvl), IMM(1))));
+    int word = ir_tern(f, OP_MAD, PT_U32, R(lvl), IMM(16), R(place));
+    int pair = ir_bin(f, OP_ADD, PT_U64, R(cnt_tile), R(ir_bin(f, OP_MULWIDE, PT_U32, R(word), IMM(8))));
     int old = ir_mov(f, PT_U32, IMM(0));
-    in = emit_ins(f, OP_ATOM, PT_U32);
-    in->space = SP_GLOBAL;
-    in->redop = RED_ADD;
-    in->dst[0] = old;
-    in->ndst = 1;
-    in->src[0] = R(cnt);
-    in->src[1] = IMM(1);
-    in->nsrc = 2;
-    in->guard = t0;
-    int last = ir_setp(f, CMP_EQ, PT_U32, R(old), R(ir_bin(f, OP_SUB, PT_U32, R(S), IMM(1))));
-    /* the last block resets the counter for the next launch, and acquires the others' sums */
-    int zero = ir_mov(f, PT_U32, IMM(0));
-    global_access(f, OP_ST, PT_U32, cnt, 0, &zero, 1);
-    f->code.v[f->code.n - 1].guard = last;
-    fence_gpu(f, last);
-    /* thread 0's verdict to the block: a barrier that ORs it (no shared memory to find) */
+    atom_add(f, pair, 0, 1, old, t0);
+    int second = ir_setp(f, CMP_EQ, PT_U32, R(old), IMM(1));
     int go = new_reg(f, RC_P);
     in = emit_ins(f, OP_BARRED, PT_PRED);
     in->dst[0] = go;
     in->ndst = 1;
-    in->src[0] = R(last);
+    in->src[0] = R(second);
     in->nsrc = 1;
     in->count = (uint16_t)f->bar_threads;
-    ir_bra(f, c->split_exit, go, true);
-    /* the sum, slice 0 first */
-    for (int i = 0; i < n; i++) {
-        Ins *z = emit_ins(f, OP_MOV, types[i]);
-        z->dst[0] = regs[i];
-        z->ndst = 1;
-        z->src[0] = types[i] == PT_F32 ? FIMM(0.0) : IMM(0);
-        z->nsrc = 1;
-    }
-    int j = ir_mov(f, PT_U32, IMM(0));
-    int at = ir_bin(f, OP_ADD, PT_U64, R(parts), R(ir_bin(f, OP_MULWIDE, PT_U32, R(first), IMM(bytes))));
-    int head = new_label(f);
-    ir_label(f, head);
+    int wait = new_label(f);
+    ir_bra(f, wait, go, false);
+    /* the first: its sums out, released, then it leaves */
+    int my = ir_bin(f, OP_ADD, PT_U64, R(parts),
+                    R(ir_bin(f, OP_MULWIDE, PT_U32, R(ir_bin(f, OP_ADD, PT_U32, R(first),
+                                                                R(ir_bin(f, OP_SHL, PT_B32, R(node), R(lvl))))),
+                             IMM(bytes))));
+    each_group(c, my, regs, types, n, false);
+    ir_bar(f);
+    fence_gpu(f, t0);
+    int ignored = ir_mov(f, PT_U32, IMM(0));
+    atom_add(f, pair, 4, 1, ignored, t0);
+    ir_bra(f, c->split_exit, -1, false);
+    /* the second: thread 0 waits for the flag, acquires, resets the pair's words */
+    ir_label(f, wait);
+    int spun = new_label(f), spin = new_label(f);
+    ir_bra(f, spun, t0, true);
+    f->code.v[f->code.n - 1].divergent = true;
+    ir_label(f, spin);
+    int flag = ir_mov(f, PT_U32, IMM(0));
+    atom_add(f, pair, 4, 0, flag, -1);
+    int unset = ir_setp(f, CMP_EQ, PT_U32, R(flag), IMM(0));
+    ir_bra(f, spin, unset, false);
+    f->code.v[f->code.n - 1].divergent = true;
+    fence_gpu(f, -1);
+    int zero = ir_mov(f, PT_U32, IMM(0));
+    global_access(f, OP_ST, PT_U32, pair, 0, &zero, 1);
+    global_access(f, OP_ST, PT_U32, pair, 4, &zero, 1);
+    ir_label(f, spun);
+    /* the barrier hands thread 0's acquire on, and frees the staging buffer for refilling */
+    ir_bar(f);
+    int at = ir_bin(f, OP_ADD, PT_U64, R(parts),
+                    R(ir_bin(f, OP_MULWIDE, PT_U32, R(ir_bin(f, OP_ADD, PT_U32, R(first), R(sib_first))), IMM(bytes))));
     if (chunk > 0) {
         for (int g0 = 0; g0 < groups; g0 += chunk) {
             /* a barrier before the buffer is filled again: every thread's reads of it are done */
-            if (g0 > 0 || groups > chunk)
+            if (g0 > 0)
                 ir_bar(f);
             staged_groups(c, at, buf, g0, g0 + chunk <= groups ? chunk : groups - g0, regs, types);
         }
@@ -468,10 +517,12 @@ void split_fixup(Lower *c, const Stmt *s)
     } else {
         each_group(c, at, regs, types, n, true);
     }
-    ir_bin_to(f, OP_ADD, PT_U64, at, R(at), IMM(bytes));
-    ir_bin_to(f, OP_ADD, PT_U32, j, R(j), IMM(1));
-    int more = ir_setp(f, CMP_LT, PT_U32, R(j), R(S));
-    if (chunk > 0)   /* the next slice's copies overwrite what this one's reads read */
+    /* up a level, while a level's pairs span fewer than the S slices */
+    ir_label(f, up);
+    ir_bin_to(f, OP_SHR, PT_U32, node, R(node), IMM(1));
+    ir_bin_to(f, OP_ADD, PT_U32, lvl, R(lvl), IMM(1));
+    int more = ir_setp(f, CMP_LT, PT_U32, R(ir_bin(f, OP_SHL, PT_B32, IMM(1), R(lvl))), R(S));
+    if (chunk > 0)   /* the next level's copies overwrite what this one's reads read */
         ir_bar(f);
     ir_bra(f, head, more, false);
     ir_label(f, done);

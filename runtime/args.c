@@ -391,9 +391,10 @@ tilert_status rt_plan_launch(const rt_kernel_meta *k, const tilert_arg *args, in
         if ((s = eval_in_context(k, &k->split_trips, vals, "the split loop's iterations", &trips)))
             return s;
         plan->split_trips = trips > 0 ? trips : 0;
-        rt_plan_split(k, plan, 1, 0);
+        rt_plan_split(k, plan, 1, 0, 0);
         plan->params[nargs + k->ntmaps] = &plan->split_ws;
-        plan->params[nargs + k->ntmaps + 1] = &plan->split_span;
+        plan->params[nargs + k->ntmaps + 1] = &plan->split_cnt;
+        plan->params[nargs + k->ntmaps + 2] = &plan->split_span;
     }
     return TILERT_OK;
 }
@@ -414,21 +415,20 @@ int rt_split_count(int64_t tiles, int64_t slots, int64_t trips, int forced)
     return S >= 2 ? (int)S : 1;
 }
 
-/* A counter per tile, the counters rounded up to RT_SPLIT_CNT_ALIGN bytes, then each tile's
- * slices' partial sums (compiler/lower_split.c lays them out). */
+/* Each tile's slices' partial sums (compiler/lower_split.c lays them out). */
 size_t rt_split_bytes(const rt_kernel_meta *k, int64_t tiles, int S)
 {
-    size_t cnt = ((size_t)tiles * 4 + RT_SPLIT_CNT_ALIGN - 1) / RT_SPLIT_CNT_ALIGN * RT_SPLIT_CNT_ALIGN;
-    return cnt + (size_t)tiles * (size_t)S * (size_t)k->split_bytes;
+    return (size_t)tiles * (size_t)S * (size_t)k->split_bytes;
 }
 
 /* Each slice cdiv(trips, S) iterations: span = that times the step, in the loop variable's
  * units. One slice covers the whole loop (span at least its length), clamped to int32. */
-void rt_plan_split(const rt_kernel_meta *k, rt_launch_plan *plan, int S, CUdeviceptr ws)
+void rt_plan_split(const rt_kernel_meta *k, rt_launch_plan *plan, int S, CUdeviceptr ws, CUdeviceptr cnt)
 {
     int64_t per = S > 1 ? (plan->split_trips + S - 1) / S : plan->split_trips;
     int64_t span = per * k->split_step;
     plan->split_span = span > INT32_MAX ? INT32_MAX : (int32_t)span;
     plan->split_ws = ws;
+    plan->split_cnt = cnt;
     plan->grid[k->split_dim] = (unsigned)S;
 }

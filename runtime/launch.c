@@ -106,47 +106,51 @@ static int split_slots(tilert_kernel *k)
     return slots;
 }
 
-/* The stream's workspace of at least `need` bytes, its counters zero in stream order; 0 where
- * there is none to be had (more streams than the table holds, a stream being captured into a
- * graph, no memory): the launch then runs unsplit. The first one is sized for any split this
- * kernel chooses by itself (at most `slots` blocks); a larger one (TILERT_SPLIT) replaces it
- * once the stream's earlier launches are done with it. */
-static CUdeviceptr split_workspace(tilert_kernel *k, CUstream stream, size_t need, int slots)
+/* The stream's workspace: pair words for at least `tiles` tiles, zero in stream order, then at
+ * least `need` bytes of partial sums; its base, 0 where there is none to be had (more streams
+ * than the table holds, a stream being captured into a graph, no memory): the launch then runs
+ * unsplit. The first one is sized for any split this kernel chooses by itself (at most `slots`
+ * blocks); a larger one (TILERT_SPLIT) replaces it once the stream's earlier launches are done
+ * with it. *cap: the tiles its words are for (the partial sums start after them). */
+static CUdeviceptr split_workspace(tilert_kernel *k, CUstream stream, int64_t tiles, size_t need, int slots,
+                                   int64_t *cap)
 {
     CUdeviceptr p = 0;
-    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     pthread_mutex_lock(&k->mod->lock);
     int i = 0;
     while (i < k->nws && k->ws[i].stream != stream)
         i++;
-    if (i < k->nws && k->ws[i].bytes >= need) {
-        p = k->ws[i].ptr;
+    if (i < k->nws && k->ws[i].tiles >= tiles && k->ws[i].bytes >= need) {
+        p = k->ws[i].ptr, *cap = k->ws[i].tiles;
         goto out;
     }
-    if ((i == k->nws && k->nws == RT_SPLIT_STREAMS) || cuStreamIsCapturing(stream, &cap) != CUDA_SUCCESS ||
-        cap != CU_STREAM_CAPTURE_STATUS_NONE)
+    if ((i == k->nws && k->nws == RT_SPLIT_STREAMS) || cuStreamIsCapturing(stream, &st) != CUDA_SUCCESS ||
+        st != CU_STREAM_CAPTURE_STATUS_NONE)
         goto out;
     if (i < k->nws && k->ws[i].ptr) {
         if (cuStreamSynchronize(stream) != CUDA_SUCCESS)
             goto out;
         (void)cuMemFree(k->ws[i].ptr);
-        k->ws[i].ptr = 0, k->ws[i].bytes = 0;
+        k->ws[i].ptr = 0, k->ws[i].tiles = 0, k->ws[i].bytes = 0;
     }
-    size_t bytes = rt_split_bytes(k->meta, slots, 1);
+    int64_t t = tiles > slots ? tiles : slots;
+    size_t bytes = rt_split_bytes(k->meta, slots, 1), words = (size_t)t * RT_SPLIT_CNT_TILE;
     if (bytes < need)
         bytes = need;
-    if (cuMemAlloc(&p, bytes) != CUDA_SUCCESS) {
+    if (cuMemAlloc(&p, words + bytes) != CUDA_SUCCESS) {
         p = 0;
         goto out;
     }
-    if (cuMemsetD8Async(p, 0, bytes, stream) != CUDA_SUCCESS) {
+    if (cuMemsetD8Async(p, 0, words, stream) != CUDA_SUCCESS) {
         (void)cuMemFree(p);
         p = 0;
         goto out;
     }
     if (i == k->nws)
         k->nws++;
-    k->ws[i].stream = stream, k->ws[i].ptr = p, k->ws[i].bytes = bytes;
+    k->ws[i].stream = stream, k->ws[i].ptr = p, k->ws[i].tiles = t, k->ws[i].bytes = bytes;
+    *cap = t;
 out:
     pthread_mutex_unlock(&k->mod->lock);
     return p;
@@ -159,13 +163,13 @@ static void plan_split(tilert_kernel *k, CUstream stream, rt_launch_plan *plan)
     const char *env = getenv("TILERT_SPLIT");
     int forced = env ? atoi(env) : 0;
     int slots = split_slots(k);
-    int64_t tiles = (int64_t)plan->grid[0] * plan->grid[1] * plan->grid[2];
+    int64_t tiles = (int64_t)plan->grid[0] * plan->grid[1] * plan->grid[2], cap = 0;
     int S = slots ? rt_split_count(tiles, slots, plan->split_trips, forced) : 1;
     if (S < 2)
         return;
-    CUdeviceptr ws = split_workspace(k, stream, rt_split_bytes(k->meta, tiles, S), slots);
-    if (ws)
-        rt_plan_split(k->meta, plan, S, ws);
+    CUdeviceptr base = split_workspace(k, stream, tiles, rt_split_bytes(k->meta, tiles, S), slots, &cap);
+    if (base)
+        rt_plan_split(k->meta, plan, S, base + (CUdeviceptr)cap * RT_SPLIT_CNT_TILE, base);
 }
 
 tilert_status tilert_launch(tilert_kernel *k, CUstream stream, const tilert_arg *args, int nargs)

@@ -152,11 +152,12 @@ typedef struct {
     /* Parameter storage laid out per the ABI, and one pointer per argument into it, then one per
      * tensor map into tmap_store. */
     _Alignas(8) unsigned char store[RT_MAX_ARGS * 8];
-    /* a split kernel's two hidden parameters, last: the workspace and the slice's length */
-    CUdeviceptr split_ws;
+    /* a split kernel's three hidden parameters, last: the partial sums' workspace, the tiles'
+       pair words and the slice's length */
+    CUdeviceptr split_ws, split_cnt;
     int32_t split_span;
     int64_t split_trips;   /* the loop's iterations at this launch */
-    void *params[RT_MAX_ARGS + RT_MAX_TMAPS + 2];
+    void *params[RT_MAX_ARGS + RT_MAX_TMAPS + 3];
 } rt_launch_plan;
 
 /* Checks count, kinds, pointers (non-null, aligned) and sizes (>= 0). */
@@ -182,12 +183,14 @@ tilert_status rt_plan_launch(const rt_kernel_meta *k, const tilert_arg *args, in
  * `tiles` blocks where `slots` blocks run at once (multiprocessors x blocks each), the loop
  * `trips` iterations long: enough slices to fill the slots, each at least RT_SPLIT_MIN_TRIPS
  * iterations, at most RT_SPLIT_MAX; 1 where the grid fills the GPU. forced > 0 (TILERT_SPLIT,
- * for tests) is taken as it is, up to RT_SPLIT_MAX. rt_split_bytes: the workspace that needs.
- * rt_plan_split: the plan made for S slices over workspace ws. */
-enum { RT_SPLIT_MIN_TRIPS = 8, RT_SPLIT_MAX = 16, RT_SPLIT_CNT_ALIGN = 256, RT_SPLIT_STREAMS = 8 };
+ * for tests) is taken as it is, up to RT_SPLIT_MAX. rt_split_bytes: the partial sums' workspace
+ * that needs (the pair words are RT_SPLIT_CNT_TILE bytes a tile apart from it, zero before the
+ * launch and after). rt_plan_split: the plan made for S slices over workspace ws, words cnt. */
+/* RT_SPLIT_CNT_TILE: a tile's pair words, 4 levels x 16 places x (count, flag) (lower_split.c) */
+enum { RT_SPLIT_MIN_TRIPS = 8, RT_SPLIT_MAX = 16, RT_SPLIT_CNT_TILE = 4 * 16 * 8, RT_SPLIT_STREAMS = 8 };
 int rt_split_count(int64_t tiles, int64_t slots, int64_t trips, int forced);
 size_t rt_split_bytes(const rt_kernel_meta *k, int64_t tiles, int S);
-void rt_plan_split(const rt_kernel_meta *k, rt_launch_plan *plan, int S, CUdeviceptr ws);
+void rt_plan_split(const rt_kernel_meta *k, rt_launch_plan *plan, int S, CUdeviceptr ws, CUdeviceptr cnt);
 
 /* ---------------------------------------------------------------- context.c / module.c */
 
@@ -207,9 +210,10 @@ struct tilert_kernel {
     CUfunction fn;
     bool smem_attr_set;    /* guarded by mod->lock */
     /* a split kernel (//@split): blocks that run at once on the device (0: not known yet), and
-       a workspace per stream, its counters zeroed on that stream; guarded by mod->lock */
+       a workspace per stream: pair words for `tiles` tiles (zeroed on that stream), then `bytes`
+       of partial sums; guarded by mod->lock */
     int split_slots;
-    struct { CUstream stream; CUdeviceptr ptr; size_t bytes; } ws[RT_SPLIT_STREAMS];
+    struct { CUstream stream; CUdeviceptr ptr; int64_t tiles; size_t bytes; } ws[RT_SPLIT_STREAMS];
     int nws;
 };
 

@@ -707,10 +707,10 @@ fi
 
 # f16(acc) and bf16(acc) stored (into the TMA store's staged tile on sm_90a): the cast's rounding
 # is the store's narrowing, one conversion a value (lower_mem.c, widened_from), none back to f32
-# and again.
+# and again. (Without the split K loop's sum, whose shifts of slice numbers read as packing.)
 for k in matmul_f16:f16 matmul_bf16:bf16; do
 	name=${k%%:*} ty=${k##*:}
-	"$tilec" --no-ptxas --arch=sm_90a examples/$name.tile -o "$tmp/cv.$name.ptx" 2>/dev/null
+	"$tilec" --no-ptxas --arch=sm_90a -fno-split-k examples/$name.tile -o "$tmp/cv.$name.ptx" 2>/dev/null
 	e=$(entry_body "$tmp/cv.$name.ptx" "$name")
 	nn=$(echo "$e" | grep -c "cvt\.rn\.$ty\.f32")
 	nb=$(echo "$e" | grep -c "cvt\.f32\.$ty\|cvt\.u32\.u16\|shl\.b32")
@@ -1076,7 +1076,8 @@ for a in sm_80 sm_90a; do
 	"$tilec" --no-ptxas --arch=$a examples/matmul_f16.tile -o "$tmp/split_$a.ptx" 2>/dev/null
 	f="$tmp/split_$a.ptx"
 	if grep -q '^//@split 1 131072 64 | a4 0 - 64 cdiv$' "$f" &&
-	   grep -A1 'param .u64 matmul_f16_param_ws,' "$f" | grep -q 'param .s32 matmul_f16_param_span$' &&
+	   grep -A2 'param .u64 matmul_f16_param_ws,' "$f" | grep -q 'param .s32 matmul_f16_param_span$' &&
+	   grep -q 'param .u64 matmul_f16_param_cnt,' "$f" &&
 	   grep -q 'fence.acq_rel.gpu' "$f" && grep -q 'atom.global.add.u32' "$f" &&
 	   grep -q 'bar.red.or.pred' "$f" && grep -q 'mov.u32 %r[0-9]*, %nctaid.y' "$f" && ! grep -q '\.local' "$f"; then
 		pass "split K: matmul_f16 $a splits over block.y"

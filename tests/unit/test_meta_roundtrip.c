@@ -18,10 +18,10 @@ static const char *matmul_assume_text[] = {"K % 4 == 0", "N % 4 == 0 || M > 0 | 
                                            "M > 0\n//@end\r//@kernel evil threads 1 smem 0 regs 1\v"};
 
 static TensorMapMeta matmul_tmaps[] = {
-    {0, "tf32", 128, 256, 32, "a3", "a4", "a4", 0, {0}, {0}},
-    {1, "f32", 0, 32, 8, "a4", "a5", "a5 4 +", 0, {0}, {0}},
+    {0, "tf32", 128, 256, 32, "a3", "a4", "a4", 0, {0}, {0}, false},
+    {1, "f32", 0, 32, 8, "a4", "a5", "a5 4 +", 0, {0}, {0}, false},
     /* a rank-4 tensor's map: two outer dimensions with their strides */
-    {2, "tf32", 128, 64, 32, "a4", "a5", "a5", 2, {"a3", "7"}, {"a4 a5 *", "a3 a4 * a5 *"}},
+    {2, "tf32", 128, 64, 32, "a4", "a5", "a5", 2, {"a3", "7"}, {"a4 a5 *", "a3 a4 * a5 *"}, false},
 };
 
 static KernelArg scalar_args[] = {

@@ -58,34 +58,34 @@ static void check_plan(const rt_kernel_meta *k)
     tilert_status s = rt_plan_launch(k, a, 6, &p);
     if (!unit_check(s == TILERT_OK, "plan", "%s", tilert_last_error()))
         return;
-    CUdeviceptr ws;
+    CUdeviceptr ws, cnt;
     int32_t span;
     memcpy(&ws, p.params[6], 8);
-    memcpy(&span, p.params[7], 4);
-    unit_check(p.grid[0] == 32 && p.grid[1] == 1 && p.split_trips == 128 && ws == 0 && span == 8192,
+    memcpy(&cnt, p.params[7], 8);
+    memcpy(&span, p.params[8], 4);
+    unit_check(p.grid[0] == 32 && p.grid[1] == 1 && p.split_trips == 128 && ws == 0 && cnt == 0 && span == 8192,
                "plan: one slice, the whole loop, no workspace", "grid %u %u trips %lld ws %llx span %d",
                p.grid[0], p.grid[1], (long long)p.split_trips, (unsigned long long)ws, span);
-    rt_plan_split(k, &p, 3, 0x5000);
+    rt_plan_split(k, &p, 3, 0x5000, 0x4000);
     memcpy(&ws, p.params[6], 8);
-    memcpy(&span, p.params[7], 4);
+    memcpy(&cnt, p.params[7], 8);
+    memcpy(&span, p.params[8], 4);
     /* cdiv(128, 3) = 43 iterations a slice: 2752, 2752, 2688 of the 8192 */
-    unit_check(p.grid[0] == 32 && p.grid[1] == 3 && ws == 0x5000 && span == 43 * 64,
-               "plan: three slices", "grid %u %u ws %llx span %d", p.grid[0], p.grid[1], (unsigned long long)ws,
-               span);
-    unit_check(rt_split_bytes(k, 32, 4) == 256 + (size_t)32 * 4 * 131072, "workspace: counters, then partial sums",
-               "%zu", rt_split_bytes(k, 32, 4));
-    unit_check(rt_split_bytes(k, 65, 1) == 512 + (size_t)65 * 131072, "workspace: counters rounded to 256",
-               "%zu", rt_split_bytes(k, 65, 1));
+    unit_check(p.grid[0] == 32 && p.grid[1] == 3 && ws == 0x5000 && cnt == 0x4000 && span == 43 * 64,
+               "plan: three slices", "grid %u %u ws %llx cnt %llx span %d", p.grid[0], p.grid[1],
+               (unsigned long long)ws, (unsigned long long)cnt, span);
+    unit_check(rt_split_bytes(k, 32, 4) == (size_t)32 * 4 * 131072, "workspace: every tile's slices' sums", "%zu",
+               rt_split_bytes(k, 32, 4));
     /* K = 0: no iterations, one slice of length 0 */
     a[4] = tilert_i32(0);
     s = rt_plan_launch(k, a, 6, &p);
-    memcpy(&span, p.params[7], 4);
+    memcpy(&span, p.params[8], 4);
     unit_check(s == TILERT_OK && p.split_trips == 0 && span == 0, "plan: an empty loop", "trips %lld span %d",
                (long long)p.split_trips, span);
     /* a loop longer than int32 in the loop variable's units stays within it */
     rt_launch_plan big = p;
     big.split_trips = (int64_t)1 << 40;
-    rt_plan_split(k, &big, 1, 0);
+    rt_plan_split(k, &big, 1, 0, 0);
     unit_check(big.split_span == INT32_MAX, "plan: the span clamped to int32", "%d", big.split_span);
 }
 
