@@ -116,7 +116,28 @@ static int acc_index(Sym *const *acc, int n, const Sym *s)
     return -1;
 }
 
-/* The loop's body only adds products into the accumulators (lets may name its operands). */
+/* Does e read one of the accumulators? */
+static bool reads_acc(const Expr *e, Sym *const *acc, int nacc)
+{
+    if (!e)
+        return false;
+    if ((e->kind == E_NAME || e->kind == E_INDEX) && e->sym && acc_index(acc, nacc, e->sym) >= 0)
+        return true;
+    if (reads_acc(e->a, acc, nacc) || reads_acc(e->b, acc, nacc) || reads_acc(e->base, acc, nacc) ||
+        reads_acc(e->fill, acc, nacc))
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (reads_acc(e->args[i], acc, nacc))
+            return true;
+    for (int i = 0; i < e->nidx; i++)
+        if (reads_acc(e->idx[i].start, acc, nacc))
+            return true;
+    return false;
+}
+
+/* The loop's body only adds products into the accumulators (lets may name its operands), and
+ * nothing in it reads an accumulator: each slice starts its sums from zero, so a product of
+ * one would not be the loop's. */
 static bool product_loop(const Stmt *s, Sym *const *acc, int nacc)
 {
     if (s->kind != S_FOR || (s->step && (s->step->kind != E_INT || s->step->ival < 1)) || !s->then ||
@@ -125,10 +146,13 @@ static bool product_loop(const Stmt *s, Sym *const *acc, int nacc)
     bool any = false;
     for (int i = 0; i < s->then->nbody; i++) {
         const Stmt *b = s->then->body[i];
-        if (b->kind == S_LET)
+        if (b->kind == S_LET) {
+            if (reads_acc(b->init, acc, nacc))
+                return false;
             continue;
+        }
         if (b->kind != S_ASSIGN || b->op != '+' || b->lhs->kind != E_NAME || acc_index(acc, nacc, b->lhs->sym) < 0 ||
-            b->rhs->kind != E_BINARY || b->rhs->op != OP_MATMUL)
+            b->rhs->kind != E_BINARY || b->rhs->op != OP_MATMUL || reads_acc(b->rhs, acc, nacc))
             return false;
         any = true;
     }

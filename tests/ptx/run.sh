@@ -1125,6 +1125,13 @@ kernel scaled(A: f32[M, K], B: f32[K, N], C: f32[M, N]) grid(cdiv(M, 64), cdiv(N
     for k in 0 .. K step 16 { acc = acc * 0.5; acc += A[block.x * 64 +: 64, k +: 16] @ B[k +: 16, block.y * 128 +: 128]; }
     C[block.x * 64 +: 64, block.y * 128 +: 128] = acc;
 }
+// no: an operand reads the accumulator (each slice's sum starts from zero)
+kernel feeds_back(A: f32[M, K], B: f32[K, N], C: f32[M, N]) grid(cdiv(M, 64), cdiv(N, 128)) threads(256)
+{
+    var acc: f32[64, 128] = 0;
+    for k in 0 .. K step 128 { acc += acc[0 +: 64, 0 +: 128] @ B[k +: 128, block.y * 128 +: 128]; }
+    C[block.x * 64 +: 64, block.y * 128 +: 128] = acc;
+}
 // no: a 32 x 32 tile (too little work a block to split)
 kernel small(A: f32[M, K], B: f32[K, N], C: f32[M, N]) grid(cdiv(M, 32), cdiv(N, 32)) threads(128)
 {
