@@ -165,8 +165,10 @@ void split_plan(Lower *c)
     c->split_loop = NULL;
     c->split_exit = -1;
     int dim = k->ngrid;
-    if (c->opt->no_split_k || c->opt->cluster || dim < 1 || dim >= MAX_GRID || k->first_print ||
-        stmt_uses_block(k->body, dim))
+    /* not with a producer warp (-fwarp-specialize, -fcluster): the split was not run on the GPU
+       with one (its consumers alone would meet at the sum's barriers) */
+    if (c->opt->no_split_k || c->opt->warp_spec || c->opt->cluster || dim < 1 || dim >= MAX_GRID ||
+        k->first_print || stmt_uses_block(k->body, dim))
         return;
     Sym *acc[SPLIT_MAX_ACC];
     int nacc = 0;
