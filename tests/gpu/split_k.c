@@ -192,9 +192,12 @@ int main(int argc, char **argv)
         return rc;
     /* M, N, K: few rows (the launcher splits by itself), a loop of two iterations (sixteen
        slices leave most empty), sizes no tile divides, K not a multiple of 8 (the loop's
-       unaligned version) */
+       unaligned version), tile counts that grow from one case to the next, and last a grid whose
+       sixteen forced slices outnumber the blocks the GPU runs at once (the stream's workspace
+       made anew, larger; blocks waiting for a pair's first that has arrived) */
     static const int mnk[][3] = {
         { 1, 136, 72 }, { 100, 256, 1000 }, { 16, 1024, 4096 }, { 128, 384, 2112 }, { 200, 136, 1536 },
+        { 16, 4096, 1024 },
     };
     static const int splits[] = { 0, 2, 3, 16 };
     size_t nsizes = test_small() ? 2 : COUNT(mnk), nsplits = test_small() ? 2 : COUNT(splits);
