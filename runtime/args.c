@@ -425,9 +425,9 @@ size_t rt_split_bytes(const rt_kernel_meta *k, int64_t tiles, int S)
  * units. One slice covers the whole loop (span at least its length), clamped to int32. */
 void rt_plan_split(const rt_kernel_meta *k, rt_launch_plan *plan, int S, CUdeviceptr ws, CUdeviceptr cnt)
 {
-    int64_t per = S > 1 ? (plan->split_trips + S - 1) / S : plan->split_trips;
-    int64_t span = per * k->split_step;
-    plan->split_span = span > INT32_MAX ? INT32_MAX : (int32_t)span;
+    /* trips is any count an RPN gives (up to int64's largest): no sum or product overflows */
+    int64_t t = plan->split_trips, per = S > 1 ? t / S + (t % S != 0) : t;
+    plan->split_span = per > INT32_MAX / k->split_step ? INT32_MAX : (int32_t)(per * k->split_step);
     plan->split_ws = ws;
     plan->split_cnt = cnt;
     plan->grid[k->split_dim] = (unsigned)S;

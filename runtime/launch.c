@@ -165,7 +165,9 @@ static void plan_split(tilert_kernel *k, CUstream stream, rt_launch_plan *plan)
     int slots = split_slots(k);
     int64_t tiles = (int64_t)plan->grid[0] * plan->grid[1] * plan->grid[2], cap = 0;
     int S = slots ? rt_split_count(tiles, slots, plan->split_trips, forced) : 1;
-    if (S < 2)
+    /* (a grid of more tiles only where forced: its workspace's size would not fit the size_t
+       products below, nor any GPU) */
+    if (S < 2 || tiles > INT32_MAX / RT_SPLIT_MAX)
         return;
     CUdeviceptr base = split_workspace(k, stream, tiles, rt_split_bytes(k->meta, tiles, S), slots, &cap);
     if (base)

@@ -87,6 +87,13 @@ static void check_plan(const rt_kernel_meta *k)
     big.split_trips = (int64_t)1 << 40;
     rt_plan_split(k, &big, 1, 0, 0);
     unit_check(big.split_span == INT32_MAX, "plan: the span clamped to int32", "%d", big.split_span);
+    /* the most iterations an RPN can give, split or not: no overflow on the way (a fuzzer's find) */
+    big.split_trips = INT64_MAX;
+    rt_plan_split(k, &big, 1, 0, 0);
+    int32_t one = big.split_span;
+    rt_plan_split(k, &big, 7, 0, 0);
+    unit_check(one == INT32_MAX && big.split_span == INT32_MAX, "plan: int64's most iterations", "%d %d", one,
+               big.split_span);
 }
 
 int main(void)
