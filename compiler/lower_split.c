@@ -212,6 +212,18 @@ void split_plan(Lower *c)
     }
 }
 
+/* A hidden parameter NAME_param_WHAT (lower_params.c's spelling), of type t. */
+static int param_load(Lower *c, const char *what, PType t)
+{
+    int r = new_reg(c->f, ptype_class(t));
+    Ins *in = emit_ins(c->f, OP_LDPARAM, t);
+    in->dst[0] = r;
+    in->ndst = 1;
+    in->src[0] = SYM(arena_printf(c->a, "%s_param_%s", c->k->name, what));
+    in->nsrc = 1;
+    return r;
+}
+
 /* The loop's slice in this block: [lo + s span, min(hi, lo + (s + 1) span)), where the launcher
  * passes span = cdiv(trips, S) * step (a hidden parameter): made of parameters and the block
  * index only, the bounds are uniform values ptxas keeps out of the threads' registers, where a
@@ -224,12 +236,7 @@ void split_begin(Lower *c, const Stmt *s)
     Func *f = c->f;
     f->cur_what = "the loop's slice";
     Tile lo = lower_expr(c, s->lo, NULL), hi = lower_expr(c, s->hi, NULL);
-    int span = new_reg(f, RC_R);
-    Ins *in = emit_ins(f, OP_LDPARAM, PT_S32);
-    in->dst[0] = span;
-    in->ndst = 1;
-    in->src[0] = SYM(arena_printf(c->a, "%s_param_span", c->k->name));
-    in->nsrc = 1;
+    int span = param_load(c, "span", PT_S32);
     int l = opnd_reg(c, lo.v[0], PT_S32);
     int start = ir_tern(f, OP_MAD, PT_S32, R(c->ctaid[c->split_dim]), R(span), R(l));
     c->split_hi = ir_bin(f, OP_MIN, PT_S32, R(opnd_reg(c, hi.v[0], PT_S32)), R(ir_bin(f, OP_ADD, PT_S32, R(start), R(span))));
@@ -394,13 +401,7 @@ static void atom_add(Func *f, int addr, int64_t off, int64_t v, int dst, int gua
 /* The global address a hidden pointer parameter NAME_param_WHAT holds. */
 static int param_ptr(Lower *c, const char *what)
 {
-    int raw = new_reg(c->f, RC_D);
-    Ins *in = emit_ins(c->f, OP_LDPARAM, PT_U64);
-    in->dst[0] = raw;
-    in->ndst = 1;
-    in->src[0] = SYM(arena_printf(c->a, "%s_param_%s", c->k->name, what));
-    in->nsrc = 1;
-    return ir_un(c->f, OP_CVTA, PT_U64, R(raw));
+    return ir_un(c->f, OP_CVTA, PT_U64, R(param_load(c, what, PT_U64)));
 }
 
 static void fence_gpu(Func *f, int guard)
