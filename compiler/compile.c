@@ -263,6 +263,21 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
         for (int attempt = 0;; attempt++) {
             diag.capture = &cur;
             f = lower_kernel(a, p, k, &kopt, &out->metas[i]);
+            /* a split whose slices meet in a cluster, where the rest of the kernel moves values
+               between threads (lower_split.c): compiled again with the tree's sum */
+            if (f && f->split_retry && !kopt.split_tree) {
+                kopt.split_tree = true;
+                diag.capture = NULL;
+                buf_free(&cur);
+                cur = (Buf){ 0 };
+                func_free(f);
+                int nw = diag.nwarnings;
+                diag = before;
+                diag.nwarnings = nw;
+                forget_lowering(k);
+                attempt--;
+                continue;
+            }
             if (f) {
                 f->sm_threads = (target_of(arch) ? target_of(arch) : target_default())->sm_threads;
                 kok = compile_kernel(a, f, &kopt, &drop);

@@ -50,7 +50,8 @@ int64_t inflight_bytes(const Func *f)
     for (int i = 0; i <= f->code.n; i++) {
         const Ins *in = i < f->code.n ? &f->code.v[i] : NULL;
         /* a straight run ends at a label, a branch or a barrier: ptxas moves no load across */
-        if (!in || in->op == OP_LABEL || in->op == OP_BRA || in->op == OP_BAR || in->op == OP_BARRED) {
+        if (!in || in->op == OP_LABEL || in->op == OP_BRA || in->op == OP_BAR || in->op == OP_BARRED ||
+            in->op == OP_CLUSTERSYNC) {
             best = ld > best ? ld : best;
             ld = 0;
             for (int r = 0; r < nregs; r++)

@@ -235,6 +235,14 @@ typedef struct Lower {
     Sym *split_acc[4]; int split_nacc;
     int split_dim, split_exit;
     int split_lo, split_hi;    /* this block's slice of it (split_begin) */
+    /* ... its slices meeting at a cluster barrier (sm_90: split_fixup's second form): the
+       predicate of the warps that own their rows' sums and store them (true in every warp of an
+       unsplit launch), the instruction where the rest of the kernel starts, and the ranges of it
+       that run only unsplit (a TMA store's staged version, lower_tma_store.c) */
+    bool split_cluster;
+    int split_own, split_tail;
+    int *split_regs, split_nregs;   /* the sums' registers after it */
+    int split_unsplit[8][2], split_nunsplit;
 } Lower;
 /* lower_pipeline.c: the innermost pipelined loop's issue of its pending copies (if any left) */
 void pipe_issue_pending(Lower *c);
@@ -541,6 +549,13 @@ void split_begin(Lower *c, const Stmt *s);
 void split_bounds(Lower *c, const Stmt *s, Opnd *lo, Opnd *hi);
 void split_fixup(Lower *c, const Stmt *s);
 void split_exit(Lower *c);
+/* ... and for the rest of the kernel after a split loop whose slices meet in a cluster: whether
+ * it is being lowered (split_in_tail), the test a version only an unsplit launch may take adds
+ * (split_unsplit_test: p and S = 1, p -1 for none), and that version's instructions
+ * [from, to) (split_unsplit_range), which keep their stores as they are. */
+bool split_in_tail(const Lower *c);
+int split_unsplit_test(Lower *c, int p);
+void split_unsplit_range(Lower *c, int from, int to);
 /* lower_transpose.c: an f32 tile copied as it lies into SWZ_BLK4 staging (in its copies' layout:
  * false where the shape has none) and turned in place into the K-major slab tf32 wgmma reads,
  * rounded to tf32, after the thread's wait for its copies and before the barrier that

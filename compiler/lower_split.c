@@ -15,7 +15,10 @@
  * of the loop; 1 otherwise). Block s of a tile runs the loop's iterations [s q, (s + 1) q), q =
  * cdiv(trips, S), from zeroed accumulators; the loop's own bounds and every fact about its
  * variable (alignment, windows in bounds) still hold, since the slice's values are the loop's.
- * After the loop the slices' sums meet in a binary tree (split_fixup): at each level two blocks
+ * After the loop the slices' sums meet (split_fixup), on a target with clusters in a cluster of a
+ * tile's slices (cluster_sum: each warp's rows summed and stored by one of the blocks, the rest
+ * of the kernel's stores made only by those warps), elsewhere -- and where the rest of the kernel
+ * moves values made from the sums between threads -- in a binary tree: at each level two blocks
  * pair up, the first to arrive hands its sums over through a workspace and leaves, the second
  * adds them to its own -- a + b, exact in either order, so the result never depends on which
  * block came first -- and goes up; the block at the root runs the rest of the kernel. With S = 1
@@ -32,6 +35,7 @@
  * (fence.acq_rel.gpu) and an atomic add to the pair's flag release them; the second block's
  * thread 0 reads the flag atomically until it is set, fences (acquire), and its barrier hands
  * that on to the threads that then read. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "lower.h"
@@ -205,6 +209,7 @@ void split_plan(Lower *c)
             c->split_nacc = nacc;
             memcpy(c->split_acc, acc, sizeof acc);
             c->split_exit = new_label(c->f);
+            c->split_cluster = c->target->clusters && !c->opt->split_tree;
             return;
         default:
             return;
@@ -410,6 +415,69 @@ static void fence_gpu(Func *f, int guard)
     in->guard = guard;
 }
 
+/* What split_fixup's sum works on: the predicate of the warps whose rows this block owns, the
+ * tile, this block's slice, the slice count, the workspace, a block's bytes of sums in it, the
+ * shared staging buffer (chunk groups of four; 0: none), and the accumulators' n registers. */
+typedef struct {
+    int own, tile, slice, S, parts;
+    int64_t bytes;
+    int buf, chunk, groups;
+    const int *regs;
+    const PType *types;
+    int n;
+} SumPlan;
+
+static void divergent_bra(Func *f, int label, int guard, bool neg)
+{
+    ir_bra(f, label, guard, neg);
+    f->code.v[f->code.n - 1].divergent = true;
+}
+
+/* The slices of a tile as one cluster (a target with clusters; the launcher makes each tile's S
+ * slices one, and a launch it cannot make so runs unsplit). A cluster's blocks all run at once,
+ * so they may wait for one another, which the tree's could not: each warp's rows are summed by
+ * one block, warp w's by block w % S. The other blocks' warp w write their sums of those rows
+ * to the workspace; after one cluster barrier (release and acquire at the cluster's scope, which
+ * covers the workspace's global memory) the owning warp adds them to its own, in the order of
+ * the slices after its own, the same at every launch of the same S, and runs the rest of the
+ * kernel for its rows; the others run it too with their stores switched off (split_exit), so
+ * that every barrier in it still meets the whole block. A block so writes and reads (S - 1) / S
+ * of a tile's sums, where the tree's root read a tile's worth at each of its log2(S) levels
+ * after its sibling had written as much (docs/performance.md, "Few rows"). */
+static void cluster_sum(Lower *c, const SumPlan *p, int done)
+{
+    Func *f = c->f;
+    int base = ir_bin(f, OP_MUL, PT_U32, R(p->tile), R(p->S));    /* the tile's slice 0 */
+    int skip = new_label(f);
+    divergent_bra(f, skip, p->own, false);
+    int mine = ir_bin(f, OP_ADD, PT_U64, R(p->parts),
+                      R(ir_bin(f, OP_MULWIDE, PT_U32, R(ir_bin(f, OP_ADD, PT_U32, R(base), R(p->slice))), IMM(p->bytes))));
+    each_group(c, mine, p->regs, p->types, p->n, false);
+    ir_label(f, skip);
+    emit_ins(f, OP_CLUSTERSYNC, PT_B32);
+    divergent_bra(f, done, p->own, true);
+    /* the owners: the slices after this one, in turn */
+    int j = ir_mov(f, PT_U32, IMM(1)), head = new_label(f);
+    ir_label(f, head);
+    int from = ir_bin(f, OP_REM, PT_U32, R(ir_bin(f, OP_ADD, PT_U32, R(p->slice), R(j))), R(p->S));
+    int at = ir_bin(f, OP_ADD, PT_U64, R(p->parts),
+                    R(ir_bin(f, OP_MULWIDE, PT_U32, R(ir_bin(f, OP_ADD, PT_U32, R(base), R(from))), IMM(p->bytes))));
+    /* through shared memory where all of it fits at once: a thread reads back only the pieces
+       it copied, after its own wait, and the adds that use one slice's pieces come before the
+       next slice's copies over them (no barrier: the other warps are elsewhere) */
+    if (p->chunk > 0 && p->chunk >= p->groups) {
+        staged_groups(c, at, p->buf, 0, p->groups, p->regs, p->types);
+        if (p->groups * 4 < p->n) {
+            int rest = ir_bin(f, OP_ADD, PT_U64, R(at), IMM((int64_t)p->groups * (f->bar_threads ? f->bar_threads : c->threads) * 16));
+            each_group(c, rest, p->regs + p->groups * 4, p->types + p->groups * 4, p->n - p->groups * 4, true);
+        }
+    } else {
+        each_group(c, at, p->regs, p->types, p->n, true);
+    }
+    ir_bin_to(f, OP_ADD, PT_U32, j, R(j), IMM(1));
+    divergent_bra(f, head, ir_setp(f, CMP_LT, PT_U32, R(j), R(p->S)), false);
+}
+
 void split_fixup(Lower *c, const Stmt *s)
 {
     if (s != c->split_loop || c->failed || c->too_big)
@@ -446,6 +514,12 @@ void split_fixup(Lower *c, const Stmt *s)
     if (c->smem_over)
         chunk = 0;
     int S = ir_movsym(f, PT_U32, nct[c->split_dim]);
+    /* the cluster's form: warp w's rows are block w % S's (every warp's where S = 1) */
+    int own = -1;
+    if (c->split_cluster) {
+        int warp = ir_bin(f, OP_SHR, PT_U32, R(c->tid), IMM(5));
+        own = ir_setp(f, CMP_EQ, PT_U32, R(ir_bin(f, OP_REM, PT_U32, R(warp), R(S))), R(c->ctaid[c->split_dim]));
+    }
     int whole = ir_setp(f, CMP_LE, PT_U32, R(S), IMM(1));
     int done = new_label(f);
     ir_bra(f, done, whole, false);
@@ -457,7 +531,22 @@ void split_fixup(Lower *c, const Stmt *s)
     int slice = c->ctaid[c->split_dim];
     /* the partial sums' workspace and the tiles' pair words: apart, so that no launch's sums
        land where a later launch with more tiles keeps its words */
-    int parts = param_ptr(c, "ws"), cnt = param_ptr(c, "cnt");
+    int parts = param_ptr(c, "ws");
+    if (c->split_cluster) {
+        cluster_sum(c, &(SumPlan){ own, tile, slice, S, parts, bytes, buf, chunk, groups, regs, types, n }, done);
+        ir_label(f, done);
+        if (chunk > 0)
+            smem_release(c, mark, false);
+        c->meta->split_cluster = true;
+        c->split_own = own;
+        c->split_regs = arena_alloc(c->a, sizeof *c->split_regs * (size_t)(n + 1));
+        memcpy(c->split_regs, regs, sizeof *regs * (size_t)n);
+        c->split_nregs = n;
+        c->split_tail = f->code.n;
+        f->cur_what = "temporary";
+        return;
+    }
+    int cnt = param_ptr(c, "cnt");
     Ins *in;
     /* A binary tree over the slices, level by level: at level l the block holding node `node`
        (slices [node << l, (node + 1) << l)) pairs with its sibling node ^ 1 where that exists.
@@ -559,9 +648,145 @@ void split_fixup(Lower *c, const Stmt *s)
     f->cur_what = "temporary";
 }
 
-/* Where the blocks that were not last leave: just before the kernel's return. */
+/* ---- the rest of the kernel after the cluster's sum */
+
+bool split_in_tail(const Lower *c)
+{
+    return c->split_loop && c->split_cluster && c->split_tail > 0;
+}
+
+/* p (-1: none) and the launch unsplit: what a version that only an unsplit launch may take
+ * tests (lower_tma_store.c: a staged store writes the whole tile, which no block of a split
+ * launch holds). */
+int split_unsplit_test(Lower *c, int p)
+{
+    Func *f = c->f;
+    static const char *const nct[3] = { "%nctaid.x", "%nctaid.y", "%nctaid.z" };
+    int q = ir_setp(f, CMP_LE, PT_U32, R(ir_movsym(f, PT_U32, nct[c->split_dim])), IMM(1));
+    return p < 0 ? q : ir_bin(f, OP_BAND, PT_PRED, R(p), R(q));
+}
+
+void split_unsplit_range(Lower *c, int from, int to)
+{
+    if (c->split_nunsplit == (int)(sizeof c->split_unsplit / sizeof *c->split_unsplit)) {
+        c->f->split_retry = true;    /* more than the list holds: the tree's form */
+        return;
+    }
+    c->split_unsplit[c->split_nunsplit][0] = from;
+    c->split_unsplit[c->split_nunsplit++][1] = to;
+}
+
+static bool unsplit_only(const Lower *c, int i)
+{
+    for (int r = 0; r < c->split_nunsplit; r++)
+        if (i >= c->split_unsplit[r][0] && i < c->split_unsplit[r][1])
+            return true;
+    return false;
+}
+
+static bool is_barrier(int op)
+{
+    return op == OP_BAR || op == OP_BARRED || op == OP_CLUSTERSYNC || op == OP_MBWAIT;
+}
+
+/* Does the rest of the kernel, where a split launch may run it, move a value made from the
+ * sums from one thread to another (through shared memory, or through global memory it wrote and
+ * reads after a barrier)? A warp that does not own its rows holds only its own slice's sums and
+ * stores nothing, so such a value might be wrong or never written. Values made from the sums
+ * are followed from the accumulators' registers; what the kernel loads (a bias through shared
+ * memory) is the same in every warp. Shuffles stay within a warp, which owns its rows or not as
+ * a whole. */
+static bool tail_moves_values(const Lower *c)
+{
+    const Func *f = c->f;
+    bool *made = calloc((size_t)f->regs.n + 1, sizeof *made);
+    if (!made)
+        die("out of memory");
+    for (int r = 0; r < c->split_nregs; r++)
+        made[c->split_regs[r]] = true;
+    /* forward to a fixed point (a loop in the rest carries values around) */
+    for (bool more = true; more;) {
+        more = false;
+        for (int i = c->split_tail; i < f->code.n; i++) {
+            const Ins *in = &f->code.v[i];
+            int use[24], nu = ir_uses(in, use);
+            bool from = false;
+            for (int u = 0; u < nu && !from; u++)
+                from = made[use[u]];
+            for (int d = 0; from && d < in->ndst; d++)
+                if (in->dst[d] >= 0 && !made[in->dst[d]])
+                    made[in->dst[d]] = more = true;
+        }
+    }
+    bool stored = false, synced = false, moves = false;
+    for (int i = c->split_tail; i < f->code.n && !moves; i++) {
+        const Ins *in = &f->code.v[i];
+        if (unsplit_only(c, i))
+            continue;
+        bool mem = in->op == OP_ST || in->op == OP_ATOM || in->op == OP_RED;
+        if ((mem && in->space == SP_SHARED) || in->op == OP_STCLUSTER) {
+            int use[24], nu = ir_uses(in, use);
+            for (int u = 0; u < nu; u++)
+                moves |= made[use[u]];
+        }
+        moves |= in->op == OP_TMASTORE;
+        if (mem && in->space == SP_GLOBAL)
+            stored = true;
+        if (stored && is_barrier(in->op))
+            synced = true;
+        moves |= synced && in->op == OP_LD && in->space == SP_GLOBAL;
+    }
+    free(made);
+    return moves;
+}
+
+/* Every global store, atomic and reduction of the rest of the kernel made under the warp's
+ * ownership of its rows (and its own guard): the rest is emitted again in place, with an `and`
+ * of the two predicates before each store that has a guard of its own. */
+static void guard_tail(Lower *c)
+{
+    Func *f = c->f;
+    int from = c->split_tail, n = f->code.n - from;
+    Ins *tail = malloc(sizeof *tail * (size_t)(n + 1));
+    int *moved_to = malloc(sizeof *moved_to * (size_t)(n + 2));
+    if (!tail || !moved_to)
+        die("out of memory");
+    memcpy(tail, f->code.v + from, sizeof *tail * (size_t)n);
+    f->code.n = from;
+    int saved_line = f->cur_line;
+    for (int i = 0; i < n; i++) {
+        Ins in = tail[i];
+        bool mem = in.op == OP_ST || in.op == OP_ATOM || in.op == OP_RED;
+        if (mem && in.space == SP_GLOBAL && !unsplit_only(c, from + i)) {
+            f->cur_line = in.line;
+            in.guard = in.guard < 0 ? c->split_own : ir_bin(f, OP_BAND, PT_PRED, R(in.guard), R(c->split_own));
+        }
+        moved_to[i] = f->code.n;
+        vec_push(&f->code, in);
+    }
+    moved_to[n] = f->code.n;
+    /* race_check.c tells buffers apart by the instruction count at their allocation */
+    for (int b = 0; b < f->smem_bufs.n; b++) {
+        int at = f->smem_bufs.v[b].at;
+        if (at >= from)
+            f->smem_bufs.v[b].at = moved_to[at - from <= n ? at - from : n];
+    }
+    f->cur_line = saved_line;
+    free(moved_to);
+    free(tail);
+}
+
+/* Where the blocks that were not last leave: just before the kernel's return. After the
+ * cluster's sum, the rest of the kernel's stores guarded, or, where it moves values between
+ * threads, the kernel compiled again with the tree (compile.c). */
 void split_exit(Lower *c)
 {
     if (c->split_loop && c->split_exit >= 0)
         ir_label(c->f, c->split_exit);
+    if (!split_in_tail(c) || c->failed)
+        return;
+    if (tail_moves_values(c))
+        c->f->split_retry = true;
+    else
+        guard_tail(c);
 }

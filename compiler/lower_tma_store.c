@@ -246,24 +246,34 @@ bool tma_store(Lower *c, Expr *target, Tile v, const TmaStage *st)
         smem_release(c, st->mark, true);     /* nothing was written there */
         return false;
     }
-    if (!st->size) {
+    /* after a split loop's sum in a cluster no block holds the whole tile unless the launch is
+       unsplit (lower_split.c): the staged store is a version for that launch */
+    bool split = split_in_tail(c);
+    if (!st->size && !split) {
         staged_store(c, target, v, st, tmap);
         return true;
     }
     /* the registers' store where the launch is not aligned, the staged one where it is */
     const char *saved = f->cur_what;
     f->cur_what = "TMA store version test";
-    int holds = alignment_holds(c, alignment_holds(c, -1, st->size, st->mult, NULL), NULL, 0, t);
+    int holds = st->size ? alignment_holds(c, alignment_holds(c, -1, st->size, st->mult, NULL), NULL, 0, t) : -1;
+    if (split)
+        holds = split_unsplit_test(c, holds);
     f->cur_what = saved;
     int aligned = new_label(f), done = new_label(f);
     ir_bra(f, aligned, holds, false);
     store_window(c, target, v);
     ir_bra(f, done, -1, false);
     ir_label(f, aligned);
+    int from = f->code.n;
     /* the fact holds on this path: the staged store's own checks see it */
-    m = assume_facts(c, st->size, st->mult);
+    if (st->size)
+        m = assume_facts(c, st->size, st->mult);
     staged_store(c, target, v, st, tmap);
-    assume_restore(c, m);
+    if (st->size)
+        assume_restore(c, m);
+    if (split)
+        split_unsplit_range(c, from, f->code.n);
     ir_label(f, done);
     return true;
 }

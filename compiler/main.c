@@ -373,7 +373,8 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
                     fprintf(o, "%s\"%s\"", n++ ? ", " : "", m->tma_stored[j]);
             fprintf(o, "]");
             /* the K loop split over blocks (lower_split.c): the grid dimension, 0 if not */
-            fprintf(o, ", \"split_k_dim\": %d, \"split_k_bytes\": %lld", m->split_dim, (long long)m->split_bytes);
+            fprintf(o, ", \"split_k_dim\": %d, \"split_k_bytes\": %lld, \"split_k_cluster\": %s", m->split_dim,
+                    (long long)m->split_bytes, m->split_cluster ? "true" : "false");
             int blocks = occupancy(arch, m->threads, have_ptxas && m->ptxas_regs >= 0 ? m->ptxas_regs : m->pred_regs, m->smem_bytes);
             fprintf(o, ", \"blocks_per_sm\": %d, \"inflight_bytes\": %lld", blocks, (long long)inflight_bytes(f));
             if (have_ptxas && m->ptxas_regs >= 0)
@@ -400,7 +401,8 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
         }
         if (m->split_dim)
             fprintf(o, "  K split            over block.%c where the grid is short of the GPU (partial sums: "
-                       "%lld bytes a block)\n", "xyz"[m->split_dim], (long long)m->split_bytes);
+                       "%lld bytes a block, added %s)\n", "xyz"[m->split_dim], (long long)m->split_bytes,
+                    m->split_cluster ? "in a cluster of a tile's slices" : "in a tree of block pairs");
         fprintf(o, "  registers          %d predicted (peak at line %d; budget %d", m->pred_regs, f->peak_line,
                 reg_budget(m->threads));
         if (f->maxnreg > 0)

@@ -497,7 +497,7 @@ static void transfer(Check *c, AccSet *s, int *first, int i)
         if (in->dst[d] >= 0 && c->stage_S[in->dst[d]])
             *first = in->op == OP_MOV && in->src[0].kind == O_IMM && in->src[0].i == 0;
     switch (in->op) {
-    case OP_BAR: case OP_BARRED: barrier(s); return;
+    case OP_BAR: case OP_BARRED: case OP_CLUSTERSYNC: barrier(s); return;
     case OP_CPCOMMIT: commit(s, AS_CP); return;
     case OP_WGCOMMIT: commit(s, AS_WG); return;
     case OP_CPWAIT: complete(s, AS_CP, in->inflight, -1); return;

@@ -441,6 +441,7 @@ typedef struct {
     int split_dim;
     int64_t split_bytes, split_step;
     const char *split_steps_rpn;
+    bool split_cluster;    /* ... a tile's slices must run as one cluster (`cluster`) */
 } KernelMeta;
 
 /* The metadata block written at the top of every PTX file as comments:
@@ -452,6 +453,7 @@ typedef struct {
  *   //@tmap aP DTYPE SWIZZLE BOXROWS BOXCOLS [if-aligned] | ROWS_RPN | COLS_RPN | PITCH_RPN
  *           [| EXTENT_RPN | STRIDE_RPN]...   (TensorMapMeta: its outer dimensions, innermost first)
  *   //@cluster N               (KernelMeta.cluster, when not 0)
+ *   //@split D BYTES STEP [cluster] | TRIPS_RPN   (KernelMeta.split_*, when split_dim is not 0)
  *   //@end
  * (one //@kernel ... //@end group per kernel). runtime/meta.c parses exactly this, within its
  * limits: an RPN expression of at most META_MAX_RPN tokens (lowering refuses longer grid() and
@@ -732,6 +734,10 @@ typedef struct {
        the calls pass their arguments in (tilec_print_args; 0: the kernel prints nothing) */
     Vec(PrintString) strings;
     int print_args_bytes;
+    /* lower_split.c: the kernel's K loop was split with its slices in a cluster, and the rest of
+       the kernel moves values between threads, which that form cannot have: compile it again
+       with the other (Options.split_tree) */
+    bool split_retry;
 } Func;
 
 Func *func_new(Kernel *k);
@@ -786,6 +792,8 @@ typedef struct {
     bool no_tma_store;     /* store product tiles from registers, never by TMA (-fno-tma-store) */
     bool no_mask_split;    /* make a where()'s mask in every block (-fno-mask-split; lower_mask.c) */
     bool no_split_k;       /* never split a product's K loop over blocks (-fno-split-k; lower_split.c) */
+    bool split_tree;       /* ... and where split, sum the slices in a tree, not in a cluster (set by
+                              compile.c when the cluster's form cannot be had: Func.split_retry) */
 } Options;
 
 /* Lowers one checked kernel. Returns NULL after reporting errors (e.g. a tile too large). */

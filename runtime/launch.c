@@ -62,25 +62,40 @@ static tilert_status encode_tmaps(tilert_kernel *k, rt_launch_plan *plan)
  * multiple of N. It reads its cluster's size and shares nothing when alone, so a launch the
  * driver refuses as clustered (say, no room for N such blocks at once) is made plain instead:
  * CUDA_ERROR_NOT_SUPPORTED here means "launch it plain". Configuration errors are not sticky. */
+/* The launch of k's plan in clusters of cl[0] x cl[1] x cl[2] blocks, in cfg (attr its one
+ * attribute). */
+static void cluster_config(tilert_kernel *k, const rt_launch_plan *plan, CUstream stream, const unsigned cl[3],
+                           CUlaunchConfig *cfg, CUlaunchAttribute *attr)
+{
+    memset(attr, 0, sizeof *attr);
+    attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr->value.clusterDim.x = cl[0], attr->value.clusterDim.y = cl[1], attr->value.clusterDim.z = cl[2];
+    memset(cfg, 0, sizeof *cfg);
+    cfg->gridDimX = plan->grid[0], cfg->gridDimY = plan->grid[1], cfg->gridDimZ = plan->grid[2];
+    cfg->blockDimX = (unsigned)k->meta->threads, cfg->blockDimY = cfg->blockDimZ = 1;
+    cfg->sharedMemBytes = (unsigned)k->meta->smem_bytes;
+    cfg->hStream = stream;
+    cfg->attrs = attr;
+    cfg->numAttrs = 1;
+}
+
 static CUresult launch_clustered(tilert_kernel *k, rt_launch_plan *plan, CUstream stream)
 {
     int n = k->meta->cluster;
     if (n < 2 || plan->grid[0] % (unsigned)n)
         return CUDA_ERROR_NOT_SUPPORTED;
-    CUlaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = (unsigned)n;
-    attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
     CUlaunchConfig cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDimX = plan->grid[0], cfg.gridDimY = plan->grid[1], cfg.gridDimZ = plan->grid[2];
-    cfg.blockDimX = (unsigned)k->meta->threads, cfg.blockDimY = cfg.blockDimZ = 1;
-    cfg.sharedMemBytes = (unsigned)k->meta->smem_bytes;
-    cfg.hStream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    CUlaunchAttribute attr;
+    cluster_config(k, plan, stream, (const unsigned[3]){ (unsigned)n, 1, 1 }, &cfg, &attr);
     return cuLaunchKernelEx(&cfg, k->fn, plan->params, NULL);
+}
+
+/* A split kernel whose tile's slices meet at a cluster barrier (//@split ... cluster): the
+ * slices of a tile, one cluster. */
+static void split_cluster_dims(const tilert_kernel *k, const rt_launch_plan *plan, unsigned cl[3])
+{
+    cl[0] = cl[1] = cl[2] = 1;
+    cl[k->meta->split_dim] = plan->grid[k->meta->split_dim];
 }
 
 /* ---- a product's K loop split over blocks (compiler/lower_split.c) */
@@ -104,6 +119,32 @@ static int split_slots(tilert_kernel *k)
     k->split_slots = slots;
     pthread_mutex_unlock(&k->mod->lock);
     return slots;
+}
+
+/* Clusters of S blocks of this kernel that run at once (cached per S), -1 where the driver
+ * cannot say or none fit. Called with the context current. */
+static int split_clusters(tilert_kernel *k, rt_launch_plan *plan, int S, CUstream stream)
+{
+    pthread_mutex_lock(&k->mod->lock);
+    int n = k->split_clusters[S];
+    pthread_mutex_unlock(&k->mod->lock);
+    if (n)
+        return n;
+    /* the question's grid: one tile's S slices (the answer does not depend on the grid) */
+    rt_launch_plan one = *plan;
+    one.grid[0] = one.grid[1] = one.grid[2] = 1;
+    one.grid[k->meta->split_dim] = (unsigned)S;
+    unsigned cl[3];
+    split_cluster_dims(k, &one, cl);
+    CUlaunchConfig cfg;
+    CUlaunchAttribute attr;
+    cluster_config(k, &one, stream, cl, &cfg, &attr);
+    if (cuOccupancyMaxActiveClusters(&n, k->fn, &cfg) != CUDA_SUCCESS || n < 1)
+        n = -1;
+    pthread_mutex_lock(&k->mod->lock);
+    k->split_clusters[S] = n;
+    pthread_mutex_unlock(&k->mod->lock);
+    return n;
 }
 
 /* The stream's workspace: pair words for at least `tiles` tiles, zero in stream order, then at
@@ -165,6 +206,15 @@ static void plan_split(tilert_kernel *k, CUstream stream, rt_launch_plan *plan)
     int slots = split_slots(k);
     int64_t tiles = (int64_t)plan->grid[0] * plan->grid[1] * plan->grid[2], cap = 0;
     int S = slots ? rt_split_count(tiles, slots, plan->split_trips, forced) : 1;
+    /* slices in clusters: no more than a cluster may hold, and (unless forced) no more than
+       leave every tile's cluster running at once: a cluster that waits for room would take a
+       second wave */
+    if (k->meta->split_cluster) {
+        if (S > RT_SPLIT_CLUSTER_MAX)
+            S = RT_SPLIT_CLUSTER_MAX;
+        while (!forced && S >= 2 && split_clusters(k, plan, S, stream) < tiles)
+            S--;
+    }
     /* (a grid of more tiles only where forced: its workspace's size would not fit the size_t
        products below, nor any GPU) */
     if (S < 2 || tiles > INT32_MAX / RT_SPLIT_MAX)
@@ -192,7 +242,20 @@ tilert_status tilert_launch(tilert_kernel *k, CUstream stream, const tilert_arg 
     if (s == TILERT_OK && k->meta->split_dim)
         plan_split(k, stream, &plan);
     if (s == TILERT_OK) {
-        CUresult r = launch_clustered(k, &plan, stream);
+        CUresult r;
+        if (k->meta->split_cluster && plan.grid[k->meta->split_dim] > 1) {
+            /* the driver refusing the clusters (no room for S such blocks at once): unsplit */
+            unsigned cl[3];
+            split_cluster_dims(k, &plan, cl);
+            CUlaunchConfig cfg;
+            CUlaunchAttribute attr;
+            cluster_config(k, &plan, stream, cl, &cfg, &attr);
+            r = cuLaunchKernelEx(&cfg, k->fn, plan.params, NULL);
+            if (r != CUDA_SUCCESS)
+                rt_plan_split(k->meta, &plan, 1, 0, 0);
+        } else {
+            r = launch_clustered(k, &plan, stream);
+        }
         if (r != CUDA_SUCCESS)
             r = cuLaunchKernel(k->fn, plan.grid[0], plan.grid[1], plan.grid[2], (unsigned)k->meta->threads, 1, 1,
                                (unsigned)k->meta->smem_bytes, stream, plan.params, NULL);

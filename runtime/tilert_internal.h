@@ -99,6 +99,7 @@ typedef struct {
     int split_dim;
     int64_t split_bytes, split_step;
     rpn_expr split_trips;
+    bool split_cluster;    /* ... each tile's slices launched as one cluster (`cluster`, sm_90) */
 } rt_kernel_meta;
 
 typedef struct {
@@ -187,7 +188,10 @@ tilert_status rt_plan_launch(const rt_kernel_meta *k, const tilert_arg *args, in
  * that needs (the pair words are RT_SPLIT_CNT_TILE bytes a tile apart from it, zero before the
  * launch and after). rt_plan_split: the plan made for S slices over workspace ws, words cnt. */
 /* RT_SPLIT_CNT_TILE: a tile's pair words, 4 levels x 16 places x (count, flag) (lower_split.c) */
-enum { RT_SPLIT_MIN_TRIPS = 8, RT_SPLIT_MAX = 16, RT_SPLIT_CNT_TILE = 4 * 16 * 8, RT_SPLIT_STREAMS = 8 };
+/* RT_SPLIT_CLUSTER_MAX: the most slices of a kernel whose slices run as one cluster (the portable
+ * cluster size) */
+enum { RT_SPLIT_MIN_TRIPS = 8, RT_SPLIT_MAX = 16, RT_SPLIT_CNT_TILE = 4 * 16 * 8, RT_SPLIT_STREAMS = 8,
+       RT_SPLIT_CLUSTER_MAX = 8 };
 int rt_split_count(int64_t tiles, int64_t slots, int64_t trips, int forced);
 size_t rt_split_bytes(const rt_kernel_meta *k, int64_t tiles, int S);
 void rt_plan_split(const rt_kernel_meta *k, rt_launch_plan *plan, int S, CUdeviceptr ws, CUdeviceptr cnt);
@@ -213,6 +217,7 @@ struct tilert_kernel {
        a workspace per stream: pair words for `tiles` tiles (zeroed on that stream), then `bytes`
        of partial sums; guarded by mod->lock */
     int split_slots;
+    int split_clusters[RT_SPLIT_CLUSTER_MAX + 1];   /* clusters of S blocks at once; -1: none; 0: not known yet */
     struct { CUstream stream; CUdeviceptr ptr; int64_t tiles; size_t bytes; } ws[RT_SPLIT_STREAMS];
     int nws;
 };

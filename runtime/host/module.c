@@ -146,6 +146,13 @@ CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUf
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
+CUresult CUDAAPI cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config)
+{
+    if (!numClusters || !func || !config)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 /* One argument from the parameter block: its type as the kernel ABI passes it. */
 static InterpArg decode(const Kernel *k, int i, void *param)
 {

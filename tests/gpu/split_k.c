@@ -1,14 +1,16 @@
 /* split_k.c: products whose K loop the launcher splits over blocks (tests/gpu/kernels/split_k.tile,
  * compiler/lower_split.c). Each kernel runs at few rows, where the launcher splits by itself, and
- * with the slices forced through TILERT_SPLIT (2, 3 and 16: slices of uneven length, and more
- * slices than a short loop has iterations, so that some are empty). Operands are small integers
+ * with the slices forced through TILERT_SPLIT (2, 3 and 16 -- 8 where a tile's slices are one
+ * cluster: slices of uneven length, and more slices than a short loop has iterations, so that
+ * some are empty). Operands are small integers
  * (-1, 0, 1): every sum is an integer the f32 and i32 accumulators hold exactly in any order, so
  * the outputs must equal the reference bit for bit, whatever the slices; the gated kernel's
  * exp() is the hardware's approximation, checked within 2^-17 relative. Outputs are poisoned
  * before each launch and every element is checked; each case runs twice in a row on one stream
  * (the tile counters must be back at zero after the first) and once on a stream of its own. The
  * module is built for sm_80 (mma.sync) and sm_90a (wgmma, TMA); each the GPU can load is run.
- * TILEC_TEST_SMALL: fewer sizes. Usage: split_k EXAMPLES_DIR */
+ * sk_rows's epilogue (row sums) keeps the tree's sum on sm_90a, where the others take the
+ * cluster's. TILEC_TEST_SMALL: fewer sizes. Usage: split_k EXAMPLES_DIR */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -21,8 +23,8 @@
 
 static int passed, failed;
 
-typedef enum { SK_F16, SK_F32_NT, SK_GATED, SK_I8, SK_COUNT } Kind;
-static const char *const kname[SK_COUNT] = { "sk_f16", "sk_f32_nt", "sk_gated", "sk_i8" };
+typedef enum { SK_F16, SK_F32_NT, SK_GATED, SK_I8, SK_ROWS, SK_COUNT } Kind;
+static const char *const kname[SK_COUNT] = { "sk_f16", "sk_f32_nt", "sk_gated", "sk_i8", "sk_rows" };
 
 static void small_ints(float *x, size_t n)
 {
@@ -56,8 +58,9 @@ typedef struct {
     float *a, *b, *b2, *bias;      /* b stored as the kernel reads it ([N, K] for sk_f32_nt) */
     double *ref;                   /* the exact products (and the gated one's second) */
     double *ref2;
-    CUdeviceptr da, db, db2, dbias, dc;
+    CUdeviceptr da, db, db2, dbias, dc, dr;
     size_t out_bytes;
+    int tiles_n;                   /* sk_rows: R's columns, one a 128-column tile */
 } Case;
 
 static double dot(const Case *c, const float *b, int i, int j)
@@ -92,13 +95,15 @@ static bool setup(Case *c)
     c->db2 = c->kind == SK_GATED ? upload(c->b2, sb, in, bf) : 0;
     c->dbias = c->kind == SK_F16 ? upload(c->bias, (size_t)c->n, 4, false) : 0;
     c->out_bytes = mn * (c->kind == SK_F16 ? 2 : 4);
+    c->tiles_n = (c->n + 127) / 128;
     return c->da && c->db && (c->kind != SK_GATED || c->db2) && (c->kind != SK_F16 || c->dbias) &&
-           gpu_alloc(&c->dc, c->out_bytes + 16);
+           gpu_alloc(&c->dc, c->out_bytes + 16) &&
+           (c->kind != SK_ROWS || gpu_alloc(&c->dr, (size_t)c->m * c->tiles_n * 4 + 16));
 }
 
 static void teardown(Case *c)
 {
-    gpu_free(c->da), gpu_free(c->db), gpu_free(c->db2), gpu_free(c->dbias), gpu_free(c->dc);
+    gpu_free(c->da), gpu_free(c->db), gpu_free(c->db2), gpu_free(c->dbias), gpu_free(c->dc), gpu_free(c->dr);
     free(c->a), free(c->b), free(c->b2), free(c->bias), free(c->ref), free(c->ref2);
 }
 
@@ -117,7 +122,7 @@ static bool check_one(const Case *c, const unsigned char *out, size_t e)
         memcpy(&got, out + 4 * e, 4);
         return got == (int32_t)r;
     }
-    case SK_F32_NT: {
+    case SK_F32_NT: case SK_ROWS: {
         float got;
         memcpy(&got, out + 4 * e, 4);
         return got == (float)r;
@@ -129,6 +134,22 @@ static bool check_one(const Case *c, const unsigned char *out, size_t e)
         return fabs(got - want) <= ldexp(fabs(want), -17) + 1e-30 && got == got;
     }
     }
+}
+
+/* sk_rows's row sums: R[i, t] is the sum of row i of C over tile t's columns, exact (integers
+ * under 2^24). The number of wrong ones; *first the first. */
+static size_t check_rows(const Case *c, const float *r, size_t *first)
+{
+    size_t bad = 0;
+    for (int i = 0; i < c->m; i++)
+        for (int t = 0; t < c->tiles_n; t++) {
+            double want = 0;
+            for (int j = t * 128; j < c->n && j < t * 128 + 128; j++)
+                want += c->ref[(size_t)i * c->n + j];
+            if (r[(size_t)i * c->tiles_n + t] != (float)want && !bad++)
+                *first = (size_t)i * c->tiles_n + t;
+        }
+    return bad;
 }
 
 static void run(tilert_module *mod, const char *arch, Case *c, int split, CUstream stream, int round)
@@ -153,31 +174,45 @@ static void run(tilert_module *mod, const char *arch, Case *c, int split, CUstre
     if (c->kind == SK_F16)
         args[na++] = tilert_ptr(c->dbias);
     args[na++] = tilert_ptr(c->dc);
+    if (c->kind == SK_ROWS)
+        args[na++] = tilert_ptr(c->dr);
     args[na++] = tilert_i32(c->m);
     args[na++] = tilert_i32(c->k);
     args[na++] = tilert_i32(c->n);
+    if (c->kind == SK_ROWS)
+        args[na++] = tilert_i32(c->tiles_n);
+    size_t nr = c->kind == SK_ROWS ? (size_t)c->m * c->tiles_n : 0;
+    float *rows = malloc(nr * 4 + 4);
     tilert_status s = TILERT_OK;
-    if (!gpu_fill32(c->dc, GPU_POISON, (c->out_bytes + 3) / 4) || tilert_get_kernel(mod, kname[c->kind], &k) ||
-        (s = tilert_launch(k, stream, args, na)) || !gpu_check(cuStreamSynchronize(stream), "sync") ||
-        !gpu_download(out, c->dc, c->out_bytes)) {
+    if (!rows || !gpu_fill32(c->dc, GPU_POISON, (c->out_bytes + 3) / 4) || (nr && !gpu_fill32(c->dr, GPU_POISON, nr)) ||
+        tilert_get_kernel(mod, kname[c->kind], &k) || (s = tilert_launch(k, stream, args, na)) ||
+        !gpu_check(cuStreamSynchronize(stream), "sync") || !gpu_download(out, c->dc, c->out_bytes) ||
+        (nr && !gpu_download(rows, c->dr, nr * 4))) {
         printf("FAIL %s: %s %s\n", desc, tilert_status_name(s), tilert_last_error());
         failed++;
         free(out);
+        free(rows);
         return;
     }
     size_t bad = 0, first = 0, n = (size_t)c->m * c->n;
     for (size_t e = 0; e < n; e++)
         if (!check_one(c, out, e) && !bad++)
             first = e;
+    size_t rfirst = 0, rbad = nr ? check_rows(c, rows, &rfirst) : 0;
     if (bad) {
         printf("FAIL %s: %zu of %zu elements wrong, the first (%zu, %zu)\n", desc, bad, n, first / (size_t)c->n,
                first % (size_t)c->n);
+        failed++;
+    } else if (rbad) {
+        printf("FAIL %s: %zu of %zu row sums wrong, the first (%zu, %zu)\n", desc, rbad, nr,
+               rfirst / (size_t)c->tiles_n, rfirst % (size_t)c->tiles_n);
         failed++;
     } else {
         printf("ok %s\n", desc);
         passed++;
     }
     free(out);
+    free(rows);
 }
 
 int main(int argc, char **argv)

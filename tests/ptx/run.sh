@@ -1069,22 +1069,64 @@ else
 fi
 
 # A product's K loop split over blocks (compiler/lower_split.c): the kernel of one tile a block
-# takes the grid dimension after its own, two hidden parameters last (the workspace, the slice),
-# and after the loop the partial sums out, a release fence and the tile's counter, the block's
-# OR of "last", the sum; -fno-split-k and kernels it would change the meaning of get none of it.
+# takes the grid dimension after its own, three hidden parameters last (the workspace, the pair
+# words, the slice). On sm_80, after the loop the tree: the partial sums out, a release fence and
+# the pair's counter, the block's OR of "second", the sum. On sm_90a the cluster's form: the
+# metadata says `cluster`, one cluster barrier, no counters, and the rest of the kernel's global
+# stores each under the warp's ownership (the staged TMA store only where the launch is unsplit);
+# -fno-split-k and kernels it would change the meaning of get none of it.
 for a in sm_80 sm_90a; do
 	"$tilec" --no-ptxas --arch=$a examples/matmul_f16.tile -o "$tmp/split_$a.ptx" 2>/dev/null
 	f="$tmp/split_$a.ptx"
-	if grep -q '^//@split 1 131072 64 | a4 0 - 64 cdiv$' "$f" &&
+	if [ $a = sm_80 ]; then form='//@split 1 131072 64 | a4 0 - 64 cdiv'; else form='//@split 1 131072 64 cluster | a4 0 - 64 cdiv'; fi
+	if grep -qx "$form" "$f" &&
 	   grep -A2 'param .u64 matmul_f16_param_ws,' "$f" | grep -q 'param .s32 matmul_f16_param_span$' &&
-	   grep -q 'param .u64 matmul_f16_param_cnt,' "$f" &&
-	   grep -q 'fence.acq_rel.gpu' "$f" && grep -q 'atom.global.add.u32' "$f" &&
-	   grep -q 'bar.red.or.pred' "$f" && grep -q 'mov.u32 %r[0-9]*, %nctaid.y' "$f" && ! grep -q '\.local' "$f"; then
+	   grep -q 'param .u64 matmul_f16_param_cnt,' "$f" && grep -q 'mov.u32 %r[0-9]*, %nctaid.y' "$f" &&
+	   ! grep -q '\.local' "$f"; then
 		pass "split K: matmul_f16 $a splits over block.y"
 	else
-		fail "split K: matmul_f16 $a splits over block.y" "$(grep -c 'split\|fence.acq_rel\|bar.red' "$f") matching lines"
+		fail "split K: matmul_f16 $a splits over block.y" "$(grep -c 'split\|param_ws\|param_span' "$f") matching lines"
 	fi
 done
+f="$tmp/split_sm_80.ptx"
+if grep -q 'fence.acq_rel.gpu' "$f" && grep -q 'atom.global.add.u32' "$f" && grep -q 'bar.red.or.pred' "$f" &&
+   ! grep -q 'barrier.cluster' "$f"; then
+	pass "split K: sm_80 sums in a tree of block pairs"
+else
+	fail "split K: sm_80 sums in a tree of block pairs" "$(grep -c 'fence.acq_rel\|atom.global\|bar.red\|barrier.cluster' "$f") matching lines"
+fi
+f="$tmp/split_sm_90a.ptx"
+# every global store after the cluster barrier is guarded; the TMA store stays
+unguarded=$(awk '/barrier.cluster.wait/ { t = 1 } t && /st\.global/ && !/^[ \t]*@/' "$f" | wc -l)
+if [ "$(grep -c 'barrier.cluster.arrive' "$f")" -eq 1 ] && ! grep -q 'fence.acq_rel.gpu\|atom.global\|bar.red' "$f" &&
+   [ "$unguarded" -eq 0 ] && grep -q 'cp.async.bulk.tensor.2d.global.shared' "$f" &&
+   [ "$(awk '/barrier.cluster.wait/ { t = 1 } t && /@%p[0-9]* st\.global/' "$f" | wc -l)" -gt 0 ]; then
+	pass "split K: sm_90a sums in a cluster, stores by the rows' owners"
+else
+	fail "split K: sm_90a sums in a cluster, stores by the rows' owners" "$unguarded unguarded stores; $(grep -c 'barrier.cluster\|fence.acq_rel\|atom.global' "$f") matching lines"
+fi
+# a kernel whose epilogue moves values between threads (a row sum through shared memory) keeps
+# the tree on sm_90a
+cat >"$tmp/split_tree.tile" <<'EOF'
+kernel rowsums(A: f16[M, K], B: f16[K, N], S: f32[M]) grid(cdiv(M, 128)) threads(256)
+{
+    assume(K % 8 == 0);
+    assume(N % 8 == 0);
+    var acc: f32[128, 128] = 0;
+    for k in 0 .. K step 64 pipeline(3) { acc += A[block.x * 128 +: 128, k +: 64] @ B[k +: 64, 0 +: 128]; }
+    S[block.x * 128 +: 128] = sum(acc, axis=1);
+}
+EOF
+if "$tilec" --no-ptxas -w --arch=sm_90a "$tmp/split_tree.tile" -o "$tmp/split_tree.ptx" 2>"$tmp/split_tree.err"; then
+	f="$tmp/split_tree.ptx"
+	if grep -q '^//@split 1 65536 64 |' "$f" && grep -q 'atom.global.add.u32' "$f" && ! grep -q 'barrier.cluster' "$f"; then
+		pass "split K: an epilogue moving values between threads keeps the tree on sm_90a"
+	else
+		fail "split K: an epilogue moving values between threads keeps the tree on sm_90a" "$(grep '//@split' "$f")"
+	fi
+else
+	fail "split K: an epilogue moving values between threads keeps the tree on sm_90a" "$(head -3 "$tmp/split_tree.err")"
+fi
 "$tilec" --no-ptxas --arch=sm_90a -fno-split-k examples/matmul_f16.tile -o "$tmp/nosplit.ptx" 2>/dev/null
 if ! grep -q '//@split\|param_ws\|fence.acq_rel' "$tmp/nosplit.ptx"; then pass "split K: -fno-split-k"
 else fail "split K: -fno-split-k" "split code still there"; fi
@@ -1155,7 +1197,7 @@ else
 	fail "split K: only the kernels whose meaning it keeps" "$(head -3 "$tmp/split_no.err")"
 fi
 r=$("$tilec" --no-ptxas --arch=sm_90a --report examples/matmul_f16.tile -o /dev/null 2>&1 | grep -c '^  K split            over block.y')
-j=$("$tilec" --no-ptxas --arch=sm_90a --report=json examples/matmul_f16.tile -o /dev/null 2>&1 | grep -c '"split_k_dim": 1, "split_k_bytes": 131072')
+j=$("$tilec" --no-ptxas --arch=sm_90a --report=json examples/matmul_f16.tile -o /dev/null 2>&1 | grep -c '"split_k_dim": 1, "split_k_bytes": 131072, "split_k_cluster": true')
 if [ "$r" -eq 1 ] && [ "$j" -eq 1 ]; then pass "split K: the report says so"
 else fail "split K: the report says so" "text $r, json $j"; fi
 

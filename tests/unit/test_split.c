@@ -106,9 +106,20 @@ int main(void)
     unit_check(k->split_dim == 1 && k->split_bytes == 131072 && k->split_step == 64 && k->split_trips.n == 5,
                "split line read", "dim %d bytes %lld step %lld tokens %d", k->split_dim, (long long)k->split_bytes,
                (long long)k->split_step, k->split_trips.n);
+    unit_check(!k->split_cluster, "split line without `cluster`: the tree's form", "");
     check_count();
     check_plan(k);
     rt_meta_free(&meta);
+    /* `cluster`: a tile's slices launched as one cluster */
+    s = rt_meta_parse(K ARG "//@grid a0\n//@split 1 16 1 cluster | a0\n//@end\n", &meta);
+    if (unit_check(s == TILERT_OK, "split line with `cluster` parses", "%s", tilert_last_error())) {
+        unit_check(meta.k[0].split_cluster && meta.k[0].split_dim == 1 && meta.k[0].split_bytes == 16,
+                   "split line with `cluster` read", "cluster %d", meta.k[0].split_cluster);
+        rt_meta_free(&meta);
+    }
+    malformed("split clusters", K ARG "//@grid a0\n//@split 1 16 1 clusters | a0\n//@end\n", "line 4: expected //@split");
+    malformed("split cluster twice", K ARG "//@grid a0\n//@split 1 16 1 cluster cluster | a0\n//@end\n",
+              "line 4: expected //@split");
     malformed("split dim 0", K ARG "//@grid a0\n//@split 0 16 1 | a0\n//@end\n", "line 4: expected //@split");
     malformed("split dim 3", K ARG "//@grid a0\n//@split 3 16 1 | a0\n//@end\n", "line 4: expected //@split");
     malformed("split no trips", K ARG "//@grid a0\n//@split 1 16 1\n//@end\n", "line 4: expected //@split");
