@@ -8,9 +8,11 @@
  * exp() is the hardware's approximation, checked within 2^-17 relative. Outputs are poisoned
  * before each launch and every element is checked; each case runs twice in a row on one stream
  * (the tile counters must be back at zero after the first) and once on a stream of its own. The
- * module is built for sm_80 (mma.sync) and sm_90a (wgmma, TMA); each the GPU can load is run.
+ * module is built for sm_80 (mma.sync, the tree's sum), sm_90 (mma.sync, the cluster's) and sm_90a
+ * (wgmma, TMA, the cluster's); each the GPU can load is run.
  * sk_rows's epilogue (row sums) keeps the tree's sum on sm_90a, where the others take the
- * cluster's. TILEC_TEST_SMALL: fewer sizes. Usage: split_k EXAMPLES_DIR */
+ * cluster's; sk_atomic's adds its tile into C (ones before the launch) by atomics, which must
+ * happen once an element whatever the slices. TILEC_TEST_SMALL: fewer sizes. Usage: split_k EXAMPLES_DIR */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -23,8 +25,8 @@
 
 static int passed, failed;
 
-typedef enum { SK_F16, SK_F32_NT, SK_GATED, SK_I8, SK_ROWS, SK_COUNT } Kind;
-static const char *const kname[SK_COUNT] = { "sk_f16", "sk_f32_nt", "sk_gated", "sk_i8", "sk_rows" };
+typedef enum { SK_F16, SK_F32_NT, SK_GATED, SK_I8, SK_ROWS, SK_ATOMIC, SK_COUNT } Kind;
+static const char *const kname[SK_COUNT] = { "sk_f16", "sk_f32_nt", "sk_gated", "sk_i8", "sk_rows", "sk_atomic" };
 
 static void small_ints(float *x, size_t n)
 {
@@ -122,10 +124,10 @@ static bool check_one(const Case *c, const unsigned char *out, size_t e)
         memcpy(&got, out + 4 * e, 4);
         return got == (int32_t)r;
     }
-    case SK_F32_NT: case SK_ROWS: {
+    case SK_F32_NT: case SK_ROWS: case SK_ATOMIC: {
         float got;
         memcpy(&got, out + 4 * e, 4);
-        return got == (float)r;
+        return got == (float)(r + (c->kind == SK_ATOMIC));     /* sk_atomic adds into ones */
     }
     default: {
         float got;
@@ -184,7 +186,7 @@ static void run(tilert_module *mod, const char *arch, Case *c, int split, CUstre
     size_t nr = c->kind == SK_ROWS ? (size_t)c->m * c->tiles_n : 0;
     float *rows = malloc(nr * 4 + 4);
     tilert_status s = TILERT_OK;
-    if (!rows || !gpu_fill32(c->dc, GPU_POISON, (c->out_bytes + 3) / 4) || (nr && !gpu_fill32(c->dr, GPU_POISON, nr)) ||
+    if (!rows || !gpu_fill32(c->dc, c->kind == SK_ATOMIC ? 0x3f800000u : GPU_POISON, (c->out_bytes + 3) / 4) || (nr && !gpu_fill32(c->dr, GPU_POISON, nr)) ||
         tilert_get_kernel(mod, kname[c->kind], &k) || (s = tilert_launch(k, stream, args, na)) ||
         !gpu_check(cuStreamSynchronize(stream), "sync") || !gpu_download(out, c->dc, c->out_bytes) ||
         (nr && !gpu_download(rows, c->dr, nr * 4))) {
@@ -241,9 +243,9 @@ int main(int argc, char **argv)
         printf("0 passed, 1 failed\n");
         return 1;
     }
-    static const char *const archs[] = { "sm_80", "sm_90a" };
+    static const char *const archs[] = { "sm_80", "sm_90", "sm_90a" };
     for (size_t ai = 0; ai < COUNT(archs); ai++) {
-        if (strcmp(archs[ai], "sm_90a") == 0 && tilert_device_arch(ctx) != 90)
+        if (strncmp(archs[ai], "sm_90", 5) == 0 && tilert_device_arch(ctx) != 90)
             continue;
         char path[512];
         snprintf(path, sizeof path, "%s/split_k/split_k_%s.ptx", argv[1], archs[ai]);
