@@ -235,6 +235,21 @@ static void forget_lowering(Kernel *k)
         k->params[j].sym->lower = NULL;
 }
 
+/* A try at a kernel that is to be made again another way, as if it had never happened but for
+ * its warnings' count: its messages, its function and what its lowering left on the syntax
+ * tree dropped. */
+static void forget_try(Kernel *k, Func *f, Buf *cur, const Diag *before)
+{
+    diag.capture = NULL;
+    buf_free(cur);
+    *cur = (Buf){ 0 };
+    func_free(f);
+    int nw = diag.nwarnings;
+    diag = *before;
+    diag.nwarnings = nw;
+    forget_lowering(k);
+}
+
 bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
 {
     Options opt = *options;
@@ -267,14 +282,7 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
                between threads (lower_split.c): compiled again with the tree's sum */
             if (f && f->split_retry && !kopt.split_tree) {
                 kopt.split_tree = true;
-                diag.capture = NULL;
-                buf_free(&cur);
-                cur = (Buf){ 0 };
-                func_free(f);
-                int nw = diag.nwarnings;
-                diag = before;
-                diag.nwarnings = nw;
-                forget_lowering(k);
+                forget_try(k, f, &cur, &before);
                 attempt--;
                 continue;
             }
@@ -289,13 +297,7 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
                kernel they put over the budget is compiled without one, as if never tried */
             if (f && !kok && !drop && f->over_budget && f->threads != k->threads && kopt.warp_spec) {
                 kopt.warp_spec = false;
-                buf_free(&cur);
-                cur = (Buf){ 0 };
-                func_free(f);
-                int nw = diag.nwarnings;
-                diag = before;
-                diag.nwarnings = nw;
-                forget_lowering(k);
+                forget_try(k, f, &cur, &before);
                 attempt--;
                 continue;
             }
