@@ -58,10 +58,6 @@ static tilert_status encode_tmaps(tilert_kernel *k, rt_launch_plan *plan)
     return TILERT_OK;
 }
 
-/* A kernel that asks for clusters (//@cluster N) gets them where the grid's x extent is a
- * multiple of N. It reads its cluster's size and shares nothing when alone, so a launch the
- * driver refuses as clustered (say, no room for N such blocks at once) is made plain instead:
- * CUDA_ERROR_NOT_SUPPORTED here means "launch it plain". Configuration errors are not sticky. */
 /* The launch of k's plan in clusters of cl[0] x cl[1] x cl[2] blocks, in cfg (attr its one
  * attribute). */
 static void cluster_config(tilert_kernel *k, const rt_launch_plan *plan, CUstream stream, const unsigned cl[3],
@@ -79,6 +75,10 @@ static void cluster_config(tilert_kernel *k, const rt_launch_plan *plan, CUstrea
     cfg->numAttrs = 1;
 }
 
+/* A kernel that asks for clusters (//@cluster N) gets them where the grid's x extent is a
+ * multiple of N. It reads its cluster's size and shares nothing when alone, so a launch the
+ * driver refuses as clustered (say, no room for N such blocks at once) is made plain instead:
+ * CUDA_ERROR_NOT_SUPPORTED here means "launch it plain". Configuration errors are not sticky. */
 static CUresult launch_clustered(tilert_kernel *k, rt_launch_plan *plan, CUstream stream)
 {
     int n = k->meta->cluster;
@@ -96,6 +96,21 @@ static void split_cluster_dims(const tilert_kernel *k, const rt_launch_plan *pla
 {
     cl[0] = cl[1] = cl[2] = 1;
     cl[k->meta->split_dim] = plan->grid[k->meta->split_dim];
+}
+
+/* ... launched so. A launch the driver refuses in clusters (no room for S such blocks at once)
+ * is planned again unsplit, and the error returned means "launch it plain", as above. */
+static CUresult launch_split_clustered(tilert_kernel *k, rt_launch_plan *plan, CUstream stream)
+{
+    unsigned cl[3];
+    split_cluster_dims(k, plan, cl);
+    CUlaunchConfig cfg;
+    CUlaunchAttribute attr;
+    cluster_config(k, plan, stream, cl, &cfg, &attr);
+    CUresult r = cuLaunchKernelEx(&cfg, k->fn, plan->params, NULL);
+    if (r != CUDA_SUCCESS)
+        rt_plan_split(k->meta, plan, 1, 0, 0);
+    return r;
 }
 
 /* ---- a product's K loop split over blocks (compiler/lower_split.c) */
@@ -242,20 +257,9 @@ tilert_status tilert_launch(tilert_kernel *k, CUstream stream, const tilert_arg 
     if (s == TILERT_OK && k->meta->split_dim)
         plan_split(k, stream, &plan);
     if (s == TILERT_OK) {
-        CUresult r;
-        if (k->meta->split_cluster && plan.grid[k->meta->split_dim] > 1) {
-            /* the driver refusing the clusters (no room for S such blocks at once): unsplit */
-            unsigned cl[3];
-            split_cluster_dims(k, &plan, cl);
-            CUlaunchConfig cfg;
-            CUlaunchAttribute attr;
-            cluster_config(k, &plan, stream, cl, &cfg, &attr);
-            r = cuLaunchKernelEx(&cfg, k->fn, plan.params, NULL);
-            if (r != CUDA_SUCCESS)
-                rt_plan_split(k->meta, &plan, 1, 0, 0);
-        } else {
-            r = launch_clustered(k, &plan, stream);
-        }
+        CUresult r = k->meta->split_cluster && plan.grid[k->meta->split_dim] > 1
+                         ? launch_split_clustered(k, &plan, stream)
+                         : launch_clustered(k, &plan, stream);
         if (r != CUDA_SUCCESS)
             r = cuLaunchKernel(k->fn, plan.grid[0], plan.grid[1], plan.grid[2], (unsigned)k->meta->threads, 1, 1,
                                (unsigned)k->meta->smem_bytes, stream, plan.params, NULL);
