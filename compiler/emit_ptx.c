@@ -372,10 +372,13 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
     case OP_BULKCOMMIT: buf_puts(out, "cp.async.bulk.commit_group"); break;
     case OP_BULKWAIT: buf_printf(out, "cp.async.bulk.wait_group.read %d", in->inflight); break;
     case OP_STCLUSTER:
-        buf_puts(out, "st.shared::cluster.u32 [");
+        buf_printf(out, "st.shared::cluster%s%s [", in->vec > 1 ? (in->vec == 2 ? ".v2" : ".v4") : "",
+                   ptype_suffix((PType)in->ty));
         put_opnd(out, f, in->src[0], PT_U32);
+        if (in->off)
+            buf_printf(out, "+%lld", (long long)in->off);
         buf_puts(out, "], ");
-        put_opnd(out, f, in->src[1], PT_U32);
+        put_vec(out, f, in, 1, false);
         break;
     case OP_MBARRIVEC:
         /* the default semantics (release at the block's scope), as CUTLASS's cluster barrier

@@ -425,7 +425,30 @@ typedef struct {
     const int *regs;
     const PType *types;
     int n;
+    int recv, warps;   /* the owners' shared slots (-1: none, through the workspace), warps a block */
+    int64_t frag;      /* a warp's sums */
 } SumPlan;
+
+/* The shared-memory hand-over (dsmem_sum): the bytes of slots a block of `warps` warps needs at S
+ * slices, (S - 1) writers for each of its ceil(warps / S) owning warps. */
+static int64_t dsmem_need(int warps, int64_t frag, int S)
+{
+    return (int64_t)(S - 1) * ((warps + S - 1) / S) * frag;
+}
+
+/* The most slices (2 to 8) whose slots, and every fewer slices' slots, fit in `room` bytes; 0
+ * where 2 do not. *need: the largest of those sizes. */
+static int dsmem_slices(int warps, int64_t frag, int64_t room, int64_t *need)
+{
+    int S = 1;
+    *need = 0;
+    while (S < 8 && dsmem_need(warps, frag, S + 1) <= room) {
+        S++;
+        if (dsmem_need(warps, frag, S) > *need)
+            *need = dsmem_need(warps, frag, S);
+    }
+    return S >= 2 ? S : 0;
+}
 
 static void divergent_bra(Func *f, int label, int guard, bool neg)
 {
@@ -444,9 +467,84 @@ static void divergent_bra(Func *f, int label, int guard, bool neg)
  * that every barrier in it still meets the whole block. A block so writes and reads (S - 1) / S
  * of a tile's sums, where the tree's root read a tile's worth at each of its log2(S) levels
  * after its sibling had written as much (docs/performance.md, "Few rows"). */
+/* The cluster's hand-over through the owners' shared memory (measured 0.79 -> 0.82 of cuBLAS at
+ * 128 rows against the workspace, docs/performance.md): after a first cluster barrier (every
+ * block of the cluster is done with its loop's buffers), warp w of each other block writes its
+ * sums straight into the owning block's slot for it (mapa, st.shared::cluster): slot
+ * ((writer - owner) mod S - 1) * ceil(warps / S) + w / S, a warp's sums, piece g of its lane at
+ * g * 512 + lane * 16 (the words after the pieces, lane * 4 apart); after a second the owning
+ * warp adds its slots in turn from its own shared memory. */
+static void dsmem_sum(Lower *c, const SumPlan *p, int done)
+{
+    Func *f = c->f;
+    int warp = ir_bin(f, OP_SHR, PT_U32, R(c->tid), IMM(5));
+    int lane = ir_bin(f, OP_BAND, PT_B32, R(c->tid), IMM(31));
+    int nq = ir_bin(f, OP_DIV, PT_U32, R(ir_bin(f, OP_ADD, PT_U32, R(p->S), IMM(p->warps - 1))), R(p->S));
+    int q = ir_bin(f, OP_DIV, PT_U32, R(warp), R(p->S));
+    int base = smem_base_reg(c, p->recv);
+    int64_t words_at = (int64_t)p->groups * 512;
+    /* slot k's address for this lane's pieces (words_at further, lane * 4: its words) */
+    #define SLOT(k) ir_tern(f, OP_MAD, PT_U32, R(ir_tern(f, OP_MAD, PT_U32, R(k), R(nq), R(q))), IMM(p->frag), R(base))
+    emit_ins(f, OP_CLUSTERSYNC, PT_B32);
+    int skip = new_label(f);
+    divergent_bra(f, skip, p->own, false);
+    int owner = ir_bin(f, OP_REM, PT_U32, R(warp), R(p->S));
+    int k = ir_bin(f, OP_SUB, PT_U32,
+                   R(ir_bin(f, OP_REM, PT_U32, R(ir_bin(f, OP_SUB, PT_U32, R(ir_bin(f, OP_ADD, PT_U32, R(p->slice), R(p->S))),
+                                                        R(owner))), R(p->S))), IMM(1));
+    int slot = SLOT(k);
+    int there = ir_bin(f, OP_MAPA, PT_U32, R(ir_tern(f, OP_MAD, PT_U32, R(lane), IMM(16), R(slot))), R(owner));
+    int there_w = ir_bin(f, OP_MAPA, PT_U32, R(ir_tern(f, OP_MAD, PT_U32, R(lane), IMM(4), R(slot))), R(owner));
+    for (int i = 0; i < p->n;) {
+        bool v4 = i < p->groups * 4;
+        Ins *in = emit_ins(f, OP_STCLUSTER, p->types[i]);
+        in->src[0] = R(v4 ? there : there_w);
+        in->vec = (uint8_t)(v4 ? 4 : 1);
+        for (int j = 0; j < in->vec; j++)
+            in->src[1 + j] = R(p->regs[i + j]);
+        in->nsrc = 1 + in->vec;
+        in->off = v4 ? (int64_t)(i / 4) * 512 : words_at + (int64_t)(i - p->groups * 4) * 128;
+        i += in->vec;
+    }
+    ir_label(f, skip);
+    emit_ins(f, OP_CLUSTERSYNC, PT_B32);
+    divergent_bra(f, done, p->own, true);
+    int j = ir_mov(f, PT_U32, IMM(0)), head = new_label(f);
+    ir_label(f, head);
+    int mine = SLOT(j);
+    int at = ir_tern(f, OP_MAD, PT_U32, R(lane), IMM(16), R(mine));
+    int at_w = ir_tern(f, OP_MAD, PT_U32, R(lane), IMM(4), R(mine));
+    for (int i = 0; i < p->n;) {
+        bool v4 = i < p->groups * 4;
+        int t[4], vec = v4 ? 4 : 1;
+        for (int e = 0; e < vec; e++)
+            t[e] = new_reg(f, p->types[i] == PT_F32 ? RC_F : RC_R);
+        /* (the adds below move the code: nothing holds `in` past them) */
+        Ins *in = emit_ins(f, OP_LD, p->types[i]);
+        in->space = SP_SHARED;
+        in->vec = (uint8_t)vec;
+        for (int e = 0; e < vec; e++)
+            in->dst[e] = t[e];
+        in->ndst = vec;
+        in->src[0] = R(v4 ? at : at_w);
+        in->nsrc = 1;
+        in->off = v4 ? (int64_t)(i / 4) * 512 : words_at + (int64_t)(i - p->groups * 4) * 128;
+        for (int e = 0; e < vec; e++)
+            ir_bin_to(f, OP_ADD, p->types[i], p->regs[i + e], R(p->regs[i + e]), R(t[e]));
+        i += vec;
+    }
+    #undef SLOT
+    ir_bin_to(f, OP_ADD, PT_U32, j, R(j), IMM(1));
+    divergent_bra(f, head, ir_setp(f, CMP_LT, PT_U32, R(j), R(ir_bin(f, OP_SUB, PT_U32, R(p->S), IMM(1)))), false);
+}
+
 static void cluster_sum(Lower *c, const SumPlan *p, int done)
 {
     Func *f = c->f;
+    if (p->recv >= 0) {
+        dsmem_sum(c, p, done);
+        return;
+    }
     int base = ir_bin(f, OP_MUL, PT_U32, R(p->tile), R(p->S));    /* the tile's slice 0 */
     int skip = new_label(f);
     divergent_bra(f, skip, p->own, false);
@@ -508,7 +606,17 @@ void split_fixup(Lower *c, const Stmt *s)
            types[groups * 4] == types[groups * 4 + 1] && types[groups * 4] == types[groups * 4 + 2])
         groups++;
     int mark = c->smem_top, at0 = (mark + 127) & ~127;
-    int chunk = (int)((c->smem_peak - at0) / ((int64_t)T * 16));
+    /* the cluster's hand-over through shared memory where the slots fit in what the block has
+       (the launcher keeps to the slices they fit: meta split_max); else the workspace's */
+    int warps = T / 32, recv = -1;
+    int64_t frag = (int64_t)32 * (groups * 16 + (n - groups * 4) * 4), need = 0;
+    int smax = c->split_cluster && T % 32 == 0 ? dsmem_slices(warps, frag, c->smem_peak - at0, &need) : 0;
+    if (smax) {
+        recv = smem_alloc(c, (int)need);
+        if (c->smem_over)
+            smax = 0, recv = -1;
+    }
+    int chunk = recv >= 0 ? 0 : (int)((c->smem_peak - at0) / ((int64_t)T * 16));
     chunk = chunk < groups ? chunk : groups;
     int buf = chunk > 0 ? smem_alloc(c, chunk * T * 16) : 0;
     if (c->smem_over)
@@ -533,11 +641,13 @@ void split_fixup(Lower *c, const Stmt *s)
        land where a later launch with more tiles keeps its words */
     int parts = param_ptr(c, "ws");
     if (c->split_cluster) {
-        cluster_sum(c, &(SumPlan){ own, tile, slice, S, parts, bytes, buf, chunk, groups, regs, types, n }, done);
+        cluster_sum(c, &(SumPlan){ own, tile, slice, S, parts, bytes, buf, chunk, groups, regs, types, n, recv, warps, frag },
+                    done);
         ir_label(f, done);
-        if (chunk > 0)
+        if (chunk > 0 || recv >= 0)
             smem_release(c, mark, false);
         c->meta->split_cluster = true;
+        c->meta->split_max = smax ? smax : 8;
         c->split_own = own;
         c->split_regs = arena_alloc(c->a, sizeof *c->split_regs * (size_t)(n + 1));
         memcpy(c->split_regs, regs, sizeof *regs * (size_t)n);

@@ -223,7 +223,7 @@ static void ws_exchange(Lower *c, PipeLoop *pl, int lo)
     emit_ins(f, OP_CLUSTERSYNC, PT_B32);
     for (int w = 0; w < nw; w++) {
         int at = w ? ir_bin(f, OP_ADD, PT_U32, R(there), IMM(4 * w)) : there;
-        Ins *in = emit_ins(f, OP_STCLUSTER, PT_B32);
+        Ins *in = emit_ins(f, OP_STCLUSTER, PT_U32);
         in->src[0] = R(at);
         in->src[1] = R(own[w]);
         in->nsrc = 2;

@@ -93,8 +93,11 @@ void meta_write(Buf *out, KernelMeta *k)
     }
     if (k->cluster)
         buf_printf(out, "//@cluster %d\n", k->cluster);
-    if (k->split_dim)
-        buf_printf(out, "//@split %d %lld %lld%s | %s\n", k->split_dim, (long long)k->split_bytes,
-                   (long long)k->split_step, k->split_cluster ? " cluster" : "", k->split_steps_rpn);
+    if (k->split_dim) {
+        buf_printf(out, "//@split %d %lld %lld", k->split_dim, (long long)k->split_bytes, (long long)k->split_step);
+        if (k->split_cluster)
+            buf_printf(out, " cluster %d", k->split_max);
+        buf_printf(out, " | %s\n", k->split_steps_rpn);
+    }
     buf_puts(out, "//@end\n");
 }

@@ -102,7 +102,7 @@
     X(BULKCOMMIT, NULL,   NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
     X(BULKWAIT, NULL,     NULL,      SFX_NONE,   OPF_SYNC, FL_INFLIGHT, 0, 0) \
     X(MAPA,    "mapa.shared::cluster", NULL, SFX_TYPE, OPF_PURE, 0, 1, 2) \
-    X(STCLUSTER, NULL,    NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, 0, 0, 2) \
+    X(STCLUSTER, NULL,    NULL,      SFX_TYPE,   OPF_STORE | OPF_SYNC, FL_OFF | FL_VEC, 0, N_VEC) \
     X(MBARRIVEC, NULL,    NULL,      SFX_NONE,   OPF_STORE | OPF_SYNC, 0, 0, 1) \
     X(CLUSTERSYNC, NULL,  NULL,      SFX_NONE,   OPF_SYNC, 0, 0, 0) \
     X(VPRINTF, NULL,      NULL,      SFX_NONE,   OPF_LOAD | OPF_SYNC, 0, 0, 2)

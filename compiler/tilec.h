@@ -441,7 +441,8 @@ typedef struct {
     int split_dim;
     int64_t split_bytes, split_step;
     const char *split_steps_rpn;
-    bool split_cluster;    /* ... a tile's slices must run as one cluster (`cluster`) */
+    bool split_cluster;    /* ... a tile's slices must run as one cluster (`cluster`), */
+    int split_max;         /* ... of at most this many (`cluster N`) */
 } KernelMeta;
 
 /* The metadata block written at the top of every PTX file as comments:

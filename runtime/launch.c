@@ -225,8 +225,8 @@ static void plan_split(tilert_kernel *k, CUstream stream, rt_launch_plan *plan)
        leave every tile's cluster running at once: a cluster that waits for room would take a
        second wave */
     if (k->meta->split_cluster) {
-        if (S > RT_SPLIT_CLUSTER_MAX)
-            S = RT_SPLIT_CLUSTER_MAX;
+        if (S > k->meta->split_cluster_max)
+            S = k->meta->split_cluster_max;
         while (!forced && S >= 2 && split_clusters(k, plan, S, stream) < tiles)
             S--;
     }

@@ -9,7 +9,7 @@
  *   //@tmap aP f32|tf32|f16|bf16|u8 SWIZZLE BOXROWS BOXCOLS [if-aligned] | ROWS_RPN | COLS_RPN | PITCH_RPN
  *           [| EXTENT_RPN | STRIDE_RPN]...   (up to 3 outer dimensions, innermost first)
  *   //@cluster N
- *   //@split D BYTES STEP [cluster] | TRIPS_RPN
+ *   //@split D BYTES STEP [cluster N] | TRIPS_RPN
  *   //@end
  *
  * The //@arg lines come first; //@grid, //@assume, //@tmap and //@cluster lines follow in any
@@ -23,9 +23,9 @@
  * says the kernel's K loop may be split over grid dimension D (1 or 2, one past those //@grid
  * names): each block writes BYTES of partial sums to a workspace, the loop steps by STEP and runs
  * TRIPS_RPN iterations; the kernel takes two more hidden parameters after the maps, the
- * workspace's address and the slice's length (compiler/lower_split.c, launch.c). `cluster`: a
- * tile's slices must run as one cluster (the kernel waits for all of them at a cluster barrier):
- * at most RT_SPLIT_CLUSTER_MAX slices, and a launch the driver refuses clustered runs unsplit.
+ * workspace's address and the slice's length (compiler/lower_split.c, launch.c). `cluster N`: a
+ * tile's slices must run as one cluster of at most N (2 to RT_SPLIT_CLUSTER_MAX; the kernel waits
+ * for all of them at a cluster barrier), and a launch the driver refuses clustered runs unsplit.
  *
  * Only lines starting with //@ are read, so the same parser takes a whole PTX file or the bare
  * metadata string that accompanies a cubin. Any deviation is an error naming the line: a launch
@@ -415,19 +415,21 @@ static tilert_status tmap_line(Parser *P, char *rest)
 static tilert_status split_line(Parser *P, char *rest)
 {
     rt_kernel_meta *k = P->cur;
-    char *part[3], *w[5];
-    int64_t dim, bytes, step;
-    int nw = split_bars(rest, part, 2) == 2 ? split(part[0], w, 4) : 0;
-    if ((nw != 3 && (nw != 4 || strcmp(w[3], "cluster"))) || !parse_int(w[0], 1, 2, &dim) ||
-        !parse_int(w[1], 4, (int64_t)1 << 30, &bytes) || !parse_int(w[2], 1, INT32_MAX, &step))
-        return bad(P, "expected //@split D BYTES STEP [cluster] | TRIPS (D 1 or 2)");
+    char *part[3], *w[6];
+    int64_t dim, bytes, step, most = 0;
+    int nw = split_bars(rest, part, 2) == 2 ? split(part[0], w, 5) : 0;
+    if ((nw != 3 && (nw != 5 || strcmp(w[3], "cluster") || !parse_int(w[4], 2, RT_SPLIT_CLUSTER_MAX, &most))) ||
+        !parse_int(w[0], 1, 2, &dim) || !parse_int(w[1], 4, (int64_t)1 << 30, &bytes) ||
+        !parse_int(w[2], 1, INT32_MAX, &step))
+        return bad(P, "expected //@split D BYTES STEP [cluster N] | TRIPS (D 1 or 2, N 2 to 8)");
     if (k->split_dim)
         return bad(P, "a second //@split");
     tilert_status s = rpn_field(P, part[1], &k->split_trips);
     if (s)
         return s;
     k->split_dim = (int)dim, k->split_bytes = bytes, k->split_step = step;
-    k->split_cluster = nw == 4;
+    k->split_cluster = nw == 5;
+    k->split_cluster_max = (int)most;
     return TILERT_OK;
 }
 

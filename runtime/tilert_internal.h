@@ -99,7 +99,8 @@ typedef struct {
     int split_dim;
     int64_t split_bytes, split_step;
     rpn_expr split_trips;
-    bool split_cluster;    /* ... each tile's slices launched as one cluster (`cluster`, sm_90) */
+    bool split_cluster;    /* ... each tile's slices launched as one cluster (`cluster N`, sm_90) */
+    int split_cluster_max; /* ... of at most N */
 } rt_kernel_meta;
 
 typedef struct {

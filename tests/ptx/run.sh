@@ -1072,13 +1072,14 @@ fi
 # takes the grid dimension after its own, three hidden parameters last (the workspace, the pair
 # words, the slice). On sm_80, after the loop the tree: the partial sums out, a release fence and
 # the pair's counter, the block's OR of "second", the sum. On sm_90a the cluster's form: the
-# metadata says `cluster`, one cluster barrier, no counters, and the rest of the kernel's global
+# metadata says `cluster 8`, two cluster barriers around the sums written into the owners' shared
+# memory, no counters, and the rest of the kernel's global
 # stores each under the warp's ownership (the staged TMA store only where the launch is unsplit);
 # -fno-split-k and kernels it would change the meaning of get none of it.
 for a in sm_80 sm_90a; do
 	"$tilec" --no-ptxas --arch=$a examples/matmul_f16.tile -o "$tmp/split_$a.ptx" 2>/dev/null
 	f="$tmp/split_$a.ptx"
-	if [ $a = sm_80 ]; then form='//@split 1 131072 64 | a4 0 - 64 cdiv'; else form='//@split 1 131072 64 cluster | a4 0 - 64 cdiv'; fi
+	if [ $a = sm_80 ]; then form='//@split 1 131072 64 | a4 0 - 64 cdiv'; else form='//@split 1 131072 64 cluster 8 | a4 0 - 64 cdiv'; fi
 	if grep -qx "$form" "$f" &&
 	   grep -A2 'param .u64 matmul_f16_param_ws,' "$f" | grep -q 'param .s32 matmul_f16_param_span$' &&
 	   grep -q 'param .u64 matmul_f16_param_cnt,' "$f" && grep -q 'mov.u32 %r[0-9]*, %nctaid.y' "$f" &&
@@ -1098,7 +1099,8 @@ fi
 f="$tmp/split_sm_90a.ptx"
 # every global store after the cluster barrier is guarded; the TMA store stays
 unguarded=$(awk '/barrier.cluster.wait/ { t = 1 } t && /st\.global/ && !/^[ \t]*@/' "$f" | wc -l)
-if [ "$(grep -c 'barrier.cluster.arrive' "$f")" -eq 1 ] && ! grep -q 'fence.acq_rel.gpu\|atom.global\|bar.red' "$f" &&
+if [ "$(grep -c 'barrier.cluster.arrive' "$f")" -eq 2 ] && grep -q 'st.shared::cluster.v4.f32' "$f" &&
+   ! grep -q 'fence.acq_rel.gpu\|atom.global\|bar.red' "$f" &&
    [ "$unguarded" -eq 0 ] && grep -q 'cp.async.bulk.tensor.2d.global.shared' "$f" &&
    [ "$(awk '/barrier.cluster.wait/ { t = 1 } t && /@%p[0-9]* st\.global/' "$f" | wc -l)" -gt 0 ]; then
 	pass "split K: sm_90a sums in a cluster, stores by the rows' owners"

@@ -110,15 +110,21 @@ int main(void)
     check_count();
     check_plan(k);
     rt_meta_free(&meta);
-    /* `cluster`: a tile's slices launched as one cluster */
-    s = rt_meta_parse(K ARG "//@grid a0\n//@split 1 16 1 cluster | a0\n//@end\n", &meta);
-    if (unit_check(s == TILERT_OK, "split line with `cluster` parses", "%s", tilert_last_error())) {
-        unit_check(meta.k[0].split_cluster && meta.k[0].split_dim == 1 && meta.k[0].split_bytes == 16,
-                   "split line with `cluster` read", "cluster %d", meta.k[0].split_cluster);
+    /* `cluster N`: a tile's slices launched as one cluster of at most N */
+    s = rt_meta_parse(K ARG "//@grid a0\n//@split 1 16 1 cluster 6 | a0\n//@end\n", &meta);
+    if (unit_check(s == TILERT_OK, "split line with `cluster 6` parses", "%s", tilert_last_error())) {
+        unit_check(meta.k[0].split_cluster && meta.k[0].split_cluster_max == 6 && meta.k[0].split_dim == 1 &&
+                       meta.k[0].split_bytes == 16,
+                   "split line with `cluster 6` read", "cluster %d max %d", meta.k[0].split_cluster,
+                   meta.k[0].split_cluster_max);
         rt_meta_free(&meta);
     }
-    malformed("split clusters", K ARG "//@grid a0\n//@split 1 16 1 clusters | a0\n//@end\n", "line 4: expected //@split");
-    malformed("split cluster twice", K ARG "//@grid a0\n//@split 1 16 1 cluster cluster | a0\n//@end\n",
+    malformed("split cluster without N", K ARG "//@grid a0\n//@split 1 16 1 cluster | a0\n//@end\n",
+              "line 4: expected //@split");
+    malformed("split cluster 1", K ARG "//@grid a0\n//@split 1 16 1 cluster 1 | a0\n//@end\n", "line 4: expected //@split");
+    malformed("split cluster 9", K ARG "//@grid a0\n//@split 1 16 1 cluster 9 | a0\n//@end\n", "line 4: expected //@split");
+    malformed("split clusters", K ARG "//@grid a0\n//@split 1 16 1 clusters 2 | a0\n//@end\n", "line 4: expected //@split");
+    malformed("split cluster twice", K ARG "//@grid a0\n//@split 1 16 1 cluster 2 cluster | a0\n//@end\n",
               "line 4: expected //@split");
     malformed("split dim 0", K ARG "//@grid a0\n//@split 0 16 1 | a0\n//@end\n", "line 4: expected //@split");
     malformed("split dim 3", K ARG "//@grid a0\n//@split 3 16 1 | a0\n//@end\n", "line 4: expected //@split");
