@@ -25,7 +25,8 @@
  * TRIPS_RPN iterations; the kernel takes two more hidden parameters after the maps, the
  * workspace's address and the slice's length (compiler/lower_split.c, launch.c). `cluster N`: a
  * tile's slices must run as one cluster of at most N (2 to RT_SPLIT_CLUSTER_MAX; the kernel waits
- * for all of them at a cluster barrier), and a launch the driver refuses clustered runs unsplit.
+ * for all of them at a cluster barrier), and a launch the driver refuses clustered runs unsplit;
+ * a bare `cluster` (earlier compilers) means N = RT_SPLIT_CLUSTER_MAX.
  *
  * Only lines starting with //@ are read, so the same parser takes a whole PTX file or the bare
  * metadata string that accompanies a cubin. Any deviation is an error naming the line: a launch
@@ -418,8 +419,13 @@ static tilert_status split_line(Parser *P, char *rest)
     char *part[3], *w[6];
     int64_t dim, bytes, step, most = 0;
     int nw = split_bars(rest, part, 2) == 2 ? split(part[0], w, 5) : 0;
-    if ((nw != 3 && (nw != 5 || strcmp(w[3], "cluster") || !parse_int(w[4], 2, RT_SPLIT_CLUSTER_MAX, &most))) ||
-        !parse_int(w[0], 1, 2, &dim) || !parse_int(w[1], 4, (int64_t)1 << 30, &bytes) ||
+    /* a bare `cluster` (PTX of an earlier tilec, whose slices meet in the workspace) allows the
+       most slices a cluster takes */
+    if (nw == 4 && !strcmp(w[3], "cluster"))
+        most = RT_SPLIT_CLUSTER_MAX;
+    else if (nw != 3 && (nw != 5 || strcmp(w[3], "cluster") || !parse_int(w[4], 2, RT_SPLIT_CLUSTER_MAX, &most)))
+        nw = 0;
+    if (!nw || !parse_int(w[0], 1, 2, &dim) || !parse_int(w[1], 4, (int64_t)1 << 30, &bytes) ||
         !parse_int(w[2], 1, INT32_MAX, &step))
         return bad(P, "expected //@split D BYTES STEP [cluster N] | TRIPS (D 1 or 2, N 2 to 8)");
     if (k->split_dim)
@@ -428,7 +434,7 @@ static tilert_status split_line(Parser *P, char *rest)
     if (s)
         return s;
     k->split_dim = (int)dim, k->split_bytes = bytes, k->split_step = step;
-    k->split_cluster = nw == 5;
+    k->split_cluster = nw >= 4;
     k->split_cluster_max = (int)most;
     return TILERT_OK;
 }

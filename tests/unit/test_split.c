@@ -119,7 +119,15 @@ int main(void)
                    meta.k[0].split_cluster_max);
         rt_meta_free(&meta);
     }
-    malformed("split cluster without N", K ARG "//@grid a0\n//@split 1 16 1 cluster | a0\n//@end\n",
+    /* a bare `cluster`, as earlier compilers wrote it: the most a cluster takes */
+    s = rt_meta_parse(K ARG "//@grid a0\n//@split 1 16 1 cluster | a0\n//@end\n", &meta);
+    if (unit_check(s == TILERT_OK, "split line with a bare `cluster` parses", "%s", tilert_last_error())) {
+        unit_check(meta.k[0].split_cluster && meta.k[0].split_cluster_max == RT_SPLIT_CLUSTER_MAX,
+                   "split line with a bare `cluster` read", "cluster %d max %d", meta.k[0].split_cluster,
+                   meta.k[0].split_cluster_max);
+        rt_meta_free(&meta);
+    }
+    malformed("split cluster x", K ARG "//@grid a0\n//@split 1 16 1 cluster x | a0\n//@end\n",
               "line 4: expected //@split");
     malformed("split cluster 1", K ARG "//@grid a0\n//@split 1 16 1 cluster 1 | a0\n//@end\n", "line 4: expected //@split");
     malformed("split cluster 9", K ARG "//@grid a0\n//@split 1 16 1 cluster 9 | a0\n//@end\n", "line 4: expected //@split");
