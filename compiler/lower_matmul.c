@@ -3,11 +3,56 @@
  * matrices of their own element type (or are there already: shared tiles, pipelined stage
  * buffers, which say where they came from: MatmulSource), then the path's function computes. */
 #include <stdlib.h>
+#include <string.h>
 #include "lower.h"
 
 int smem_base_reg(Lower *c, int off)
 {
     return ir_movsym(c->f, PT_U32, arena_printf(c->a, "tilec_smem+%d", off));
+}
+
+/* A window staged whole holds rows x cols / threads of its elements a thread in registers at
+ * once: a 64 x 256 f16 window of 128 threads, 128 of them, which beside a 64 x 256 accumulator is
+ * more than a thread may have (where a pipelined loop cannot copy an operand -- its version for
+ * rows not known to be aligned, lower_version.c -- both are staged in every iteration, and that
+ * version's peak is the kernel's). So a larger window goes through in bands of its rows, at most
+ * STAGE_ELEMS elements a thread each, every band stored before the next is loaded. */
+enum { STAGE_ELEMS = 32 };
+
+/* Rows r0 .. r0 + h of the 2-D window x, or NULL where x is not a plain window of a tensor. The
+ * first subscript that keeps its dimension is the window's first dimension. */
+static Expr *window_rows(Lower *c, Expr *x, int64_t r0, int64_t h)
+{
+    if (x->kind != E_INDEX || x->shape.rank != 2)
+        return NULL;
+    int d = 0;
+    while (d < x->nidx && x->idx[d].width == 0)
+        d++;
+    if (d == x->nidx || x->idx[d].gather || !x->idx[d].start || x->idx[d].width != x->shape.dim[0])
+        return NULL;
+    Expr *start = x->idx[d].start;
+    Expr *off = arena_alloc(c->a, sizeof *off), *at = arena_alloc(c->a, sizeof *at);
+    memset(off, 0, sizeof *off);
+    off->kind = E_INT;
+    off->loc = start->loc;
+    off->ival = r0;
+    off->type = start->type;
+    memset(at, 0, sizeof *at);
+    at->kind = E_BINARY;
+    at->loc = start->loc;
+    at->op = '+';
+    at->a = start;
+    at->b = off;
+    at->type = start->type;
+    Expr *w = arena_alloc(c->a, sizeof *w);
+    *w = *x;
+    w->twin = NULL;
+    w->idx = arena_alloc(c->a, sizeof *w->idx * (size_t)x->nidx);
+    memcpy(w->idx, x->idx, sizeof *w->idx * (size_t)x->nidx);
+    w->idx[d].start = at;
+    w->idx[d].width = h;
+    w->shape.dim[0] = h;
+    return w;
 }
 
 /* Stages an operand that is not in shared memory yet. */
@@ -48,8 +93,18 @@ static SmemMatrix stage_operand(Lower *c, const MatmulPlan *plan, int side, Expr
     int off = smem_alloc(c, m.rows * m.pitch * type_size(m.type));
     /* a window is read along its stored rows, whichever its layout: the store below takes any */
     c->f->cur_line = x->loc.line;
-    Tile v = x->kind == E_INDEX ? load_window_any_layout(c, x) : lower_expr(c, x, NULL);
     m.base = smem_base_reg(c, off);
+    int64_t h = m.rows;
+    while (h % 2 == 0 && h / 2 * m.cols >= (int64_t)c->threads * 8 && h * m.cols > (int64_t)c->threads * STAGE_ELEMS)
+        h /= 2;
+    if (h < m.rows && window_rows(c, x, 0, h)) {
+        for (int64_t r0 = 0; r0 < m.rows; r0 += h) {
+            int band = r0 ? ir_bin(c->f, OP_ADD, PT_U32, R(m.base), IMM(r0 * m.pitch * type_size(m.type))) : m.base;
+            store_tile_smem(c, load_window_any_layout(c, window_rows(c, x, r0, h)), band, m.pitch, m.type);
+        }
+        return m;
+    }
+    Tile v = x->kind == E_INDEX ? load_window_any_layout(c, x) : lower_expr(c, x, NULL);
     store_tile_smem(c, v, m.base, m.pitch, m.type);
     return m;
 }

@@ -164,6 +164,13 @@ int main(int argc, char **argv)
        other version, copying in 16-byte pieces (lower_version.c) */
     product("mm_f16_nt_unaligned", P_F16, false, true, false, 136, 72, 96);
     product("mm_tf32_tn_unaligned", P_TF32, true, false, false, 136, 72, 96);
+    /* 64 x 256 tiles without the facts (the staged version in bands of rows): odd sizes, several
+       iterations, and aligned sizes, which take the copying version */
+    static const int band[][3] = { { 7, 9, 13 }, { 100, 300, 131 }, { 136, 264, 200 } };
+    for (size_t i = 0; i < (small ? 2 : COUNT(band)); i++) {
+        product("mm_f16_nn_band", P_F16, false, false, false, band[i][0], band[i][1], band[i][2]);
+        product("mm_bf16_nt_band", P_BF16, false, true, false, band[i][0], band[i][1], band[i][2]);
+    }
     if (!small) {
         product("mm_tf32_tn_unaligned", P_TF32, true, false, false, 130, 261, 77);
         /* grids of 35 x 35 and 35 x 34 blocks of 64 x 64: at least 8 a multiprocessor on any
