@@ -45,6 +45,13 @@ static const Case cases[] = {
     { "dropout", "dropout_fwd", "N=3001 p=0.3 seed=42", 1, 0, 0 },
     { "gather", "embedding", "T=33 D=264 V=7", 7, 0, 0 },
     { "gather", "embedding_bwd", "T=33 D=264 V=7", 7, 1e-6, 1e-6 },
+    /* kernels written as users write them (tests/gpu/kernels/user.tile), K long enough for the
+       launcher to split the loop (few tiles): the bound above with K = 2100, S = K / 4 is 0.26
+       (bf16 and f16 outputs: their rounding too; tanh is approximate on the GPU, 2^-10) */
+    { "user/user", "mlp", "M=67 K=2100 N=200", 1, 0x1p-7, 0.26 },
+    { "user/user", "rowscale", "M=67 K=2100 N=300", 1, 1e-5, 0.26 },
+    { "user/user", "logits_max", "M=130 K=2100 N=200 NB=2", 1, 1e-5, 0.26 },
+    { "user/user", "bmm_f16", "BATCH=3 M=67 K=300 N=200", 1, 0x1p-10, 0.006 },
 };
 
 static bool same(ElemType t, Elem g, Elem c, double rel, double abs_tol)
