@@ -438,8 +438,129 @@ static void check_grid(Check *c, Kernel *k)
 
 static void check_stmt(Check *c, Stmt *st);
 
+/* Products inside larger expressions. A product is computed whole into its accumulator (its
+ * tensor-core or FFMA plan), so `@` as part of an expression -- `f32(q @ k.T) * scale`, `a @ b +
+ * bias`, `C[...] = a @ b`, `acc -= a @ b` -- becomes a `let` of its own just before the statement
+ * that reads it, named after its place ("@LINE:COL", which no source name can be), and the
+ * expression reads that. Every later pass then sees products only as the whole right-hand side
+ * of a let, var or assignment to a var (`acc += a @ b` stays fused). Operands are hoisted before
+ * the products that read them; an `else if` condition's products go into the else branch. */
+typedef struct { Stmt **v; int n, cap; } StmtList;
+
+static void stmts_push(Check *c, StmtList *l, Stmt *st)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 8;
+        Stmt **v = arena_alloc(c->a, sizeof *v * (size_t)cap);
+        for (int i = 0; i < l->n; i++)
+            v[i] = l->v[i];
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = st;
+}
+
+static void hoist_products(Check *c, Expr **slot, StmtList *out, int depth);
+
+static void hoist_operands(Check *c, Expr *e, StmtList *out, int depth)
+{
+    if (!e || depth > MAX_NESTING)
+        return;     /* (too deep: check_expr says so) */
+    switch (e->kind) {
+    case E_UNARY: case E_CAST: case E_TRANSPOSE:
+        hoist_products(c, &e->a, out, depth + 1);
+        break;
+    case E_BINARY:
+        hoist_products(c, &e->a, out, depth + 1);
+        hoist_products(c, &e->b, out, depth + 1);
+        break;
+    case E_CALL:
+        for (int i = 0; i < e->nargs; i++)
+            hoist_products(c, &e->args[i], out, depth + 1);
+        break;
+    case E_INDEX:
+        for (int i = 0; i < e->nidx; i++)
+            hoist_products(c, &e->idx[i].start, out, depth + 1);
+        hoist_products(c, &e->fill, out, depth + 1);
+        break;
+    default:
+        break;
+    }
+}
+
+static void hoist_products(Check *c, Expr **slot, StmtList *out, int depth)
+{
+    Expr *e = *slot;
+    if (!e)
+        return;
+    hoist_operands(c, e, out, depth);
+    if (e->kind != E_BINARY || e->op != OP_MATMUL)
+        return;
+    Stmt *let = arena_alloc(c->a, sizeof *let);
+    let->kind = S_LET;
+    let->loc = e->loc;
+    let->name = arena_printf(c->a, "@%d:%d", e->loc.line, e->loc.col);
+    let->decl_type = TY_NONE;
+    let->decl_rank = -1;
+    let->init = e;
+    stmts_push(c, out, let);
+    Expr *ref = arena_alloc(c->a, sizeof *ref);
+    ref->kind = E_NAME;
+    ref->loc = e->loc;
+    ref->name = let->name;
+    *slot = ref;
+}
+
+/* st's own expressions' products (a whole right-hand side stays), into out before st. */
+static void hoist_stmt(Check *c, Stmt *st, StmtList *out)
+{
+    switch (st->kind) {
+    case S_LET: case S_VAR:
+        if (is_matmul(st->init))
+            hoist_operands(c, st->init, out, 0);
+        else
+            hoist_products(c, &st->init, out, 0);
+        break;
+    case S_ASSIGN:
+        hoist_operands(c, st->lhs, out, 0);
+        if (st->lhs->kind == E_NAME && (st->op == '=' || st->op == '+') && is_matmul(st->rhs))
+            hoist_operands(c, st->rhs, out, 0);
+        else
+            hoist_products(c, &st->rhs, out, 0);
+        break;
+    case S_ATOMIC:
+        hoist_operands(c, st->lhs, out, 0);
+        hoist_products(c, &st->rhs, out, 0);
+        break;
+    case S_IF:
+        hoist_products(c, &st->cond, out, 0);
+        if (st->els && st->els->kind == S_IF) {
+            Stmt *b = arena_alloc(c->a, sizeof *b);
+            b->kind = S_BLOCK;
+            b->loc = st->els->loc;
+            b->decl_rank = -1;
+            b->body = arena_alloc(c->a, sizeof *b->body);
+            b->body[0] = st->els;
+            b->nbody = 1;
+            st->els = b;
+        }
+        break;
+    case S_PRINT:
+        hoist_products(c, &st->init, out, 0);
+        break;
+    default:
+        break;
+    }
+    stmts_push(c, out, st);
+}
+
 static void check_block(Check *c, Stmt *st)
 {
+    StmtList body = { 0 };
+    for (int i = 0; i < st->nbody; i++)
+        hoist_stmt(c, st->body[i], &body);
+    st->body = body.v;
+    st->nbody = body.n;
     int mark = c->scope.n;
     for (int i = 0; i < st->nbody; i++)
         check_stmt(c, st->body[i]);

@@ -52,6 +52,9 @@ static const Case cases[] = {
     { "user/user", "rowscale", "M=67 K=2100 N=300", 1, 1e-5, 0.26 },
     { "user/user", "logits_max", "M=130 K=2100 N=200 NB=2", 1, 1e-5, 0.26 },
     { "user/user", "bmm_f16", "BATCH=3 M=67 K=300 N=200", 1, 0x1p-10, 0.006 },
+    /* products inside expressions: K = 100, S = 25 halved; attention as the example's case */
+    { "user/user", "scaled_diff", "M=67 K=100 N=70", 1, 1e-5, 1e-3 },
+    { "user/user", "attn_fwd", "BH=2 S=77 scale=0.125", 1, 1e-2, 4e-3 },
 };
 
 static bool same(ElemType t, Elem g, Elem c, double rel, double abs_tol)
