@@ -445,20 +445,7 @@ static void check_stmt(Check *c, Stmt *st);
  * expression reads that. Every later pass then sees products only as the whole right-hand side
  * of a let, var or assignment to a var (`acc += a @ b` stays fused). Operands are hoisted before
  * the products that read them; an `else if` condition's products go into the else branch. */
-typedef struct { Stmt **v; int n, cap; } StmtList;
-
-static void stmts_push(Check *c, StmtList *l, Stmt *st)
-{
-    if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 8;
-        Stmt **v = arena_alloc(c->a, sizeof *v * (size_t)cap);
-        for (int i = 0; i < l->n; i++)
-            v[i] = l->v[i];
-        l->v = v;
-        l->cap = cap;
-    }
-    l->v[l->n++] = st;
-}
+typedef Vec(Stmt *) StmtList;
 
 static void hoist_products(Check *c, Expr **slot, StmtList *out, int depth);
 
@@ -503,7 +490,7 @@ static void hoist_products(Check *c, Expr **slot, StmtList *out, int depth)
     let->decl_type = TY_NONE;
     let->decl_rank = -1;
     let->init = e;
-    stmts_push(c, out, let);
+    vec_push(out, let);
     Expr *ref = arena_alloc(c->a, sizeof *ref);
     ref->kind = E_NAME;
     ref->loc = e->loc;
@@ -511,22 +498,25 @@ static void hoist_products(Check *c, Expr **slot, StmtList *out, int depth)
     *slot = ref;
 }
 
-/* st's own expressions' products (a whole right-hand side stays), into out before st. */
+/* A statement's value: a product that is all of it (`whole`) stays, its operands' do not. */
+static void hoist_value(Check *c, Expr **slot, bool whole, StmtList *out)
+{
+    if (whole && is_matmul(*slot))
+        hoist_operands(c, *slot, out, 0);
+    else
+        hoist_products(c, slot, out, 0);
+}
+
+/* st's own expressions' products, into out before st. */
 static void hoist_stmt(Check *c, Stmt *st, StmtList *out)
 {
     switch (st->kind) {
     case S_LET: case S_VAR:
-        if (is_matmul(st->init))
-            hoist_operands(c, st->init, out, 0);
-        else
-            hoist_products(c, &st->init, out, 0);
+        hoist_value(c, &st->init, true, out);
         break;
     case S_ASSIGN:
         hoist_operands(c, st->lhs, out, 0);
-        if (st->lhs->kind == E_NAME && (st->op == '=' || st->op == '+') && is_matmul(st->rhs))
-            hoist_operands(c, st->rhs, out, 0);
-        else
-            hoist_products(c, &st->rhs, out, 0);
+        hoist_value(c, &st->rhs, st->lhs->kind == E_NAME && (st->op == '=' || st->op == '+'), out);
         break;
     case S_ATOMIC:
         hoist_operands(c, st->lhs, out, 0);
@@ -551,7 +541,7 @@ static void hoist_stmt(Check *c, Stmt *st, StmtList *out)
     default:
         break;
     }
-    stmts_push(c, out, st);
+    vec_push(out, st);
 }
 
 static void check_block(Check *c, Stmt *st)
@@ -559,8 +549,12 @@ static void check_block(Check *c, Stmt *st)
     StmtList body = { 0 };
     for (int i = 0; i < st->nbody; i++)
         hoist_stmt(c, st->body[i], &body);
-    st->body = body.v;
-    st->nbody = body.n;
+    if (body.n != st->nbody) {   /* (the AST lives in the arena) */
+        st->body = arena_alloc(c->a, sizeof *st->body * (size_t)body.n);
+        memcpy(st->body, body.v, sizeof *st->body * (size_t)body.n);
+        st->nbody = body.n;
+    }
+    vec_free(&body);
     int mark = c->scope.n;
     for (int i = 0; i < st->nbody; i++)
         check_stmt(c, st->body[i]);
