@@ -692,9 +692,17 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
         if (ops[k].tmap < 0)
             gather_hoist(c, ops[k].window, ops[k].pitch);
     /* the held windows, in the first group of copies the loop waits for */
+    bool held_copies = false;
     for (int k = 0; k < nops; k++)
-        if (ops[k].held)
+        if (ops[k].held) {
             copy_window_async(c, ops[k].window, ops[k].held_base, ops[k].pitch, ops[k].swz, -1);
+            held_copies = true;
+        }
+    /* with no prologue to close their group (one stage, or the producer's loop) they would stay
+       outside every group, and a loop that never runs would leave with them pending: the
+       cp.async.wait_group at its exit covers committed groups only */
+    if (held_copies && (S < 2 || pl.ws))
+        emit_ins(f, OP_CPCOMMIT, PT_B32);
     /* prologue: iterations 0 .. S-2, or the producer warp's loop */
     if (pl.ws)
         ws_producer(c, &pl, i, step);

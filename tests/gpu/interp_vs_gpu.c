@@ -55,6 +55,9 @@ static const Case cases[] = {
     /* products inside expressions: K = 100, S = 25 halved; attention as the example's case */
     { "user/user", "scaled_diff", "M=67 K=100 N=70", 1, 1e-5, 1e-3 },
     { "user/user", "attn_fwd", "BH=2 S=77 scale=0.125", 1, 1e-2, 4e-3 },
+    /* one stage and a held window, the loop run 3 times and none */
+    { "user/user", "held_one_stage", "M=67 K=130 n=130", 1, 0x1p-10, 0.006 },
+    { "user/user", "held_one_stage", "M=67 K=130 n=0", 1, 0, 0 },
 };
 
 static bool same(ElemType t, Elem g, Elem c, double rel, double abs_tol)
