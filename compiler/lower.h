@@ -183,6 +183,10 @@ typedef struct PipeLoop {
     bool cluster;
     int partner;
     int shares, done;             /* predicate: it shares any; the ring whose element 0 is `done` */
+    /* one stage, each operand copied for the next iteration after its last reader in this one
+       (lower_pipeline.c, "refilled"); the cp.async groups committed so far in the iteration */
+    bool refill;
+    int refills;
     struct PipeLoop *outer;
 } PipeLoop;
 

@@ -103,17 +103,17 @@ int pipe_array_get(Func *f, int array, Opnd idx)
     return r;
 }
 
-/* Issues the copies of every operand of loop pl for the iteration whose loop value is in v, into
- * the stage whose index is in stage (a register) or a constant. */
-void pipe_issue_copies(Lower *c, const PipeLoop *pl, int v, Opnd stage)
+/* Issues the copies of the operands of loop pl that `which` names (NULL: all) for the iteration
+ * whose loop value is in v, into the stage whose index is in stage (a register) or a constant. */
+static void issue_some(Lower *c, const PipeLoop *pl, int v, Opnd stage, const bool *which)
 {
     Func *f = c->f;
     int valid = ir_setp(f, CMP_LT, PT_S32, R(v), R(pl->hi));
     pipe_set_loop_value(c, pl->loop, v);
     for (int i = 0; i < pl->nops; i++) {
         PipeOperand *op = &pl->ops[i];
-        if (op->held)
-            continue;      /* copied once, before the loop */
+        if (op->held || (which && !which[i]))
+            continue;      /* held: copied once, before the loop */
         Opnd idx = stage.kind == O_REG ? stage : R(ir_mov(f, PT_U32, stage));   /* before the read */
         int base = pipe_array_get(f, op->array, idx);
         if (op->tmap >= 0)
@@ -122,6 +122,11 @@ void pipe_issue_copies(Lower *c, const PipeLoop *pl, int v, Opnd stage)
             copy_window_async(c, op->window, base, op->pitch, op->swz, valid);
     }
     emit_ins(f, OP_CPCOMMIT, PT_B32);
+}
+
+void pipe_issue_copies(Lower *c, const PipeLoop *pl, int v, Opnd stage)
+{
+    issue_some(c, pl, v, stage, NULL);
 }
 
 PipeOperand *pipe_find(Lower *c, Expr *operand, Sym *var)
@@ -517,6 +522,115 @@ int pipe_windows(Lower *c, Stmt *s, Expr **out, int cap)
     return n;
 }
 
+/* ---- one stage, refilled as soon as it is read
+ *
+ * Why. pipeline(1) gives each operand one buffer, which the plain schedule fills at the top of
+ * every iteration and waits for at once: its copies overlap nothing of their own block, only
+ * other blocks' work. Flash attention at head dim 128 has its reason to want one buffer: with
+ * two, K and V take 64 KiB and only two blocks fit on a multiprocessor; with one, three do
+ * (registers allow three), and the softmax of one block runs beside the products of two others.
+ * Here each operand's copy for iteration j + 1 goes out as soon as the last statement of
+ * iteration j that reads it is done -- a barrier after it says every thread's reads are over, a
+ * wgmma's included (its wait comes first) -- and the wait for it goes just before the first
+ * statement that reads it: attention's K then lands during the softmax and the product with V,
+ * and V during the next scores and softmax.
+ *
+ * When. One stage, no producer warp, every operand a matmul's (a shared var's readers are any
+ * statement) that no rounding or transposition rewrites after its copy (those run at the top of
+ * the iteration, publish_stage). Waits: TMA copies complete on their own mbarrier, which every
+ * thread waits for and which makes the bytes visible to it (race_check.c knows); cp.async
+ * copies by cp.async.wait_group, counting the groups this iteration has committed since (older
+ * ones may wait needlessly in the first iteration, never too few), then the barrier that
+ * publishes them. */
+
+/* The product a top-level statement of a loop body computes, or NULL. */
+static Expr *stmt_product(Stmt *st)
+{
+    Expr *mm = st->kind == S_ASSIGN ? st->rhs : st->kind == S_LET || st->kind == S_VAR ? st->init : NULL;
+    return mm && mm->kind == E_BINARY && mm->op == OP_MATMUL ? mm : NULL;
+}
+
+/* Which statements of the body read each operand first and last; false if the loop does not
+ * take the refilled schedule. */
+static bool refill_readers(Stmt *body, const PipeLoop *pl, int *first, int *last)
+{
+    for (int i = 0; i < pl->nops; i++) {
+        const PipeOperand *p = &pl->ops[i];
+        if (p->var || rounds_in_place(p) || p->xpose)
+            return false;
+        first[i] = last[i] = -1;
+    }
+    for (int b = 0; b < body->nbody; b++) {
+        Expr *mm = stmt_product(body->body[b]);
+        for (int j = 0; mm && j < 2; j++) {
+            bool tf32;
+            Expr *x = matmul_operand(j ? mm->b : mm->a, &tf32);
+            int of = -1;
+            for (int i = 0; i < pl->nops; i++)
+                if (pl->ops[i].operand == x)
+                    of = i;
+            for (int a = 0; a < pl->nalias; a++)
+                if (pl->alias[a].operand == x)
+                    of = pl->alias[a].of;
+            if (of < 0)
+                continue;
+            if (first[of] < 0)
+                first[of] = b;
+            last[of] = b;
+        }
+    }
+    for (int i = 0; i < pl->nops; i++)
+        if (!pl->ops[i].held && first[i] < 0)
+            return false;
+    return true;
+}
+
+/* Before statement b: the operands it is the first to read, arrived. */
+static void refill_wait(Lower *c, PipeLoop *pl, const int *first, int b)
+{
+    bool cp = false;
+    for (int i = 0; i < pl->nops; i++) {
+        PipeOperand *p = &pl->ops[i];
+        if (p->held || first[i] != b)
+            continue;
+        if (p->tmap >= 0)
+            tma_wait(c, pipe_array_get(c->f, p->bars, R(pl->stage)), pl->phase);
+        else
+            cp = true;
+    }
+    if (!cp)
+        return;
+    cp_wait(c->f, pl->refills);
+    if (pl->async_proxy)
+        emit_ins(c->f, OP_FENCEPROXY, PT_B32);
+    ir_bar(c->f);
+}
+
+/* After statement b: the operands it was the last to read, copied for the next iteration
+ * (whose loop value is iter + step) into the buffer just read. */
+static void refill_issue(Lower *c, PipeLoop *pl, const int *last, int b, int64_t step)
+{
+    Func *f = c->f;
+    bool which[16] = { false }, any = false, wg = false;
+    for (int i = 0; i < pl->nops; i++)
+        if (!pl->ops[i].held && last[i] == b) {
+            which[i] = any = true;
+            wg |= pl->ops[i].plan && pl->ops[i].plan->row->path == MM_WGMMA;
+        }
+    for (int a = 0; a < pl->nalias; a++)
+        wg |= which[pl->alias[a].of] && pl->alias[a].plan && pl->alias[a].plan->row->path == MM_WGMMA;
+    if (!any)
+        return;
+    if (wg)
+        emit_ins(f, OP_WGWAIT, PT_B32)->inflight = 0;
+    ir_bar(f);
+    Tile saved = ((SymInfo *)pl->loop->sym->lower)->val;
+    int next = ir_bin(f, OP_ADD, PT_S32, R(pl->iter), IMM(step));
+    issue_some(c, pl, next, R(pl->stage), which);
+    ((SymInfo *)pl->loop->sym->lower)->val = saved;
+    pl->refills++;
+}
+
 bool lower_pipelined_loop(Lower *c, Stmt *s)
 {
     Func *f = c->f;
@@ -703,6 +817,19 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
        cp.async.wait_group at its exit covers committed groups only */
     if (held_copies && (S < 2 || pl.ws))
         emit_ins(f, OP_CPCOMMIT, PT_B32);
+    /* one stage refilled as soon as it is read: iteration 0's copies before the loop, and the
+       held windows waited for (their group is the older) */
+    int first_rd[16], last_rd[16];
+    pl.refill = S == 1 && !pl.ws && refill_readers(body, &pl, first_rd, last_rd);
+    if (pl.refill) {
+        pipe_issue_copies(c, &pl, ir_mov(f, PT_S32, R(i)), IMM(0));
+        if (held_copies) {
+            cp_wait(f, 1);
+            if (pl.async_proxy)
+                emit_ins(f, OP_FENCEPROXY, PT_B32);
+            ir_bar(f);
+        }
+    }
     /* prologue: iterations 0 .. S-2, or the producer warp's loop */
     if (pl.ws)
         ws_producer(c, &pl, i, step);
@@ -729,7 +856,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     pipe_set_loop_value(c, s, i);
     if (!bar_to_mma && S >= 2)
         publish_stage(c, S - 2);
-    else if (!bar_to_mma)
+    else if (!bar_to_mma && !pl.refill)
         ir_bar(f);
     /* iteration j + S - 1 goes into stage (stage + S - 1) mod B */
     pl.ahead = ir_bin(f, OP_ADD, PT_S32, R(i), IMM((S - 1) * step));
@@ -745,8 +872,8 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
        finished at the barrier) is not the one this body reads, so the copies may wait until the
        body has its first operands in registers: ptxas keeps cp.async and shared loads in program
        order, and copies issued first would hold back the body's first mma. */
-    if (pl.ws) {
-        /* the producer's */
+    if (pl.ws || pl.refill) {
+        /* the producer's; the refilled buffers' (refill_issue) */
     } else if (S == 1 || !defer) {
         pipe_issue_copies(c, &pl, pl.ahead, pl.write);
         if (S == 1)
@@ -756,8 +883,14 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     }
     pipe_set_loop_value(c, s, i);
     pl.bar_pending = bar_to_mma;
-    for (int b = 0; b < body->nbody; b++)
+    pl.refills = 0;
+    for (int b = 0; b < body->nbody; b++) {
+        if (pl.refill)
+            refill_wait(c, &pl, first_rd, b);
         lower_stmt(c, body->body[b]);
+        if (pl.refill)
+            refill_issue(c, &pl, last_rd, b, step);
+    }
     if (pl.bar_pending && !c->too_big)   /* (a body cut short by a limit never takes it) */
         die("pipeline: the loop's barrier was left to a matmul that did not place it");
     c->pipe = pl.outer;

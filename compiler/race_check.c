@@ -69,6 +69,7 @@ typedef struct {
     uint8_t as;            /* AS_* */
     int8_t age;            /* AS_CP: commits since its group closed (-1: open); AS_WG likewise */
     int bar_stage;         /* AS_TMA: the stage of the mbarrier it completes on (-1: unknown) */
+    bool bar_abs;          /* ... a constant stage (the prologue's), not one relative to the counter */
     int bar_buf;           /* AS_TMA: the buffer of that mbarrier */
 } Access;
 
@@ -293,7 +294,7 @@ static bool same_key(const Access *a, const Access *b)
 {
     return a->buf == b->buf && a->st == b->st && a->ctr == b->ctr && a->stage == b->stage && a->write == b->write &&
            a->atomic == b->atomic && a->own == b->own && a->as == b->as && a->age == b->age &&
-           a->bar_stage == b->bar_stage && a->bar_buf == b->bar_buf;
+           a->bar_stage == b->bar_stage && a->bar_abs == b->bar_abs && a->bar_buf == b->bar_buf;
 }
 
 /* Adds x unless an access of the same kind is there (the first one found names it). */
@@ -376,7 +377,8 @@ static int access_of(Check *c, int i, Access *x, Opnd *addrs)
         x->own = true;
         x->as = AS_TMA;
         Prov b = opnd_prov(c, in->src[4]);
-        x->bar_stage = b.st == ST_REL ? b.stage : -1;
+        x->bar_stage = b.st == ST_REL || b.st == ST_ABS ? b.stage : -1;
+        x->bar_abs = b.st == ST_ABS;
         x->bar_buf = b.buf;
         addrs[0] = in->src[0];
         return 1;
@@ -443,11 +445,41 @@ static void complete(AccSet *s, int as, int min_age, int bar_stage)
             continue;
         if ((as == AS_CP || as == AS_WG) && (a->age < 0 || a->age < min_age))
             continue;
-        if (as == AS_TMA && bar_stage >= 0 && a->bar_stage >= 0 && a->bar_stage != bar_stage)
+        if (as == AS_TMA && bar_stage >= 0 && a->bar_stage >= 0 && !a->bar_abs && a->bar_stage != bar_stage)
             continue;
         a->as = AS_SYNC;
         a->age = -1;
     }
+}
+
+/* Every thread waits on the mbarrier of buffer bars, stage st/stage (ST_REL or ST_ABS; else
+ * not a stage's): the TMA copies known to complete on it are over and their bytes visible to
+ * each thread that saw the phase complete (PTX ISA, mbarrier's complete_tx), so they need no
+ * barrier after; those known to complete on another stay pending; any other becomes an ordinary
+ * write, which the next barrier orders. Known: the same stage of the same buffer, or a buffer
+ * that holds one mbarrier and no stages. */
+static void complete_tma(Check *c, AccSet *s, int bars, int st, int stage)
+{
+    bool staged = st == ST_REL || st == ST_ABS;
+    bool single = !staged && bars >= 0 && bars < c->f->smem_bufs.n && c->f->smem_bufs.v[bars].bytes == 8;
+    int n = 0;
+    for (int i = 0; i < s->n; i++) {
+        Access *a = &s->v[i];
+        if (a->as != AS_TMA) {
+            s->v[n++] = *a;
+            continue;
+        }
+        bool known = (staged && a->bar_stage >= 0 && a->bar_abs == (st == ST_ABS)) || (single && a->bar_stage < 0);
+        bool other = (staged && known && a->bar_stage != stage) || (bars >= 0 && a->bar_buf >= 0 && a->bar_buf != bars);
+        if (!other && known && bars >= 0 && a->bar_buf == bars)
+            continue;
+        if (!other) {
+            a->as = AS_SYNC;
+            a->age = -1;
+        }
+        s->v[n++] = *a;
+    }
+    s->n = n;
 }
 
 /* TMA copies completing on an mbarrier of buffer `bars` (ANY_BUF: unknown, all of them) are
@@ -485,7 +517,9 @@ static void restage(Check *c, AccSet *s, const Ins *in, int ctr)
         } else if (!reset && a->st == ST_REL && a->ctr == ctr) {
             a->stage = mod(a->stage - 1, S);
         }
-        if (a->as == AS_TMA && a->bar_stage >= 0 && !reset)
+        if (a->as == AS_TMA && a->bar_abs && reset)
+            a->bar_abs = false;
+        else if (a->as == AS_TMA && a->bar_stage >= 0 && !a->bar_abs && !reset)
             a->bar_stage = mod(a->bar_stage - 1, S);
     }
 }
@@ -504,7 +538,10 @@ static void transfer(Check *c, AccSet *s, int *first, int i)
     case OP_WGWAIT: complete(s, AS_WG, in->inflight, -1); return;
     case OP_MBWAIT: {
         Prov b = opnd_prov(c, in->src[0]);
-        complete(s, AS_TMA, 0, b.st == ST_REL ? b.stage : -1);
+        if (in->guard >= 0)    /* not every thread waits: the copies stay a barrier away */
+            complete(s, AS_TMA, 0, b.st == ST_REL ? b.stage : -1);
+        else
+            complete_tma(c, s, b.buf, b.st, b.stage);
         return;
     }
     case OP_MBINVAL:

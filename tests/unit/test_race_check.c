@@ -245,6 +245,43 @@ static void pipeline(Arena *a, int read_ahead, bool bar)
                            read_ahead ? "pipeline: reading the stage being copied into" : "pipeline: two stages");
 }
 
+/* A TMA copy into the stages completing on the mbarrier at bar, then a wait on the one at
+   wait_on (every thread, or one thread when guarded), then every thread reads the copy. */
+static void tma_then_read(Arena *a, int bar, int wait_on, bool guarded, bool bar_after, bool want)
+{
+    Func *f = fresh(a);
+    SmemBuf bars[] = { { 3072, 8, "full", 0, 0 }, { 3080, 8, "other", 0, 0 } };
+    for (int i = 0; i < 2; i++)
+        vec_push(&f->smem_bufs, bars[i]);
+    int dst = movsym(f, "tilec_smem+1024");
+    int mb = movsym(f, arena_printf(f->arena, "tilec_smem+%d", bar));
+    Ins *in = emit_ins(f, OP_TMALOAD, PT_B32);
+    in->src[0] = R(dst);
+    for (int i = 1; i < 4; i++)
+        in->src[i] = R(new_reg(f, RC_R));
+    in->src[4] = R(mb);
+    in->nsrc = 5;
+    in->guard = new_reg(f, RC_P);
+    int wb = movsym(f, arena_printf(f->arena, "tilec_smem+%d", wait_on));
+    int again = new_label(f), done = new_reg(f, RC_P);
+    ir_label(f, again);
+    in = emit_ins(f, OP_MBWAIT, PT_PRED);
+    in->dst[0] = done;
+    in->ndst = 1;
+    in->src[0] = R(wb);
+    in->src[1] = R(new_reg(f, RC_R));
+    in->nsrc = 2;
+    if (guarded)
+        in->guard = new_reg(f, RC_P);
+    ir_bra(f, again, done, true);
+    if (bar_after)
+        ir_bar(f);
+    ld(f, addr(f, 1024));
+    expect(want, check(f), arena_printf(f->arena, "TMA copy, wait on %s%s%s, read",
+                                        wait_on == bar ? "its mbarrier" : "another mbarrier",
+                                        guarded ? " in one thread" : "", bar_after ? ", barrier" : ""));
+}
+
 int main(void)
 {
     Arena *a = arena_new();
@@ -265,6 +302,12 @@ int main(void)
     pipeline(a, 0, true);
     pipeline(a, 1, true);
     pipeline(a, 0, false);
+    /* every thread's wait on the copy's own mbarrier makes its bytes visible: no barrier needed */
+    tma_then_read(a, 3072, 3072, false, false, true);
+    tma_then_read(a, 3072, 3080, false, false, false);
+    tma_then_read(a, 3072, 3080, false, true, false);
+    tma_then_read(a, 3072, 3072, true, false, false);
+    tma_then_read(a, 3072, 3072, true, true, true);
     arena_free(a);
     return unit_exit();
 }
