@@ -412,6 +412,23 @@ for k in mm_f16_tn:1 mm_f16_tt:0 mm_bf16_tn:1 mm_bf16_tt:0; do
 	fi
 done
 
+# One stage, refilled as soon as it is read (lower_pipeline.c): attention at head dim 128 keeps
+# one buffer of K and of V, and inside the loop the first copy goes out after the first product
+# (K's, once the scores are in), not at the top of the iteration; 48 KiB a block, so three fit.
+for a in sm_80 sm_90a; do
+	"$tilec" -w --no-ptxas --arch=$a examples/attention.tile -o "$tmp/attn_refill_$a.ptx" 2>/dev/null
+	e=$(entry_body "$tmp/attn_refill_$a.ptx" attention_d128)
+	pc=$(echo "$e" | awk '/^\$L0:/{l=1} l && !p && /wgmma\.mma_async|mma\.sync/{p=NR}
+		l && !c && /cp\.async\.(cg|ca)\.shared|cp\.async\.bulk\.tensor.*complete_tx/{c=NR} END{print p + 0, c + 0}')
+	smem=$(sed -n 's|^//@kernel attention_d128 threads [0-9]* smem \([0-9]*\) .*|\1|p' "$tmp/attn_refill_$a.ptx")
+	p=${pc% *} c=${pc#* }
+	if [ "$p" -gt 0 ] && [ "$c" -gt "$p" ] && [ "${smem:-999999}" -le 76000 ]; then
+		pass "one stage refilled after its reader: attention_d128 ($a)"
+	else
+		fail "one stage refilled after its reader: attention_d128 ($a)" "first product at line $p, first copy at $c of the loop; $smem bytes of shared memory"
+	fi
+done
+
 # Narrow products on sm_90a's wgmma: a slab needs only the stored rows that run along it, so the
 # attention backward's 64 x 32 score blocks (B^T of 32 query rows: N = 32, K-major) and its
 # products over 32-row steps (K = 32 down an N-major B, A from the scores' registers) all run
