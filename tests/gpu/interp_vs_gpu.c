@@ -58,6 +58,12 @@ static const Case cases[] = {
     /* one stage and a held window, the loop run 3 times and none */
     { "user/user", "held_one_stage", "M=67 K=130 n=130", 1, 0x1p-10, 0.006 },
     { "user/user", "held_one_stage", "M=67 K=130 n=0", 1, 0, 0 },
+    /* two products of one window in a loop of one refilled stage, and of two stages: g and u
+       within 2K 2^-23 S = 0.0024 each (K = 100, S <= 100), |g|, |u| < 12, so silu(g) u within
+       2 x 12 x 0.0024 < 0.06, then its f16 rounding */
+    { "user/user", "swiglu", "M=67 K=100 N=70", 1, 0x1p-10, 0.06 },
+    { "user/user", "swiglu2", "M=67 K=100 N=70", 1, 0x1p-10, 0.06 },
+    { "user/user", "swiglu", "M=130 K=2 N=200", 1, 0x1p-10, 0.06 },
 };
 
 static bool same(ElemType t, Elem g, Elem c, double rel, double abs_tol)
