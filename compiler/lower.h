@@ -505,8 +505,9 @@ void lower_wgmma_value(Lower *c, Tile *acc, const Tile *av, SmemMatrix b);
 void wgmma_acc_group(Func *f, const Tile *acc, const int slots[4]);
 /* WGHOLD instructions keeping regs[0..n) live up to here (after the wait for the wgmma reading them). */
 void wg_hold(Func *f, const int *regs, int n);
-/* The 64-bit matrix descriptor of a 128-byte-swizzled tile at shared address base (lbo in bytes). */
-int wgmma_descriptor(Lower *c, int base, int lbo);
+/* The 64-bit matrix descriptor of a tile at shared address base in slabs of `width` bytes (128 or
+ * 64) with that swizzle (lbo in bytes). */
+int wgmma_descriptor(Lower *c, int base, int lbo, int width);
 /* lower_mma_swap.c: tf32 on sm_90a as C^T = B^T A^T (wgmma with B^T from registers, or mma.sync
  * the same way); layout_mma_swapped is its accumulator layout (lo_t0_low). */
 Layout layout_mma_swapped(int M, int N, int threads);
@@ -525,9 +526,10 @@ void mma_sync(Lower *c, PType ta, PType tb, Tile *acc, const int *cs, const int 
  * (SmemMatrix.swz; the pitch is then the row's own width). SWZ_LDMATRIX spreads any 8 rows of
  * one 16-byte column (ldmatrix); SWZ_QUAD spreads 4 rows of two adjacent columns (tf32 B);
  * SWZ_BLK4 spreads 8 quads of rows at one column (the transposing copy's staging). */
-/* SWZ_SLAB is the 128-byte swizzle of wgmma's matrix descriptors, in column slabs of 128 bytes.
+/* SWZ_SLAB is the 128-byte swizzle of wgmma's matrix descriptors, in column slabs of 128 bytes;
+ * SWZ_SLAB64 the 64-byte one, in slabs of 64 (a K-major 16-bit operand whose k step is 32).
  * rows: the tile's rows. */
-enum { SWZ_NONE, SWZ_LDMATRIX, SWZ_QUAD, SWZ_SLAB, SWZ_BLK4 };
+enum { SWZ_NONE, SWZ_LDMATRIX, SWZ_QUAD, SWZ_SLAB, SWZ_BLK4, SWZ_SLAB64 };
 bool swz_applies(int kind, int row_bytes);
 int64_t swz_offset(int kind, int row_bytes, int rows, int64_t row, int64_t byte_col);
 int swz_offset_ir(Lower *c, int kind, int row, int byte_col, bool col_aligned16, int row_bytes, int rows);

@@ -131,7 +131,7 @@ static void swapped_wgmma(Lower *c, Tile *acc, SmemMatrix a, const BtFrags *F, i
         pipe_barrier(c);
     const char *saved = f->cur_what;
     f->cur_what = "wgmma descriptor";
-    int da = wgmma_descriptor(c, a.base, 16);
+    int da = wgmma_descriptor(c, a.base, 16, 128);
     f->cur_what = saved;
     for (int k = 0, n = 0; k < K; k += K_STEP, n += per) {
         for (int j = 0; j < tall; j++)

@@ -15,7 +15,10 @@
  * K-major (its rows are 128-byte slab rows; the descriptor's stride byte offset is 1024, 8 rows),
  * B N-major (imm-trans-b: 8 k rows of 64 columns per 1024 bytes; stride byte offset 1024, leading
  * byte offset one slab, K * 128 bytes). A k step of 16 moves A's start 32 bytes along its row (a
- * new slab every 4 steps) and B's 16 rows (2048 bytes). A transposed 16-bit A (stored [K][M])
+ * new slab every 4 steps) and B's 16 rows (2048 bytes). A K-major operand whose rows are 64
+ * bytes past a multiple of 128 (a 16-bit k step of 32) lies in SWZ_SLAB64's 64-byte slabs instead:
+ * the descriptor's swizzle 2 and stride 512 (8 rows of 64 bytes), a new slab every 2 steps; it
+ * comes by cp.async (lower_tma.c maps only the 128-byte swizzle). A transposed 16-bit A (stored [K][M])
  * lies in its slabs as an N-major B does and is read M-major (imm-trans-a): warpgroup u's 64 rows
  * are slab u, a k step moves 16 rows (2048 bytes). The accumulator is layout_mma's with one
  * warp column and its rows in warpgroup order (lower.h, wg_rows): warp w holds rows 16 w + g and
@@ -44,17 +47,27 @@
 #include <string.h>
 #include "lower.h"
 
-enum { WG_THREADS = 128, WG_M = 64, WG_K = 16, WG_MAX_N = 256, SLAB = 128 };
+enum { WG_THREADS = 128, WG_M = 64, WG_K = 16, WG_MAX_N = 256, SLAB = 128, SLAB64 = 64 };
+
+/* The slab width of a K-major operand in layout swz. */
+static int kmajor_width(int swz) { return swz == SWZ_SLAB64 ? SLAB64 : SLAB; }
 
 /* a_slab: A is read K-major from its slab (not from registers, not M-major); b_trans: B is read
  * K-major (B^T as stored). A slab is 128 bytes of an operand's stored rows: only the operand
  * whose stored rows run along K (A K-major, B^T) needs K to fill them, only an N-major B needs N
  * to; the other dimension is free down to a k step (16) or an n8 tile. So a 64 x 32 score block
  * Q K^T (B^T of 32 rows) and P V with 32 keys (K = 32 down an N-major B) stay on wgmma. */
+/* A kernel that prints calls vprintf, and ptxas serializes every wgmma of a function with a call
+ * in it (C7510): its products stay on mma.sync. */
+static bool wgmma_kernel(Lower *c)
+{
+    return c && c->target && c->target->wgmma && c->threads > 0 && c->threads % WG_THREADS == 0 &&
+           !(c->k && c->k->first_print);
+}
+
 bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K, bool a_slab, bool b_trans)
 {
-    if (!c || !c->target || !c->target->wgmma || c->threads <= 0 ||
-        c->threads % WG_THREADS)
+    if (!wgmma_kernel(c))
         return false;
     int es = type_size(t), warps = c->threads / 32;
     /* tf32 reads B only K-major, which a row-major B is not: the product is swapped
@@ -68,14 +81,15 @@ bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K, bool a_sl
         return false;
     if (M % (16 * warps) || N % 8 || N > WG_MAX_N || K % WG_K)
         return false;
-    if (a_slab && K * es % SLAB)
+    /* K-major rows: 128-byte slabs, or 64-byte ones (SWZ_SLAB64) where K * 2 is not 128's */
+    if (a_slab && K * es % SLAB64)
         return false;
-    return b_trans ? K * es % SLAB == 0 : N * es % SLAB == 0;
+    return b_trans ? K * es % SLAB64 == 0 : N * es % SLAB == 0;
 }
 
 bool wgmma_shape_tf32_kmajor(Lower *c, int M, int N, int K)
 {
-    if (!c || !c->target || !c->target->wgmma || c->threads <= 0 || c->threads % WG_THREADS)
+    if (!wgmma_kernel(c))
         return false;
     int warps = c->threads / 32;
     return M % (16 * warps) == 0 && N % 8 == 0 && N <= WG_MAX_N && K * 4 % SLAB == 0;
@@ -97,11 +111,13 @@ static int accumulator_slot(const Layout *L, int o0, int o1, int i1) { return (o
 bool wgmma_promotes(ElemType t) { return t == TY_F8E4M3 || t == TY_F8E5M2; }
 
 /* The 64-bit descriptor of a K-major (lbo unused) or N-major tile starting at shared address base:
- * start address and the two byte offsets in 16-byte units, 128-byte swizzle (bits 62-63 = 1). */
-int wgmma_descriptor(Lower *c, int base, int lbo)
+ * start address and the two byte offsets in 16-byte units (the stride one: 8 rows of the slab),
+ * the swizzle in bits 62-63: 1 for 128 bytes, 2 for 64. */
+int wgmma_descriptor(Lower *c, int base, int lbo, int width)
 {
     Func *f = c->f;
-    int64_t fixed = ((int64_t)(lbo >> 4) << 16) | ((int64_t)(1024 >> 4) << 32) | ((int64_t)1 << 62);
+    int64_t fixed = ((int64_t)(lbo >> 4) << 16) | ((int64_t)(8 * width >> 4) << 32) |
+                    ((int64_t)(width == 128 ? 1 : 2) << 62);
     /* the address field is 14 bits: the address mod 2^18, over 16 (the PTX ISA's
        matrix-descriptor-encode). A shared address can carry more: in a clustered launch the
        block's rank sits above the 18 bits, and unmasked it would spill into the leading byte
@@ -177,7 +193,9 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
     bool tf = a.type == TY_F32;
     int wk = tf ? 8 : es == 1 ? 2 * WG_K : WG_K;    /* 32 bytes of k a step: k8, k16, k32 */
     /* A not in its slab (transposed: M-major) comes from registers, read as mma.sync reads it */
-    bool regs_a = av || a.swz != SWZ_SLAB;
+    bool regs_a = av || (a.swz != SWZ_SLAB && a.swz != SWZ_SLAB64);
+    /* K-major slab widths (an M-major A^T and an N-major B keep 128) */
+    int aw = !regs_a && !a.trans ? kmajor_width(a.swz) : SLAB, bw = b.trans ? kmajor_width(b.swz) : SLAB;
     if ((!regs_a && (a.pitch != (a.trans ? M : K) || (a.trans && es != 2))) || b.pitch != (b.trans ? K : N) || b.rows != K || L->T[0] != 8 * warps ||
         L->T[1] != 4 || L->V[0] != 1 || L->V[1] != 2 || L->O[1] != N / 8 || L->reps != 1 || (tf && (!b.trans || !regs_a)) || (es == 1 && (!b.trans || regs_a)) ||
         !(tf ? wgmma_shape_tf32_kmajor(c, M, N, K) : wgmma_shape(c, a.type, false, M, N, K, !regs_a && !a.trans, b.trans)))
@@ -202,13 +220,13 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
     /* warpgroup u's rows start 64 u rows (8 KB) into A; A^T's 64 u columns are its slab u (K
        k rows of 64 columns, K * 128 bytes), read M-major like an N-major B */
     int da = -1;
-    int64_t a_blk = a.trans ? (int64_t)K * SLAB : WG_M * SLAB;    /* bytes a 64-row block */
+    int64_t a_blk = a.trans ? (int64_t)K * SLAB : WG_M * aw;    /* bytes a 64-row block */
     if (!regs_a) {
         int u = ir_bin(f, OP_SHR, PT_U32, R(c->tid), IMM(7));
-        da = wgmma_descriptor(c, ir_tern(f, OP_MAD, PT_U32, R(u), IMM(a_blk), R(a.base)), a.trans ? K * SLAB : 16);
+        da = wgmma_descriptor(c, ir_tern(f, OP_MAD, PT_U32, R(u), IMM(a_blk), R(a.base)), a.trans ? K * SLAB : 16, aw);
     }
-    /* B^T ([N][K]) is K-major like A: its N rows in slabs of K, 8 rows per 1024 bytes */
-    int db = wgmma_descriptor(c, b.base, b.trans ? 16 : K * SLAB);
+    /* B^T ([N][K]) is K-major like A: its N rows in slabs of K, 8 rows per 8 slab rows */
+    int db = wgmma_descriptor(c, b.base, b.trans ? 16 : K * SLAB, bw);
     f->cur_what = saved;
     if (deferred) {
         /* the previous iteration's chain (zeros before the first) into acc, before this one
@@ -240,8 +258,8 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
             /* instruction j's rows start 16 W j rows (16 W / 64 blocks) in; k steps along A's
                rows (K-major: 32 bytes, a new slab every 4) or down them (M-major: 16 rows) */
             int64_t aoff = a.trans ? (int64_t)j * 16 * warps / WG_M * a_blk + (int64_t)k * SLAB
-                                   : (int64_t)j * 16 * warps * SLAB + kb / SLAB * M * SLAB + kb % SLAB;
-            int64_t boff = b.trans ? kb / SLAB * N * SLAB + kb % SLAB : (int64_t)k * SLAB;
+                                   : (int64_t)j * 16 * warps * aw + kb / aw * M * aw + kb % aw;
+            int64_t boff = b.trans ? kb / bw * N * bw + kb % bw : (int64_t)k * SLAB;
             int dbk = boff ? ir_bin(f, OP_ADD, PT_S64, R(db), IMM(boff >> 4)) : db;
             int dak = regs_a ? -1 : aoff ? ir_bin(f, OP_ADD, PT_S64, R(da), IMM(aoff >> 4)) : da;
             Ins *in = emit_ins(f, OP_WGMMA, acc->type == TY_I32 ? PT_S32 : PT_F32);

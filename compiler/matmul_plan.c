@@ -141,17 +141,25 @@ static int swizzle_mma_sync(Lower *c, const MatmulPlan *p, ElemType t, int side)
     return mma_sync_swizzle(c, t, side, p->M, p->N, p->K);
 }
 
-/* A K-major, B N-major (or K-major, transposed), both in 128-byte slabs */
+/* The slab of a wgmma operand: 128 bytes wide, or 64 where the operand is K-major (A as stored,
+ * B transposed) and its K is 32 bytes past a multiple of 128 (a k step of 32 16-bit values) */
+static int wgmma_slab(const MatmulPlan *p, ElemType t, int side)
+{
+    bool kmajor = side == 0 ? !p->trans[0] : p->trans[1];
+    return kmajor && p->K * type_size(t) % 128 ? SWZ_SLAB64 : SWZ_SLAB;
+}
+
+/* A K-major, B N-major (or K-major, transposed), both in slabs */
 static int swizzle_wgmma(Lower *c, const MatmulPlan *p, ElemType t, int side)
 {
-    (void)c, (void)p, (void)t, (void)side;
-    return SWZ_SLAB;
+    (void)c;
+    return wgmma_slab(p, t, side);
 }
 
 /* A where mma.sync's fragment loads read it, B in its slab */
 static int swizzle_wgmma_ra(Lower *c, const MatmulPlan *p, ElemType t, int side)
 {
-    return side == 1 ? SWZ_SLAB : swizzle_mma_sync(c, p, t, 0);
+    return side == 1 ? wgmma_slab(p, t, 1) : swizzle_mma_sync(c, p, t, 0);
 }
 
 /* A where mma.sync's fragment loads read it, B staged for its transposing copy */

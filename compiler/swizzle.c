@@ -26,7 +26,10 @@
  * 128 bytes wide, slab j at j * rows * 128 bytes, row r of a slab at r * 128, and its 16-byte chunk
  * c at position c ^ (r % 8) -- the XOR of address bits 4-6 with bits 7-9, so slabs must start
  * 1024-byte aligned. SWZ_SLAB is that layout as is (B, read N-major: one slab is 8 k rows of 64
- * 16-bit columns per 1024 bytes; A, read K-major: its rows). */
+ * 16-bit columns per 1024 bytes; A, read K-major: its rows). SWZ_SLAB64 is the 64-byte swizzle
+ * for K-major rows of 64 bytes (a 16-bit k step of 32): slabs 64 bytes wide, row r at r * 64, its
+ * chunk c at c ^ (r / 2 % 4) -- the XOR of address bits 4-5 with bits 7-8, so slabs start
+ * 512-byte aligned. */
 #include "lower.h"
 
 static int log2i(int x)
@@ -39,19 +42,26 @@ static int log2i(int x)
 
 static int rows_per_line(int row_bytes) { return row_bytes >= 128 ? 1 : 128 / row_bytes; }
 
+/* The slab width of a slab kind, 0 for the others. */
+static int slab_width(int kind) { return kind == SWZ_SLAB ? 128 : kind == SWZ_SLAB64 ? 64 : 0; }
+
+/* The slab row's key: its 16-byte chunk c lies at c ^ key. */
+static int64_t slab_key(int kind, int64_t row) { return kind == SWZ_SLAB ? row % 8 : row / 2 % 4; }
+
 bool swz_applies(int kind, int row_bytes)
 {
-    if (kind == SWZ_SLAB)
-        return row_bytes > 0 && row_bytes % 128 == 0;
+    if (slab_width(kind))
+        return row_bytes > 0 && row_bytes % slab_width(kind) == 0;
     int least = kind == SWZ_QUAD || kind == SWZ_BLK4 ? 128 : 16;
     return kind != SWZ_NONE && row_bytes >= least && (row_bytes & (row_bytes - 1)) == 0;
 }
 
 int64_t swz_offset(int kind, int row_bytes, int rows, int64_t row, int64_t byte_col)
 {
-    if (kind == SWZ_SLAB) {
-        int64_t in = byte_col % 128;
-        return byte_col / 128 * rows * 128 + row * 128 + 16 * ((in / 16) ^ (row % 8)) + in % 16;
+    int w = slab_width(kind);
+    if (w) {
+        int64_t in = byte_col % w;
+        return byte_col / w * rows * w + row * w + 16 * ((in / 16) ^ slab_key(kind, row)) + in % 16;
     }
     int q = rows_per_line(row_bytes);
     int64_t key = kind == SWZ_QUAD ? 2 * row % 8 : kind == SWZ_BLK4 ? row / 4 % 8 : (row / q) % (8 / q);
@@ -65,12 +75,15 @@ bool swz_delta(int kind, int row_bytes, int rows, int64_t rd, int64_t cdb, int64
     /* SWZ_BLK4's rows are walked from a multiple of 4: rows 0 .. 3 past it share its key */
     if (kind == SWZ_BLK4 ? rd % 32 >= 4 : rd % period)
         return false;
-    if (cdb % 128)
-        return false;
-    if (kind == SWZ_SLAB) {
-        *delta = rd * 128 + cdb / 128 * rows * 128;
+    int w = slab_width(kind);
+    if (w) {
+        if (cdb % w)
+            return false;
+        *delta = rd * w + cdb / w * rows * w;
         return true;
     }
+    if (cdb % 128)
+        return false;
     *delta = rd * row_bytes + cdb;
     return true;
 }
@@ -78,12 +91,15 @@ bool swz_delta(int kind, int row_bytes, int rows, int64_t rd, int64_t cdb, int64
 int swz_offset_ir(Lower *c, int kind, int row, int byte_col, bool col_aligned16, int row_bytes, int rows)
 {
     Func *f = c->f;
-    if (kind == SWZ_SLAB) {
-        int r = row;
-        int slab = ir_bin(f, OP_MUL, PT_U32, R(ir_bin(f, OP_SHR, PT_U32, R(byte_col), IMM(7))), IMM((int64_t)rows * 128));
-        int chunk = ir_bin(f, OP_BAND, PT_B32, R(ir_bin(f, OP_SHR, PT_U32, R(byte_col), IMM(4))), IMM(7));
-        chunk = ir_bin(f, OP_BXOR, PT_B32, R(chunk), R(ir_bin(f, OP_BAND, PT_B32, R(r), IMM(7))));
-        int off = ir_tern(f, OP_MAD, PT_U32, R(r), IMM(128), R(slab));
+    int w = slab_width(kind);
+    if (w) {
+        int r = row, lw = w == 128 ? 7 : 6;
+        int slab = ir_bin(f, OP_MUL, PT_U32, R(ir_bin(f, OP_SHR, PT_U32, R(byte_col), IMM(lw))), IMM((int64_t)rows * w));
+        int chunk = ir_bin(f, OP_BAND, PT_B32, R(ir_bin(f, OP_SHR, PT_U32, R(byte_col), IMM(4))), IMM(w / 16 - 1));
+        int key = w == 128 ? ir_bin(f, OP_BAND, PT_B32, R(r), IMM(7))
+                           : ir_bin(f, OP_BAND, PT_B32, R(ir_bin(f, OP_SHR, PT_U32, R(r), IMM(1))), IMM(3));
+        chunk = ir_bin(f, OP_BXOR, PT_B32, R(chunk), R(key));
+        int off = ir_tern(f, OP_MAD, PT_U32, R(r), IMM(w), R(slab));
         off = ir_tern(f, OP_MAD, PT_U32, R(chunk), IMM(16), R(off));
         if (!col_aligned16)
             off = ir_bin(f, OP_ADD, PT_U32, R(off), R(ir_bin(f, OP_BAND, PT_B32, R(byte_col), IMM(15))));

@@ -429,6 +429,20 @@ for a in sm_80 sm_90a; do
 	fi
 done
 
+# A k step of 32 16-bit values on sm_90a's wgmma: the K-major A's rows are 64 bytes, in slabs of
+# the 64-byte swizzle (descriptor swizzle 2, stride 512 bytes: the constant below), B's N-major
+# rows 128; no mma.sync left in either version of the loop.
+"$tilec" -w --no-ptxas --arch=sm_90a tests/gpu/kernels/matmul_f16_anyk.tile -o "$tmp/anyk.ptx" 2>/dev/null
+e=$(entry_body "$tmp/anyk.ptx" matmul_f16)
+gw=$(echo "$e" | grep -c 'wgmma\.mma_async')
+gl=$(echo "$e" | grep -c 'mma\.sync')
+g64=$(echo "$e" | grep -c 'or\.b64 %rd[0-9]*, %rd[0-9]*, -9223371899415756800;')
+if [ "$gw" -ge 2 ] && [ "$gl" -eq 0 ] && [ "$g64" -ge 1 ]; then
+	pass "64-byte slabs: a k step of 32 on wgmma"
+else
+	fail "64-byte slabs: a k step of 32 on wgmma" "$gw wgmma, $gl mma.sync, $g64 descriptors of the 64-byte swizzle"
+fi
+
 # Narrow products on sm_90a's wgmma: a slab needs only the stored rows that run along it, so the
 # attention backward's 64 x 32 score blocks (B^T of 32 query rows: N = 32, K-major) and its
 # products over 32-row steps (K = 32 down an N-major B, A from the scores' registers) all run

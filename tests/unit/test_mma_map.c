@@ -147,6 +147,9 @@ static void run_mma(Block *b, Ins *in, int w)
  * ((1,T,LBO),(8T,SBO)), the swizzle XORing address bits 4-6 with bits 7-9. D: warp v of the
  * warpgroup holds rows 16 v + g (+8 for d_{4i+2}, d_{4i+3}), columns 8 i + 2 q (+1 for odd d). */
 static uint32_t swizzle128(uint32_t a) { return a ^ (a >> 7 & 7) << 4; }
+static uint32_t swizzle64(uint32_t a) { return a ^ (a >> 7 & 3) << 4; }
+/* a descriptor's swizzle (bits 62-63): 1 the 128-byte one, 2 the 64-byte one */
+static uint32_t swizzled(int sw, uint32_t a) { return sw == 2 ? swizzle64(a) : swizzle128(a); }
 
 /* D += A B for warpgroup u, D the accumulators of the WGACC instructions after in (four each):
  * warp v holds rows 16 v + g (+8 for d_{4i+2}, d_{4i+3}), columns 8 i + 2 q (+1 for odd d).
@@ -217,9 +220,12 @@ static void run_wgmma(Block *b, Ins *in, int u)
     }
     uint64_t d[2] = { da, db };
     uint32_t start[2] = { 0, 0 }, lbo[2] = { 0, 0 }, sbo[2] = { 0, 0 };
+    int sw[2] = { 1, 1 };     /* K-major rows of 128 bytes (swizzle 1) or 64 (swizzle 2) */
     for (int i = regs ? 1 : 0; i < 2; i++) {
-        if (d[i] >> 62 != 1 || (d[i] >> 49 & 7)) {
-            printf("FAIL wgmma: descriptor %d not 128-byte swizzle at base offset 0\n", i);
+        sw[i] = (int)(d[i] >> 62);
+        bool kmajor = i == 0 ? !in->trans_a : !in->trans;
+        if ((sw[i] != 1 && !(sw[i] == 2 && kmajor)) || (d[i] >> 49 & 7)) {
+            printf("FAIL wgmma: descriptor %d not a 128-byte (or K-major 64-byte) swizzle at base offset 0\n", i);
             exit(1);
         }
         start[i] = (uint32_t)(d[i] & 0x3fff) << 4;
@@ -246,17 +252,17 @@ static void run_wgmma(Block *b, Ins *in, int u)
             uint16_t h;
             uint32_t at = in->trans_a ? start[0] + 2u * (uint32_t)(m % 64) + (uint32_t)(m / 64) * lbo[0] +
                                             (uint32_t)(k % 8) * 128 + (uint32_t)(k / 8) * sbo[0]
-                                      : start[0] + (uint32_t)(m % 8) * 128 + (uint32_t)(m / 8) * sbo[0] + 2u * (uint32_t)k;
-            memcpy(&h, &smem[swizzle128(at)], 2);
+                                      : start[0] + (uint32_t)(m % 8) * (sw[0] == 2 ? 64 : 128) + (uint32_t)(m / 8) * sbo[0] + 2u * (uint32_t)k;
+            memcpy(&h, &smem[swizzled(sw[0], at)], 2);
             A[m][k] = bf ? bf2f(h) : h2f(h);
         }
     for (int k = 0; k < 16; k++)
         for (int n = 0; n < N; n++) {
             uint16_t h;
-            uint32_t at = kmajor_b ? start[1] + (uint32_t)(n % 8) * 128 + (uint32_t)(n / 8) * sbo[1] + 2u * (uint32_t)k
+            uint32_t at = kmajor_b ? start[1] + (uint32_t)(n % 8) * (sw[1] == 2 ? 64 : 128) + (uint32_t)(n / 8) * sbo[1] + 2u * (uint32_t)k
                                    : start[1] + 2u * (uint32_t)(n % 64) + (uint32_t)(n / 64) * lbo[1] +
                                      (uint32_t)(k % 8) * 128 + (uint32_t)(k / 8) * sbo[1];
-            memcpy(&h, &smem[swizzle128(at)], 2);
+            memcpy(&h, &smem[swizzled(sw[1], at)], 2);
             B[k][n] = bf ? bf2f(h) : h2f(h);
         }
     wgmma_accumulate(b, in, u, 16, A, B);
@@ -596,26 +602,30 @@ static void case_swizzle(void)
         }
 }
 
-/* The wgmma slabs: a permutation of the tile, and a row delta of whole swizzle periods or a
- * whole-slab column delta moves a piece by swz_delta's constant. */
+/* The wgmma slabs (128 and 64 bytes wide): a permutation of the tile, the hardware's swizzle of
+ * the slab's plain row-major address (the 16-byte chunk bits XOR the address bits 7 and up: three
+ * of them for 128 bytes, two for 64), and a row delta of whole swizzle periods or a whole-slab
+ * column delta moves a piece by swz_delta's constant. */
 static void case_slabs(void)
 {
-    int kind = SWZ_SLAB;
-    for (int rb = 128; rb <= 512; rb *= 2)
+    for (int kind = SWZ_SLAB; kind != -1; kind = kind == SWZ_SLAB ? SWZ_SLAB64 : -1)
+    for (int w = kind == SWZ_SLAB ? 128 : 64, rb = w; rb <= 4 * w; rb *= 2)
         for (int warps = 4; warps <= 8; warps *= 2) {
-            int rows = 32 * warps, bytes = rows * rb, bad_perm = 0, bad_delta = 0;
+            int rows = 32 * warps, bytes = rows * rb, bad_perm = 0, bad_delta = 0, bad_hw = 0;
             char *hit = calloc((size_t)bytes / 16, 1);
             for (int r = 0; r < rows; r++)
                 for (int cb = 0; cb < rb; cb += 16) {
                     int64_t o = swz_offset(kind, rb, rows, r, cb);
                     if (o < 0 || o >= bytes || o % 16 || hit[o / 16]++)
                         bad_perm++;
+                    int64_t plain = cb / w * rows * w + r * w + cb % w;
+                    bad_hw += o != (plain ^ (((plain >> 7) & (w / 16 - 1)) << 4));
                 }
             for (int bound = 8; bound <= rows; bound *= 2)
                 for (int r = 0; r < bound; r++)
                     for (int rd = 0; r + rd < rows; rd += bound)
-                        for (int cb = 0; cb < 128; cb += 16)
-                            for (int cdb = 0; cb + cdb < rb; cdb += 128) {
+                        for (int cb = 0; cb < w; cb += 16)
+                            for (int cdb = 0; cb + cdb < rb; cdb += w) {
                                 int64_t delta;
                                 if (!swz_delta(kind, rb, rows, rd, cdb, &delta))
                                     continue;
@@ -625,9 +635,11 @@ static void case_slabs(void)
                             }
             free(hit);
             char name[96];
-            snprintf(name, sizeof name, "swizzle slab %d-byte rows, %d warps: a permutation", rb, warps);
+            snprintf(name, sizeof name, "swizzle slab%d %d-byte rows, %d warps: a permutation", w, rb, warps);
             unit_check(!bad_perm, name, "%d bad", bad_perm);
-            snprintf(name, sizeof name, "swizzle slab %d-byte rows, %d warps: constant deltas", rb, warps);
+            snprintf(name, sizeof name, "swizzle slab%d %d-byte rows, %d warps: the hardware's swizzle", w, rb, warps);
+            unit_check(!bad_hw, name, "%d bad", bad_hw);
+            snprintf(name, sizeof name, "swizzle slab%d %d-byte rows, %d warps: constant deltas", w, rb, warps);
             unit_check(!bad_delta, name, "%d bad", bad_delta);
         }
 }
@@ -740,7 +752,7 @@ static void case_slab_ir(int kind, int rb, int warps)
         bad += b.reg[t][off] != (uint64_t)swz_offset(kind, rb, rows, t / chunks, t % chunks * 16);
     char name[96];
     snprintf(name, sizeof name, "swizzle %s %d-byte rows, %d warps: the IR places pieces alike",
-             "slab", rb, warps);
+             kind == SWZ_SLAB ? "slab" : "slab64", rb, warps);
     unit_check(!bad, name, "%d differ", bad);
     for (int i = 0; i < n; i++)
         free(b.reg[i]);
@@ -813,6 +825,8 @@ int main(void)
     for (int warps = 4; warps <= 16; warps *= 2) {
         case_slab_ir(SWZ_SLAB, 128, warps);
         case_slab_ir(SWZ_SLAB, 512, warps);
+        case_slab_ir(SWZ_SLAB64, 64, warps);
+        case_slab_ir(SWZ_SLAB64, 256, warps);
     }
     case_wg_rows(256, 256, 64);
     case_wg_rows(128, 128, 32);
