@@ -596,10 +596,10 @@ int tma_boxes(const PipeOperand *p);
  * arrivals, fenced and published by a barrier: the register tensor of their addresses. */
 int tma_barrier_ring(Lower *c, const PipeLoop *pl, const char *name, int count);
 /* The map (a //@tmap line) of window win, boxes of box_rows x box_cols elements of type dtype in
- * the 128-byte swizzle: its index (-1: the kernel has as many as the launcher takes); its
+ * the swizzle of `swizzle` bytes (128; 64 for SWZ_SLAB64's rows): its index (-1: the kernel has as many as the launcher takes); its
  * generic address in the kernel. if_aligned: made only where the launch is aligned, the kernel
  * testing that before it uses the map (tilec.h, TensorMapMeta). */
-int tma_map(Lower *c, Expr *win, const char *dtype, int box_rows, int box_cols, bool if_aligned);
+int tma_map(Lower *c, Expr *win, const char *dtype, int swizzle, int box_rows, int box_cols, bool if_aligned);
 /* Whether any map can describe window win (rows `pitch` elements apart in shared memory), and
  * the registers of its box coordinates (row, column, then the outer indices in map order). */
 bool tma_window_ok(Lower *c, Expr *win, int pitch);

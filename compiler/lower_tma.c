@@ -17,7 +17,8 @@
  *   match mma.sync's row order, a box per 8 rows (16 a stage), and that ran at 0.53: small boxes
  *   starve the copy engine.
  * The map's 128-byte swizzle is the slab layout itself (row r of a slab at r * 128, 16-byte chunk
- * c at c ^ (r % 8), from a 1024-byte aligned base).
+ * c at c ^ (r % 8), from a 1024-byte aligned base); SWZ_SLAB64's 64-byte slabs (a K-major 16-bit
+ * k step of 32) take maps of the 64-byte swizzle, one box a 64-byte slab.
  *
  * The map. The launcher builds it (runtime/launch.c) from the //@tmap line tma_choose adds to
  * the kernel's metadata, and passes it by value after the arguments; the kernel takes its address
@@ -44,8 +45,12 @@
 
 enum { SLAB_BYTES = 128, TMA_BOX_MAX = 256 };
 
+/* Bytes of one slab's rows: 128, or 64 in SWZ_SLAB64 (a K-major 16-bit k step of 32), whose map
+ * takes the 64-byte swizzle */
+static int slab_bytes(const PipeOperand *p) { return p->swz == SWZ_SLAB64 ? 64 : SLAB_BYTES; }
+
 /* Columns of one slab: one box is the window's rows by that many columns */
-static int slab_cols(const PipeOperand *p) { return SLAB_BYTES / type_size(p->type); }
+static int slab_cols(const PipeOperand *p) { return slab_bytes(p) / type_size(p->type); }
 
 int tma_boxes(const PipeOperand *p) { return (int)p->window->shape.dim[1] / slab_cols(p); }
 
@@ -84,7 +89,7 @@ static bool window_ok(Lower *c, const PipeOperand *p)
     /* a loop lowered in two versions copies by TMA only in the aligned one (lower_version.c), and
        only windows of tensors whose outer strides follow from the row length the test covers */
     if (!c->target->tma || (c->versioning && !c->version_aligned) || p->held || !p->plan ||
-        !matmul_side(p->plan->row->tma, p->side) || p->swz != SWZ_SLAB || win->kind != E_INDEX ||
+        !matmul_side(p->plan->row->tma, p->side) || (p->swz != SWZ_SLAB && p->swz != SWZ_SLAB64) || win->kind != E_INDEX ||
         (c->version_aligned && win->sym && win->sym->rank > 2 && !win->sym->has_default_strides))
         return false;
     bool tf32 = win->type == TY_F32 && p->plan->tf32;
@@ -129,15 +134,15 @@ static const char *stride_rpn(Lower *c, const Sym *t, int d)
 }
 
 /* The map of window win of tensor argument win->sym in the kernel's metadata (one per distinct
- * map), copied in boxes of box_rows x box_cols elements of type dtype with the 128-byte swizzle:
- * its index, -1 when the kernel has as many as the launcher takes. */
-int tma_map(Lower *c, Expr *win, const char *dtype, int box_rows, int box_cols, bool if_aligned)
+ * map), copied in boxes of box_rows x box_cols elements of type dtype with the swizzle of that
+ * many bytes (128 or 64): its index, -1 when the kernel has as many as the launcher takes. */
+int tma_map(Lower *c, Expr *win, const char *dtype, int swizzle, int box_rows, int box_cols, bool if_aligned)
 {
     KernelMeta *m = c->meta;
     Sym *t = win->sym;
     int r = t->rank;
     TensorMapMeta tm = {
-        t->param_index, dtype, SLAB_BYTES, box_rows, box_cols,
+        t->param_index, dtype, swizzle, box_rows, box_cols,
         extent_rpn(c, t->dim[r - 2]), extent_rpn(c, t->dim[r - 1]), stride_rpn(c, t, r - 2), r - 2, { 0 }, { 0 }, if_aligned,
     };
     for (int j = 0; j < r - 2; j++) {
@@ -163,7 +168,8 @@ int tma_map(Lower *c, Expr *win, const char *dtype, int box_rows, int box_cols, 
 
 static int register_map(Lower *c, const PipeOperand *p)
 {
-    return tma_map(c, p->window, map_type(p->type), (int)p->window->shape.dim[0], slab_cols(p), c->version_aligned);
+    return tma_map(c, p->window, map_type(p->type), slab_bytes(p), (int)p->window->shape.dim[0], slab_cols(p),
+                   c->version_aligned);
 }
 
 bool tma_choose(Lower *c, PipeLoop *pl)
@@ -247,7 +253,7 @@ static void issue_box(Lower *c, const PipeOperand *p, int base, int bar, int j, 
 {
     Ins *in = emit_ins(c->f, OP_TMALOAD, PT_B32);
     in->src[0] = R(base);
-    in->off = (int64_t)j * rows * SLAB_BYTES;
+    in->off = (int64_t)j * rows * slab_bytes(p);
     in->src[1] = R(p->map_addr);
     in->src[2] = R(cj);
     in->src[3] = R(row);

@@ -239,7 +239,7 @@ bool tma_store(Lower *c, Expr *target, Tile v, const TmaStage *st)
     if (st->size)
         m = assume_facts(c, st->size, st->mult);
     int tmap = v.L.rank == 2 && layout_ok(&v.L, es, rows, cols)
-                   ? tma_map(c, target, map_dtype(t->type), rows, SLAB / es, st->size != NULL) : -1;
+                   ? tma_map(c, target, map_dtype(t->type), SLAB, rows, SLAB / es, st->size != NULL) : -1;
     if (st->size)
         assume_restore(c, m);
     if (tmap < 0) {

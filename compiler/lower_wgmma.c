@@ -17,8 +17,8 @@
  * byte offset one slab, K * 128 bytes). A k step of 16 moves A's start 32 bytes along its row (a
  * new slab every 4 steps) and B's 16 rows (2048 bytes). A K-major operand whose rows are 64
  * bytes past a multiple of 128 (a 16-bit k step of 32) lies in SWZ_SLAB64's 64-byte slabs instead:
- * the descriptor's swizzle 2 and stride 512 (8 rows of 64 bytes), a new slab every 2 steps; it
- * comes by cp.async (lower_tma.c maps only the 128-byte swizzle). A transposed 16-bit A (stored [K][M])
+ * the descriptor's swizzle 2 and stride 512 (8 rows of 64 bytes), a new slab every 2 steps (by
+ * TMA through a map of the 64-byte swizzle, lower_tma.c). A transposed 16-bit A (stored [K][M])
  * lies in its slabs as an N-major B does and is read M-major (imm-trans-a): warpgroup u's 64 rows
  * are slab u, a k step moves 16 rows (2048 bytes). The accumulator is layout_mma's with one
  * warp column and its rows in warpgroup order (lower.h, wg_rows): warp w holds rows 16 w + g and

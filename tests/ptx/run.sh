@@ -627,16 +627,17 @@ for k in mm_tf32_tn:4:4 mm_tf32_tn_wg:8:16 mm_tf32_tn_unaligned:8:8; do
 done
 
 # A pipelined loop over f16 windows whose row lengths no assume covers is lowered twice
-# (lower_version.c): 16-byte copies of both operands in one version, both operands loaded in
-# each iteration (rows of odd length possible) in the other.
+# (lower_version.c): 16-byte copies of both operands in one version (on sm_90a's wgmma, TMA
+# boxes: its k step of 32 in the 64-byte swizzle), both operands loaded in each iteration (rows
+# of odd length possible) in the other.
 e=$(entry_body "$tmp/layouts.ptx" mm_f16_nt_unaligned)
-c16=$(echo "$e" | grep -c 'cp\.async\.cg\.shared\.global.*, 16')
+c16=$(echo "$e" | grep -c 'cp\.async\.cg\.shared\.global.*, 16\|cp\.async\.bulk\.tensor.*complete_tx')
 l16=$(echo "$e" | grep -c 'ld\.global[.a-z]*\.[bu]16 ')
 if [ "$c16" -ge 2 ] && [ "$l16" -ge 1 ]; then
 	pass "versioned loop: mm_f16_nt_unaligned copies 16-byte pieces where its sizes allow"
 else
 	fail "versioned loop: mm_f16_nt_unaligned copies 16-byte pieces where its sizes allow" \
-		"$c16 16-byte copies, $l16 2-byte loads"
+		"$c16 16-byte copies or TMA boxes, $l16 2-byte loads"
 fi
 # A wgmma product whose loop is versioned brings its operands by TMA in the aligned version only
 # (lower_version.c): its maps marked if-aligned (the launcher builds them only where that version
