@@ -116,8 +116,11 @@ bool wgmma_promotes(ElemType t) { return t == TY_F8E4M3 || t == TY_F8E5M2; }
 int wgmma_descriptor(Lower *c, int base, int lbo, int width)
 {
     Func *f = c->f;
-    int64_t fixed = ((int64_t)(lbo >> 4) << 16) | ((int64_t)(8 * width >> 4) << 32) |
-                    ((int64_t)(width == 128 ? 1 : 2) << 62);
+    /* made unsigned: the 64-byte swizzle sets bit 63, which a signed shift may not reach */
+    uint64_t bits = ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(8 * width >> 4) << 32) |
+                    ((uint64_t)(width == 128 ? 1 : 2) << 62);
+    int64_t fixed;
+    memcpy(&fixed, &bits, sizeof fixed);
     /* the address field is 14 bits: the address mod 2^18, over 16 (the PTX ISA's
        matrix-descriptor-encode). A shared address can carry more: in a clustered launch the
        block's rank sits above the 18 bits, and unmasked it would spill into the leading byte
