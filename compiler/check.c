@@ -802,6 +802,54 @@ static void want_i32_scalar(Check *c, Expr *e, const char *what)
         error_at(e->loc, "%s must be an i32 scalar, not %s", what, shape_str(c, e->type, e->shape));
 }
 
+/* Does e mention s? */
+static bool mentions(const Expr *e, const Sym *s)
+{
+    if (!e)
+        return false;
+    if (e->kind == E_NAME && e->sym == s)
+        return true;
+    if (mentions(e->a, s) || mentions(e->b, s) || mentions(e->fill, s))
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (mentions(e->args[i], s))
+            return true;
+    for (int i = 0; i < e->nidx; i++)
+        if (mentions(e->idx[i].start, s))
+            return true;
+    return false;
+}
+
+/* A loop that multiplies windows its variable moves, written without pipeline(S): every
+ * iteration waits for its loads before its products, and the tensor cores idle through them
+ * (flash attention so ran at 0.2 of SDPA against 0.7-0.9 with pipeline(1) or (2), H200,
+ * docs/performance.md). Said once a loop, at the first such window; `pipeline(0)` keeps the
+ * plain loop without it. Loops of constant bounds are unrolled, and left alone. */
+static void warn_unpipelined(Check *c, const Stmt *st, const Sym *var)
+{
+    (void)c;
+    if (st->pipeline_expr || (st->lo->kind == E_INT && st->hi->kind == E_INT) || !st->then)
+        return;
+    for (int i = 0; i < st->then->nbody; i++) {
+        const Stmt *b = st->then->body[i];
+        const Expr *mm = b->kind == S_ASSIGN ? b->rhs : b->kind == S_LET || b->kind == S_VAR ? b->init : NULL;
+        if (!mm || mm->kind != E_BINARY || mm->op != OP_MATMUL || mm->type == TY_NONE)
+            continue;
+        const Expr *side[2] = { mm->a, mm->b };
+        for (int j = 0; j < 2; j++) {
+            const Expr *x = side[j];
+            while (x->kind == E_CAST)
+                x = x->a;
+            if (x->kind == E_INDEX && x->sym && x->sym->kind == SYM_TENSOR && mentions(x, var)) {
+                warning_at(x->loc, "'%s' moves with '%s' in a loop without pipeline(S): each iteration "
+                           "waits for its loads before its products; pipeline(2) overlaps them (pipeline(0) "
+                           "keeps the plain loop)", x->sym->name, var->name);
+                return;
+            }
+        }
+    }
+}
+
 static void check_for(Check *c, Stmt *st)
 {
     want_i32_scalar(c, st->lo, "the loop's lower bound");
@@ -830,6 +878,8 @@ static void check_for(Check *c, Stmt *st)
     Sym *s = declare_local(c, st, SYM_LOOP);
     s->type = TY_I32;
     check_stmt(c, st->then);
+    if (!diag.nerrors)
+        warn_unpipelined(c, st, s);
     scope_pop(c, mark);
 }
 
