@@ -841,7 +841,7 @@ static void warn_unpipelined(Check *c, const Stmt *st, const Sym *var)
             while (x->kind == E_CAST)
                 x = x->a;
             if (x->kind == E_INDEX && x->sym && x->sym->kind == SYM_TENSOR && mentions(x, var)) {
-                warning_at(x->loc, "'%s' moves with '%s' in a loop without pipeline(S): each iteration "
+                warning_at(x->base ? x->base->loc : x->loc, "'%s' moves with '%s' in a loop without pipeline(S): each iteration "
                            "waits for its loads before its products; pipeline(2) overlaps them (pipeline(0) "
                            "keeps the plain loop)", x->sym->name, var->name);
                 return;
