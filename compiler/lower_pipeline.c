@@ -539,9 +539,9 @@ int pipe_windows(Lower *c, Stmt *s, Expr **out, int cap)
  * statement) that no rounding or transposition rewrites after its copy (those run at the top of
  * the iteration, publish_stage). Waits: TMA copies complete on their own mbarrier, which every
  * thread waits for and which makes the bytes visible to it (race_check.c knows); cp.async
- * copies by cp.async.wait_group, counting the groups this iteration has committed since (older
- * ones may wait needlessly in the first iteration, never too few), then the barrier that
- * publishes them. */
+ * copies by cp.async.wait_group, leaving in flight only the groups this iteration has committed
+ * so far (a group the previous iteration committed after the awaited one, another operand's, is
+ * waited for too: early, never too late), then the barrier that publishes them. */
 
 /* The product a top-level statement of a loop body computes, or NULL. */
 static Expr *stmt_product(Stmt *st)
