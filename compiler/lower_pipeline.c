@@ -607,22 +607,18 @@ static void refill_wait(Lower *c, PipeLoop *pl, const int *first, int b)
 }
 
 /* After statement b: the operands it was the last to read, copied for the next iteration
- * (whose loop value is iter + step) into the buffer just read. */
+ * (whose loop value is iter + step) into the buffer just read. A wgmma reading them was waited
+ * for where the product was lowered (one stage keeps no group in flight), and no wait moves
+ * past the barrier (wgmma_wait.c); race_check.c proves both. */
 static void refill_issue(Lower *c, PipeLoop *pl, const int *last, int b, int64_t step)
 {
     Func *f = c->f;
-    bool which[16] = { false }, any = false, wg = false;
+    bool which[16] = { false }, any = false;
     for (int i = 0; i < pl->nops; i++)
-        if (!pl->ops[i].held && last[i] == b) {
+        if (!pl->ops[i].held && last[i] == b)
             which[i] = any = true;
-            wg |= pl->ops[i].plan && pl->ops[i].plan->row->path == MM_WGMMA;
-        }
-    for (int a = 0; a < pl->nalias; a++)
-        wg |= which[pl->alias[a].of] && pl->alias[a].plan && pl->alias[a].plan->row->path == MM_WGMMA;
     if (!any)
         return;
-    if (wg)
-        emit_ins(f, OP_WGWAIT, PT_B32)->inflight = 0;
     ir_bar(f);
     Tile saved = ((SymInfo *)pl->loop->sym->lower)->val;
     int next = ir_bin(f, OP_ADD, PT_S32, R(pl->iter), IMM(step));
