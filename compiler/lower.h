@@ -531,6 +531,8 @@ void mma_sync(Lower *c, PType ta, PType tb, Tile *acc, const int *cs, const int 
  * rows: the tile's rows. */
 enum { SWZ_NONE, SWZ_LDMATRIX, SWZ_QUAD, SWZ_SLAB, SWZ_BLK4, SWZ_SLAB64 };
 bool swz_applies(int kind, int row_bytes);
+/* The row bytes of a wgmma slab layout (SWZ_SLAB 128, SWZ_SLAB64 64), 0 for the other kinds. */
+int swz_slab_bytes(int kind);
 int64_t swz_offset(int kind, int row_bytes, int rows, int64_t row, int64_t byte_col);
 int swz_offset_ir(Lower *c, int kind, int row, int byte_col, bool col_aligned16, int row_bytes, int rows);
 /* The constant byte offset from the piece at (row, byte col) to the one rd rows and cdb bytes

@@ -239,7 +239,7 @@ bool pipe_take_barrier(Lower *c)
 }
 
 /* wgmma's slabs are swizzled by address bits: they start 1024-byte aligned */
-static bool slab(int swz) { return swz == SWZ_SLAB || swz == SWZ_SLAB64; }
+static bool slab(int swz) { return swz_slab_bytes(swz) > 0; }
 
 /* An operand the plan's path reads as tf32 from shared memory, which cp.async brings as f32. */
 static bool rounds_in_place(const PipeOperand *p)

@@ -43,11 +43,11 @@
 #include <string.h>
 #include "lower.h"
 
-enum { SLAB_BYTES = 128, TMA_BOX_MAX = 256 };
+enum { TMA_BOX_MAX = 256 };
 
 /* Bytes of one slab's rows: 128, or 64 in SWZ_SLAB64 (a K-major 16-bit k step of 32), whose map
  * takes the 64-byte swizzle */
-static int slab_bytes(const PipeOperand *p) { return p->swz == SWZ_SLAB64 ? 64 : SLAB_BYTES; }
+static int slab_bytes(const PipeOperand *p) { return swz_slab_bytes(p->swz); }
 
 /* Columns of one slab: one box is the window's rows by that many columns */
 static int slab_cols(const PipeOperand *p) { return slab_bytes(p) / type_size(p->type); }
@@ -89,7 +89,7 @@ static bool window_ok(Lower *c, const PipeOperand *p)
     /* a loop lowered in two versions copies by TMA only in the aligned one (lower_version.c), and
        only windows of tensors whose outer strides follow from the row length the test covers */
     if (!c->target->tma || (c->versioning && !c->version_aligned) || p->held || !p->plan ||
-        !matmul_side(p->plan->row->tma, p->side) || (p->swz != SWZ_SLAB && p->swz != SWZ_SLAB64) || win->kind != E_INDEX ||
+        !matmul_side(p->plan->row->tma, p->side) || !swz_slab_bytes(p->swz) || win->kind != E_INDEX ||
         (c->version_aligned && win->sym && win->sym->rank > 2 && !win->sym->has_default_strides))
         return false;
     bool tf32 = win->type == TY_F32 && p->plan->tf32;

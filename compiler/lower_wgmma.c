@@ -49,9 +49,6 @@
 
 enum { WG_THREADS = 128, WG_M = 64, WG_K = 16, WG_MAX_N = 256, SLAB = 128, SLAB64 = 64 };
 
-/* The slab width of a K-major operand in layout swz. */
-static int kmajor_width(int swz) { return swz == SWZ_SLAB64 ? SLAB64 : SLAB; }
-
 /* a_slab: A is read K-major from its slab (not from registers, not M-major); b_trans: B is read
  * K-major (B^T as stored). A slab is 128 bytes of an operand's stored rows: only the operand
  * whose stored rows run along K (A K-major, B^T) needs K to fill them, only an N-major B needs N
@@ -196,9 +193,9 @@ static void wgmma_product(Lower *c, Tile *acc, SmemMatrix a, const Tile *av, Sme
     bool tf = a.type == TY_F32;
     int wk = tf ? 8 : es == 1 ? 2 * WG_K : WG_K;    /* 32 bytes of k a step: k8, k16, k32 */
     /* A not in its slab (transposed: M-major) comes from registers, read as mma.sync reads it */
-    bool regs_a = av || (a.swz != SWZ_SLAB && a.swz != SWZ_SLAB64);
+    bool regs_a = av || !swz_slab_bytes(a.swz);
     /* K-major slab widths (an M-major A^T and an N-major B keep 128) */
-    int aw = !regs_a && !a.trans ? kmajor_width(a.swz) : SLAB, bw = b.trans ? kmajor_width(b.swz) : SLAB;
+    int aw = !regs_a && !a.trans ? swz_slab_bytes(a.swz) : SLAB, bw = b.trans ? swz_slab_bytes(b.swz) : SLAB;
     if ((!regs_a && (a.pitch != (a.trans ? M : K) || (a.trans && es != 2))) || b.pitch != (b.trans ? K : N) || b.rows != K || L->T[0] != 8 * warps ||
         L->T[1] != 4 || L->V[0] != 1 || L->V[1] != 2 || L->O[1] != N / 8 || L->reps != 1 || (tf && (!b.trans || !regs_a)) || (es == 1 && (!b.trans || regs_a)) ||
         !(tf ? wgmma_shape_tf32_kmajor(c, M, N, K) : wgmma_shape(c, a.type, false, M, N, K, !regs_a && !a.trans, b.trans)))

@@ -42,23 +42,22 @@ static int log2i(int x)
 
 static int rows_per_line(int row_bytes) { return row_bytes >= 128 ? 1 : 128 / row_bytes; }
 
-/* The slab width of a slab kind, 0 for the others. */
-static int slab_width(int kind) { return kind == SWZ_SLAB ? 128 : kind == SWZ_SLAB64 ? 64 : 0; }
+int swz_slab_bytes(int kind) { return kind == SWZ_SLAB ? 128 : kind == SWZ_SLAB64 ? 64 : 0; }
 
 /* The slab row's key: its 16-byte chunk c lies at c ^ key. */
 static int64_t slab_key(int kind, int64_t row) { return kind == SWZ_SLAB ? row % 8 : row / 2 % 4; }
 
 bool swz_applies(int kind, int row_bytes)
 {
-    if (slab_width(kind))
-        return row_bytes > 0 && row_bytes % slab_width(kind) == 0;
+    if (swz_slab_bytes(kind))
+        return row_bytes > 0 && row_bytes % swz_slab_bytes(kind) == 0;
     int least = kind == SWZ_QUAD || kind == SWZ_BLK4 ? 128 : 16;
     return kind != SWZ_NONE && row_bytes >= least && (row_bytes & (row_bytes - 1)) == 0;
 }
 
 int64_t swz_offset(int kind, int row_bytes, int rows, int64_t row, int64_t byte_col)
 {
-    int w = slab_width(kind);
+    int w = swz_slab_bytes(kind);
     if (w) {
         int64_t in = byte_col % w;
         return byte_col / w * rows * w + row * w + 16 * ((in / 16) ^ slab_key(kind, row)) + in % 16;
@@ -75,7 +74,7 @@ bool swz_delta(int kind, int row_bytes, int rows, int64_t rd, int64_t cdb, int64
     /* SWZ_BLK4's rows are walked from a multiple of 4: rows 0 .. 3 past it share its key */
     if (kind == SWZ_BLK4 ? rd % 32 >= 4 : rd % period)
         return false;
-    int w = slab_width(kind);
+    int w = swz_slab_bytes(kind);
     if (w) {
         if (cdb % w)
             return false;
@@ -91,7 +90,7 @@ bool swz_delta(int kind, int row_bytes, int rows, int64_t rd, int64_t cdb, int64
 int swz_offset_ir(Lower *c, int kind, int row, int byte_col, bool col_aligned16, int row_bytes, int rows)
 {
     Func *f = c->f;
-    int w = slab_width(kind);
+    int w = swz_slab_bytes(kind);
     if (w) {
         int r = row, lw = w == 128 ? 7 : 6;
         int slab = ir_bin(f, OP_MUL, PT_U32, R(ir_bin(f, OP_SHR, PT_U32, R(byte_col), IMM(lw))), IMM((int64_t)rows * w));

@@ -836,10 +836,13 @@ int main(void)
     case_mma(TY_BF16, 256, 128, 256, 64);
     case_mma(TY_F16, 128, 64, 128, 128);      /* A in two slabs */
     /* the slab needs only the operand rows that run along it: B^T of 32 rows (N = 32) and an
-       N-major B of 32 k rows (K = 32, A M-major) on wgmma; A K-major with K = 32 and an N-major
-       B of 32 columns on mma.sync */
+       N-major B of 32 k rows (K = 32, A M-major) on wgmma; A K-major and B^T with K = 32 in the
+       64-byte slabs, and K = 96 and 160 (three and five of them); an N-major B of 32 columns on
+       mma.sync */
     case_mma(TY_F16, 128, 64, 32, 64);
     case_mma(TY_BF16, 128, 64, 128, 32);
+    case_mma(TY_F16, 128, 64, 64, 96);
+    case_mma(TY_BF16, 256, 128, 64, 160);
     case_mma(TY_F16, 256, 128, 16, 128);
     case_mma(TY_F16, 128, 64, 8, 64);
     case_mma(TY_BF16, 256, 256, 128, 64);     /* two wgmma per k step */
