@@ -825,9 +825,8 @@ static bool mentions(const Expr *e, const Sym *s)
  * (flash attention so ran at 0.2 of SDPA against 0.7-0.9 with pipeline(1) or (2), H200,
  * docs/performance.md). Said once a loop, at the first such window; `pipeline(0)` keeps the
  * plain loop without it. Loops of constant bounds are unrolled, and left alone. */
-static void warn_unpipelined(Check *c, const Stmt *st, const Sym *var)
+static void warn_unpipelined(const Stmt *st, const Sym *var)
 {
-    (void)c;
     if (st->pipeline_expr || (st->lo->kind == E_INT && st->hi->kind == E_INT) || !st->then)
         return;
     for (int i = 0; i < st->then->nbody; i++) {
@@ -879,7 +878,7 @@ static void check_for(Check *c, Stmt *st)
     s->type = TY_I32;
     check_stmt(c, st->then);
     if (!diag.nerrors)
-        warn_unpipelined(c, st, s);
+        warn_unpipelined(st, s);
     scope_pop(c, mark);
 }
 
