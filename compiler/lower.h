@@ -529,7 +529,10 @@ void mma_sync(Lower *c, PType ta, PType tb, Tile *acc, const int *cs, const int 
 /* SWZ_SLAB is the 128-byte swizzle of wgmma's matrix descriptors, in column slabs of 128 bytes;
  * SWZ_SLAB64 the 64-byte one, in slabs of 64 (a K-major 16-bit operand whose k step is 32).
  * rows: the tile's rows. */
-enum { SWZ_NONE, SWZ_LDMATRIX, SWZ_QUAD, SWZ_SLAB, SWZ_BLK4, SWZ_SLAB64 };
+/* SWZ_TURN is no swizzle but the tile turned around by its copies: its columns are the stage's
+ * rows, padded by 16 bytes (the FFMA path's f32 A and B^T, read as A^T and B: matmul_plan.c,
+ * ffma_turns, says why). */
+enum { SWZ_NONE, SWZ_LDMATRIX, SWZ_QUAD, SWZ_SLAB, SWZ_BLK4, SWZ_SLAB64, SWZ_TURN };
 bool swz_applies(int kind, int row_bytes);
 /* The row bytes of a wgmma slab layout (SWZ_SLAB 128, SWZ_SLAB64 64), 0 for the other kinds. */
 int swz_slab_bytes(int kind);

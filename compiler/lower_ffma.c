@@ -1,7 +1,9 @@
 /* lower_ffma.c: acc (+)= a @ b on the SIMT cores, the path of IEEE f32 and of every product the
  * tensor cores do not take (matmul_plan.c). Each thread owns TM x TN outputs (layout_matmul) and,
  * per group of 4 k, reads TM 16-byte vectors of A and TN/4 per k of B from the row-major
- * operands in shared memory for TM * TN FMAs. IEEE FFMA for f32; tf32 operands are rounded to
+ * operands in shared memory for TM * TN FMAs; an operand in K-major rows (A^T as stored, or an
+ * f32 A or B^T a pipelined loop turned around on the way: matmul_plan.c, ffma_turns) gives a
+ * thread its rows or columns of one k in one vector instead. IEEE FFMA for f32; tf32 operands are rounded to
  * tf32 first, f16/bf16 and fp8 widened (exactly); i8/u8 products are integer multiply-adds into
  * an i32 accumulator. */
 #include <stdlib.h>

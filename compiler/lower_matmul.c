@@ -80,6 +80,11 @@ static SmemMatrix stage_operand(Lower *c, const MatmulPlan *plan, int side, Expr
         m.trans = po->trans;
         m.base = pipe_buffer(c, x, NULL);
         *src = po->tmap >= 0 ? MS_TMA : MS_CPASYNC;
+        if (po->swz == SWZ_TURN) {
+            /* copied turned around: read as the transposed operand, [cols][rows] (lower_ffma) */
+            m.swz = SWZ_NONE;
+            m.trans = !po->trans;
+        }
         if (po->xpose) {
             /* the path reads the tile turned around: K-major, [cols][rows] in slabs */
             m.swz = SWZ_SLAB;

@@ -1296,11 +1296,11 @@ static void async_chunk(Lower *c, void *ctx, int addr, int64_t off, int vm, int 
     int i1 = slot % L->V[1], o1 = slot / L->V[1] % L->O[1];
     int i0 = slot / (L->V[1] * L->O[1]) % L->V[0], o0 = slot / (L->V[1] * L->O[1] * L->V[0]);
     int rd = layout_row(L, o0, i0), cd = col_delta(L, o1, i1);
-    int64_t soff = ((int64_t)rd * ac->pitch + cd) * ac->es;
+    int64_t soff = ac->swz == SWZ_TURN ? ((int64_t)cd * ac->pitch + rd) * ac->es : ((int64_t)rd * ac->pitch + cd) * ac->es;
     int bytes = vm * ac->es;
     int sbase = ac->sbase;
     /* a whole number of swizzle periods from the thread's first piece: a constant; else placed anew */
-    if (ac->swz && !swz_delta(ac->swz, ac->pitch * ac->es, L->S[0], rd,
+    if (ac->swz && ac->swz != SWZ_TURN && !swz_delta(ac->swz, ac->pitch * ac->es, L->S[0], rd,
                               (int64_t)cd * ac->es, &soff)) {
         int row = ir_bin(f, OP_ADD, PT_U32, R(ac->r0), IMM(rd));
         int col = ir_tern(f, OP_MAD, PT_U32, R(ac->c0), IMM(ac->es), IMM((int64_t)cd * ac->es));
@@ -1350,7 +1350,10 @@ static void walk_async_pieces(Lower *c, Expr *win, int base, int pitch, int swz,
     Func *f = c->f;
     Access a;
     access_init(c, win, &a);
-    int vm = async_piece(c, win, &a, pitch);
+    /* a tile turned around moves in single elements, each to its own row (SWZ_TURN: 4-byte ones):
+       a warp's lanes read along the window's rows, 64 or 128 contiguous bytes, and write down
+       the stage's columns, rows + 4 words apart (a 2-way bank conflict at 16 lanes of a row) */
+    int vm = swz == SWZ_TURN ? 1 : async_piece(c, win, &a, pitch);
     if (vm * a.es < 4)
         die("copy_window_async: %d-byte pieces, which cp.async cannot move", vm * a.es);
     if (vm > 1)
@@ -1365,7 +1368,10 @@ static void walk_async_pieces(Lower *c, Expr *win, int base, int pitch, int swz,
     int r0 = thread_row0(c, &L, t0, PT_U32);
     int c0 = ir_bin(f, OP_MUL, PT_U32, R(t1), IMM(L.V[1]));
     AsyncCtx ac = { -1, pitch, a.es, &L, -1, swz, base, r0, c0, round };
-    if (swz) {
+    if (swz == SWZ_TURN) {
+        int lin = ir_tern(f, OP_MAD, PT_U32, R(c0), IMM(pitch), R(r0));
+        ac.sbase = ir_tern(f, OP_MAD, PT_U32, R(lin), IMM(a.es), R(base));
+    } else if (swz) {
         int col = ir_bin(f, OP_MUL, PT_U32, R(c0), IMM(a.es));
         ac.sbase = ir_bin(f, OP_ADD, PT_U32, R(base), R(swz_offset_ir(c, swz, r0, col, vm * a.es == 16, pitch * a.es, L.S[0])));
     } else {

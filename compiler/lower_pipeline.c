@@ -414,7 +414,18 @@ static void set_stage_layout(Lower *c, PipeOperand *p)
 {
     int swz = matmul_swizzle(c, p->plan, p->side, p->type);
     int rows = (int)p->window->shape.dim[0], cols = (int)p->window->shape.dim[1], align = slab(swz) ? 1024 : 128;
+    /* turned around in 4-byte pieces: a gathered window's rows are hoisted in the layout of its
+       16-byte ones (gather_hoist) */
+    if (swz == SWZ_TURN && (type_size(p->type) != 4 || index_gather_dim(p->window) >= 0))
+        swz = SWZ_NONE;
     p->swz = swz;
+    if (swz == SWZ_TURN) {
+        /* cols rows of rows elements, 16 bytes apart more than they need */
+        p->pitch = rows + 4;
+        p->bytes = (cols * p->pitch * 4 + align - 1) & ~(align - 1);
+        p->xpose = false;
+        return;
+    }
     p->pitch = swz ? cols : matmul_stage_pitch(p->plan, p->side, p->type, cols);
     p->bytes = (rows * p->pitch * type_size(p->type) + align - 1) & ~(align - 1);
     /* a transposing copy turns the tile around in place, into wgmma's slabs: 1024-byte aligned.

@@ -92,13 +92,28 @@ static bool trans_wgmma(const MatmulPlan *p, int side)
     return side == 1 || type_size(p->type) == 2;
 }
 
-/* With B transposed, each thread takes single columns T1 apart rather than runs of 4: the k runs
- * it reads from B^T's rows are then in consecutive rows across a quarter warp, which the padded
- * pitch spreads over the banks (rows 4 apart, as runs of 4 columns would put them, collide) */
+/* An f32 operand stored with K along its rows (A as stored, M rows of K; B transposed, N rows of
+ * K) is turned around by its pipelined copies (SWZ_TURN, 4-byte pieces of cp.async: lower_mem.c),
+ * K rows in shared memory: a thread's rows (columns) of one k are then consecutive words, loaded
+ * by one vector load into registers of alternating banks. Read along K, the 8 values of one k
+ * sit at the same place of 8 vector loads, all in one of the two register banks, and an FFMA that
+ * does not reuse one collides with its accumulator: in ptxas's SASS of the 64 x 128 f32 example,
+ * 70% of the FFMAs read two registers of one bank (31% for the same tile with A stored M-major),
+ * and its warps stalled 1.16 cycles an instruction in dispatch (cuBLAS's 0.10): 0.79 of cuBLAS at
+ * 4096^3, 0.86 turned (H200; docs/performance.md). */
+static bool ffma_turns(const MatmulPlan *p, ElemType t, int side)
+{
+    return (side == 0 ? !p->trans[0] && !p->a_value : p->trans[1]) && t == TY_F32 && !p->tf32;
+}
+
+/* With B transposed and not turned (a B^T a loop does not copy), each thread takes single columns
+ * T1 apart rather than runs of 4: the k runs it reads from B^T's rows are then in consecutive
+ * rows across a quarter warp, which the padded pitch spreads over the banks (rows 4 apart, as
+ * runs of 4 columns would put them, collide) */
 static Layout layout_ffma(Lower *c, const MatmulPlan *p, Shape s)
 {
     Layout L = layout_matmul(s, c->threads);
-    if (p->trans[1] && L.rank == 2 && !L.bcast[1] && L.reps == 1 && L.Tlo[1] == L.T[1]) {
+    if (p->trans[1] && !ffma_turns(p, p->type, 1) && L.rank == 2 && !L.bcast[1] && L.reps == 1 && L.Tlo[1] == L.T[1]) {
         L.O[1] *= L.V[1];
         L.V[1] = 1;
     }
@@ -124,10 +139,10 @@ static bool trans_ffma(const MatmulPlan *p, int side)
     return true;
 }
 
-static int swizzle_none(Lower *c, const MatmulPlan *p, ElemType t, int side)
+static int swizzle_ffma(Lower *c, const MatmulPlan *p, ElemType t, int side)
 {
-    (void)c, (void)p, (void)t, (void)side;
-    return SWZ_NONE;
+    (void)c;
+    return ffma_turns(p, t, side) ? SWZ_TURN : SWZ_NONE;
 }
 
 static int swizzle_mma_sync(Lower *c, const MatmulPlan *p, ElemType t, int side)
@@ -230,7 +245,7 @@ static const MatmulPathRow rows[] = {
     { MM_MMA_SWAPPED, "mma.sync tf32 (swapped)", NULL, layout_swapped, swizzle_swapped, mma_pitch,
       0, MM_MMA_SWAPPED, 0, 0, 0, 0, true, false, NULL, emit_swapped },
     /* everything else: IEEE f32 (and widened f16/bf16) FMA on the SIMT cores (lower_ffma.c) */
-    { MM_FFMA, "ffma", fits_any, layout_ffma, swizzle_none, pitch_ffma,
+    { MM_FFMA, "ffma", fits_any, layout_ffma, swizzle_ffma, pitch_ffma,
       0, MM_FFMA, 0, 0, 0, 0, false, false, trans_ffma, lower_ffma },
 };
 enum { NROWS = sizeof rows / sizeof rows[0] };

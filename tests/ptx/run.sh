@@ -394,6 +394,25 @@ else
 		"$(echo "$plain" | grep -c 'ld.global.b16') 2-byte loads"
 fi
 
+# f32 FFMA operands stored with K along their rows (A as stored, B^T) are turned around by their
+# pipelined copies (SWZ_TURN): 4-byte cp.async pieces (.ca), each to its own row of the stage; an
+# operand stored K-major (A^T, B) moves in 16-byte pieces as before; every fragment load is a
+# 16-byte vector (a thread's rows of one k consecutive). Pieces a copy: A 64 x 16 and B^T 64 x 16
+# over 128 threads, 8 each, B 16 x 64, 2; two copies (before the loop and in it).
+for k in mm_f32_nn:16:4 mm_f32_nt:32:0 mm_f32_tn:0:8 mm_f32_tt:16:4; do
+	name=${k%%:*} rest=${k#*:} w4=${rest%%:*} w16=${rest##*:}
+	e=$(entry_body "$tmp/layouts.ptx" "$name")
+	n4=$(echo "$e" | grep -c 'cp\.async\.ca\.shared\.global.*, 4, ')
+	n16=$(echo "$e" | grep -c 'cp\.async\.cg\.shared\.global.*, 16, ')
+	nv=$(echo "$e" | grep -c 'ld\.shared\.v4\.f32')
+	ns=$(echo "$e" | grep -c 'ld\.shared\.f32')
+	if [ "$n4" -eq "$w4" ] && [ "$n16" -eq "$w16" ] && [ "$nv" -gt 0 ] && [ "$ns" -eq 0 ]; then
+		pass "FFMA operands turned K-major: $name"
+	else
+		fail "FFMA operands turned K-major: $name" "$n4 4-byte pieces (want $w4), $n16 16-byte (want $w16), $nv vector and $ns scalar fragment loads"
+	fi
+done
+
 # 16-bit A^T on sm_90a: wgmma reads it M-major from its slab (imm-trans-a), brought by TMA as it
 # lies (a //@tmap of BK-row boxes for A), no A fragments in registers, no ldmatrix, no mma.sync;
 # B^T (tt) K-major beside it.
