@@ -97,10 +97,10 @@ static bool trans_wgmma(const MatmulPlan *p, int side)
  * K rows in shared memory: a thread's rows (columns) of one k are then consecutive words, loaded
  * by one vector load into registers of alternating banks. Read along K, the 8 values of one k
  * sit at the same place of 8 vector loads, all in one of the two register banks, and an FFMA that
- * does not reuse one collides with its accumulator: in ptxas's SASS of the 64 x 128 f32 example,
- * 70% of the FFMAs read two registers of one bank (31% for the same tile with A stored M-major),
- * and its warps stalled 1.16 cycles an instruction in dispatch (cuBLAS's 0.10): 0.79 of cuBLAS at
- * 4096^3, 0.86 turned (H200; docs/performance.md). */
+ * does not reuse one may collide with its accumulator: in ptxas's SASS of the 64 x 128 f32
+ * example, 70% of the FFMAs read two registers of one bank (31% for the same tile with A stored
+ * M-major), and its warps stalled 1.16 cycles an instruction in dispatch (cuBLAS's 0.10): 0.79 of
+ * cuBLAS at 4096^3, 0.86 turned (H200; docs/performance.md, which says what is not yet known). */
 static bool ffma_turns(const MatmulPlan *p, ElemType t, int side)
 {
     return (side == 0 ? !p->trans[0] && !p->a_value : p->trans[1]) && t == TY_F32 && !p->tf32;
