@@ -114,6 +114,67 @@ static SmemMatrix stage_operand(Lower *c, const MatmulPlan *plan, int side, Expr
     return m;
 }
 
+/* How operand `side` of mm reached the product, in the report's words. */
+static const char *operand_how(Lower *c, const MatmulPlan *plan, Expr *mm, int side, MatmulSource src)
+{
+    bool tf32;
+    Expr *x = matmul_operand(side ? mm->b : mm->a, &tf32);
+    PipeOperand *po = src >= MS_CPASYNC ? pipe_find(c, x, NULL) : NULL;
+    const char *once = po && po->held ? ", once (the loop does not move it)" : "";
+    switch (src) {
+    case MS_REGS:
+        if (side == 0 && plan->a_value && plan->row->path == MM_WGMMA_RA)
+            return "from its registers (a value)";
+        return x->kind == E_INDEX ? "loaded where used (no pipelined copy)" : "a value, stored to shared memory first";
+    case MS_SHARED:
+        return "from its shared var";
+    case MS_STAGE:
+        return "from its shared var, filled by the loop's copies";
+    case MS_CPASYNC:
+        if (!po)
+            return "by cp.async";
+        if (po->swz == SWZ_TURN)
+            return arena_printf(c->a, "by cp.async in 4-byte pieces, turned K-major%s", once);
+        if (po->xpose)
+            return arena_printf(c->a, "by cp.async, turned K-major by the threads%s", once);
+        return arena_printf(c->a, "by cp.async in %d-byte pieces%s", async_piece_bytes(c, po->window, po->pitch),
+                            once);
+    case MS_TMA:
+        return arena_printf(c->a, "by TMA%s%s", po && po->mc ? ", multicast in a cluster of two" : "", once);
+    }
+    return "";
+}
+
+/* Notes for the report how mm was computed (its path, its operands' ways, the loop's pipeline):
+ * once a text, under the `@`'s place; a loop versioned on alignment says which version is which. */
+static void note_product(Lower *c, const MatmulPlan *plan, Expr *mm, MatmulSource sa, MatmulSource sb)
+{
+    KernelMeta *m = c->meta;
+    const char *pipe = "";
+    if (c->pipe)
+        pipe = arena_printf(c->a, "; pipeline(%d)%s%s", c->pipe->S, c->pipe->refill ? ", one stage refilled" : "",
+                            c->pipe->ws ? ", a producer warp" : "");
+    const char *version = !c->versioning ? "" : c->version_aligned ? "where the launch is aligned: " : "otherwise: ";
+    const char *how = arena_printf(c->a, "%s%s; A %s; B %s%s", version, plan->row->name, operand_how(c, plan, mm, 0, sa),
+                                   operand_how(c, plan, mm, 1, sb), pipe);
+    int i = 0;
+    while (i < m->nproducts && (m->products[i].line != mm->loc.line || m->products[i].col != mm->loc.col))
+        i++;
+    if (i == MAX_PRODUCT_NOTES)
+        return;
+    if (i == m->nproducts) {
+        m->products[i].line = mm->loc.line;
+        m->products[i].col = mm->loc.col;
+        m->products[i].nhow = 0;
+        m->nproducts++;
+    }
+    for (int j = 0; j < m->products[i].nhow; j++)
+        if (!strcmp(m->products[i].how[j], how))
+            return;
+    if (m->products[i].nhow < 2)
+        m->products[i].how[m->products[i].nhow++] = how;
+}
+
 /* acc (+)= mm, for the `@` expression mm. */
 void lower_matmul(Lower *c, Tile *acc, Expr *mm, bool accumulate)
 {
@@ -173,6 +234,7 @@ void lower_matmul(Lower *c, Tile *acc, Expr *mm, bool accumulate)
             Tile av = to_layout(c, lower_expr(c, narrowed ? x->a : x, &want), &want);
             av.type = x->type;
             /* B came by the loop's copies (the row needs it so): the loop's barrier publishes it */
+            note_product(c, plan, mm, MS_REGS, sb);
             lower_wgmma_value(c, acc, &av, mb);
             f->cur_what = saved;
             return;
@@ -186,6 +248,7 @@ void lower_matmul(Lower *c, Tile *acc, Expr *mm, bool accumulate)
     bool pipelined = sa >= MS_STAGE && sb >= MS_STAGE;
     if (!pipelined)
         ir_bar(f);                 /* staged operands visible to every thread */
+    note_product(c, plan, mm, sa, sb);
     plan->row->lower(c, acc, plan, ma, mb);
     /* the next writer of these buffers waits for this matmul's readers (a pipelined loop puts
        its barrier at the top of each iteration instead) */

@@ -375,6 +375,16 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
             /* the K loop split over blocks (lower_split.c): the grid dimension, 0 if not */
             fprintf(o, ", \"split_k_dim\": %d, \"split_k_bytes\": %lld, \"split_k_cluster\": %s", m->split_dim,
                     (long long)m->split_bytes, m->split_cluster ? "true" : "false");
+            /* each product's place and how it was computed (its texts hold no quote or backslash) */
+            fprintf(o, ", \"products\": [");
+            for (int j = 0; j < m->nproducts; j++) {
+                fprintf(o, "%s{\"line\": %d, \"col\": %d, \"how\": [", j ? ", " : "", m->products[j].line,
+                        m->products[j].col);
+                for (int h = 0; h < m->products[j].nhow; h++)
+                    fprintf(o, "%s\"%s\"", h ? ", " : "", m->products[j].how[h]);
+                fprintf(o, "]}");
+            }
+            fprintf(o, "]");
             int blocks = occupancy(arch, m->threads, have_ptxas && m->ptxas_regs >= 0 ? m->ptxas_regs : m->pred_regs, m->smem_bytes);
             fprintf(o, ", \"blocks_per_sm\": %d, \"inflight_bytes\": %lld", blocks, (long long)inflight_bytes(f));
             if (have_ptxas && m->ptxas_regs >= 0)
@@ -425,6 +435,14 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
                     want - occ, want - occ == 1 ? "" : "s", want, f->peak_regs, used, f->peak_line,
                     want - occ == 1 ? "it" : "them");
         report_inflight(o, arch, f, occ);
+        /* each product: how it was computed and fed, the thing to look at when it is slow */
+        for (int j = 0; j < m->nproducts; j++)
+            for (int h = 0; h < m->products[j].nhow; h++) {
+                char at[32] = "";
+                if (!h)
+                    snprintf(at, sizeof at, "@ at %d:%d", m->products[j].line, m->products[j].col);
+                fprintf(o, "  %-18s %s\n", at, m->products[j].how[h]);
+            }
         if (have_ptxas && m->ptxas_regs >= 0)
             fprintf(o, "  ptxas              %d registers, %d bytes spill stores, %d bytes spill loads, %d bytes stack frame\n",
                     m->ptxas_regs, m->ptxas_spill_stores, m->ptxas_spill_loads, m->ptxas_stack);

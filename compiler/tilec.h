@@ -408,7 +408,7 @@ typedef struct {
     const char *outer_rpn[TMAP_MAX_OUTER], *outer_stride_rpn[TMAP_MAX_OUTER];
     bool if_aligned;
 } TensorMapMeta;
-enum { MAX_TMAPS = TILERT_MAX_TMAPS };
+enum { MAX_TMAPS = TILERT_MAX_TMAPS, MAX_PRODUCT_NOTES = 16 };
 
 typedef struct {
     const char *name;
@@ -443,6 +443,11 @@ typedef struct {
     const char *split_steps_rpn;
     bool split_cluster;    /* ... a tile's slices must run as one cluster (`cluster`), */
     int split_max;         /* ... of at most this many (`cluster N`) */
+    /* each `@` as compiled, for the report (lower_matmul.c, note_product): its place, and how
+       it was computed and fed, one text a lowering that said something new (a loop versioned on
+       alignment lowers it twice, an unrolled one once a copy) */
+    struct { int line, col; const char *how[2]; int nhow; } products[MAX_PRODUCT_NOTES];
+    int nproducts;
 } KernelMeta;
 
 /* The metadata block written at the top of every PTX file as comments:

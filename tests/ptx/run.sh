@@ -1119,6 +1119,26 @@ else
 	fail "report: the tensors stored by TMA" "sm_90a $r90 (json $j90), -fno-tma-store $r0, sm_80 $r80"
 fi
 
+# --report says how each `@` was computed, under its line:col: the path and each operand's way
+# (matmul_f32: FFMA, A turned by 4-byte cp.async, B 16-byte; matmul_f16 on sm_90a: wgmma, both by
+# TMA; on sm_80 mma.sync by cp.async; attention's P @ V: A from registers); a loop versioned on
+# alignment says which version is which (store_align.tile line 72); a loop with no pipeline
+# says its operands are loaded where used. Text and json.
+rep() { "$tilec" --no-ptxas -w "$@" -o /dev/null 2>&1; }
+n=0
+rep --arch=sm_90a --report examples/matmul_f32.tile | grep -q '^  @ at 22:37  *ffma; A by cp.async in 4-byte pieces, turned K-major; B by cp.async in 16-byte pieces; pipeline(2)$' && n=$((n+1))
+rep --arch=sm_90a --report examples/matmul_f16.tile | grep -q '^  @ at 26:37  *wgmma; A by TMA; B by TMA; pipeline(3)$' && n=$((n+1))
+rep --arch=sm_80 --report examples/matmul_f16.tile | grep -q '^  @ at 26:37  *mma.sync; A by cp.async in 16-byte pieces; B by cp.async in 16-byte pieces; pipeline(3)$' && n=$((n+1))
+rep --arch=sm_90a --report examples/attention.tile | grep -q 'wgmma (A from registers); A from its registers (a value); B by TMA; pipeline(1), one stage refilled$' && n=$((n+1))
+rep --arch=sm_90a --report tests/gpu/kernels/store_align.tile | grep -A1 '^  @ at 72:38 ' | grep -c 'otherwise: mma.sync; A loaded where used\|^  *where the launch is aligned: wgmma; A by TMA; B by TMA' | grep -q '^2$' && n=$((n+1))
+rep --arch=sm_90a --report=json examples/matmul_f32.tile | grep -q '"products": \[{"line": 22, "col": 37, "how": \["ffma; A by cp.async in 4-byte pieces, turned K-major; B by cp.async in 16-byte pieces; pipeline(2)"\]}\]' && n=$((n+1))
+rep --arch=sm_90a --report tests/gpu/kernels/layouts.tile | grep -q '^  @ at 380:47  *ffma; A loaded where used (no pipelined copy); B loaded where used (no pipelined copy)$' && n=$((n+1))
+if [ "$n" -eq 7 ]; then
+	pass "report: how each product was computed"
+else
+	fail "report: how each product was computed" "$n of 7 lines as expected"
+fi
+
 # A product's K loop split over blocks (compiler/lower_split.c): the kernel of one tile a block
 # takes the grid dimension after its own, three hidden parameters last (the workspace, the pair
 # words, the slice). On sm_80, after the loop the tree: the partial sums out, a release fence and
