@@ -437,6 +437,7 @@ typedef struct {
 struct MatmulPlan {
     Expr *mm;                   /* the product (NULL for a plan made by matmul_choose alone) */
     const MatmulPathRow *row;   /* the path */
+    const MatmulPathRow *wanted;   /* the row first chosen, before any fallback (for the report) */
     ElemType type; bool tf32;   /* A as stored (matmul_stored_type); under tf32() */
     int M, N, K;
     Layout acc;                 /* the accumulator's layout: fixed once chosen */
@@ -452,6 +453,10 @@ MatmulPlan *matmul_plan(Lower *c, Expr *mm);
 /* Chooses a plan for operands of type t of an s (M x N) x K product whose operands are transposed
  * as trans says (NULL: neither), A a value or not; the unit tests call it. */
 void matmul_choose(Lower *c, MatmulPlan *p, ElemType t, bool tf32, Shape s, int K, const bool *trans, bool a_value);
+/* Why p's path is not a faster one, in the report's words: a fallback (the operands its first
+ * choice needs were not copied by a pipelined loop), or no tensor-core instruction for the
+ * product; NULL when there is nothing to say. */
+const char *matmul_plan_why(Lower *c, const MatmulPlan *p);
 /* May a pipelined loop copy gathered operand x (E_INDEX with an index tile) like a window? */
 bool matmul_gather_copies(const Expr *x);
 /* Will a pipelined loop copy operand `side` of p in memory order (transposed)? */

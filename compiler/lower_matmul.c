@@ -155,7 +155,9 @@ static void note_product(Lower *c, const MatmulPlan *plan, Expr *mm, MatmulSourc
         pipe = arena_printf(c->a, "; pipeline(%d)%s%s", c->pipe->S, c->pipe->refill ? ", one stage refilled" : "",
                             c->pipe->ws ? ", a producer warp" : "");
     const char *version = !c->versioning ? "" : c->version_aligned ? "where the launch is aligned: " : "otherwise: ";
-    const char *how = arena_printf(c->a, "%s%s; A %s; B %s%s", version, plan->row->name, operand_how(c, plan, mm, 0, sa),
+    const char *why = matmul_plan_why(c, plan);
+    const char *how = arena_printf(c->a, "%s%s%s%s%s; A %s; B %s%s", version, plan->row->name, why ? " (" : "",
+                                   why ? why : "", why ? ")" : "", operand_how(c, plan, mm, 0, sa),
                                    operand_how(c, plan, mm, 1, sb), pipe);
     int i = 0;
     while (i < m->nproducts && (m->products[i].line != mm->loc.line || m->products[i].col != mm->loc.col))

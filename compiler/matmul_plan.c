@@ -272,8 +272,28 @@ void matmul_choose(Lower *c, MatmulPlan *p, ElemType t, bool tf32, Shape s, int 
     for (int i = 0; i < NROWS && !p->row; i++)
         if (rows[i].fits && rows[i].fits(c, p))
             p->row = &rows[i];
+    p->wanted = p->row;
     p->acc = p->row->layout(c, p, s);
     p->src[0] = p->src[1] = MS_REGS;
+}
+
+const char *matmul_plan_why(Lower *c, const MatmulPlan *p)
+{
+    if (p->wanted && p->wanted != p->row) {
+        unsigned n = p->wanted->needs_async;
+        return arena_printf(c->a, "not %s, which needs %s copied by a pipelined loop", p->wanted->name,
+                            n == (SIDE_A | SIDE_B) ? "A and B" : n == SIDE_A ? "A" : "B");
+    }
+    if (p->row->path == MM_FFMA && p->type == TY_F32 && !p->tf32)
+        return "IEEE f32: tf32(a) @ tf32(b) runs on the tensor cores";
+    if (p->row->path == MM_FFMA && c->target->mma_sync)
+        return arena_printf(c->a, "no tensor-core instruction takes a %d x %d x %d %s product over %d threads "
+                                  "(16 x 8 tiles of the warps, K a multiple of its k step)",
+                            p->M, p->N, p->K, type_name(p->type), c->threads);
+    if (p->row->path == MM_MMA_SYNC && c->target->wgmma && !p->tf32 && type_size(p->type) <= 2)
+        return arena_printf(c->a, "no wgmma takes a %d x %d x %d product over %d threads as its operands lie",
+                            p->M, p->N, p->K, c->threads);
+    return NULL;
 }
 
 /* The operand as stored: strips a tf32() cast (setting *tf32). */

@@ -1121,18 +1121,19 @@ fi
 
 # --report says how each `@` was computed, under its line:col: the path and each operand's way
 # (matmul_f32: FFMA, A turned by 4-byte cp.async, B 16-byte; matmul_f16 on sm_90a: wgmma, both by
-# TMA; on sm_80 mma.sync by cp.async; attention's P @ V: A from registers); a loop versioned on
-# alignment says which version is which (store_align.tile line 72); a loop with no pipeline
-# says its operands are loaded where used. Text and json.
+# TMA; on sm_80 mma.sync by cp.async; attention's P @ V: A from registers); why a path is not a
+# faster one (f32: IEEE; the version of a loop that cannot copy its operands: not wgmma); a loop
+# versioned on alignment says which version is which (store_align.tile line 72); a loop with no
+# pipeline says its operands are loaded where used. Text and json.
 rep() { "$tilec" --no-ptxas -w "$@" -o /dev/null 2>&1; }
 n=0
-rep --arch=sm_90a --report examples/matmul_f32.tile | grep -q '^  @ at 22:37  *ffma; A by cp.async in 4-byte pieces, turned K-major; B by cp.async in 16-byte pieces; pipeline(2)$' && n=$((n+1))
+rep --arch=sm_90a --report examples/matmul_f32.tile | grep -q '^  @ at 22:37  *ffma (IEEE f32: tf32(a) @ tf32(b) runs on the tensor cores); A by cp.async in 4-byte pieces, turned K-major; B by cp.async in 16-byte pieces; pipeline(2)$' && n=$((n+1))
 rep --arch=sm_90a --report examples/matmul_f16.tile | grep -q '^  @ at 26:37  *wgmma; A by TMA; B by TMA; pipeline(3)$' && n=$((n+1))
 rep --arch=sm_80 --report examples/matmul_f16.tile | grep -q '^  @ at 26:37  *mma.sync; A by cp.async in 16-byte pieces; B by cp.async in 16-byte pieces; pipeline(3)$' && n=$((n+1))
 rep --arch=sm_90a --report examples/attention.tile | grep -q 'wgmma (A from registers); A from its registers (a value); B by TMA; pipeline(1), one stage refilled$' && n=$((n+1))
-rep --arch=sm_90a --report tests/gpu/kernels/store_align.tile | grep -A1 '^  @ at 72:38 ' | grep -c 'otherwise: mma.sync; A loaded where used\|^  *where the launch is aligned: wgmma; A by TMA; B by TMA' | grep -q '^2$' && n=$((n+1))
-rep --arch=sm_90a --report=json examples/matmul_f32.tile | grep -q '"products": \[{"line": 22, "col": 37, "how": \["ffma; A by cp.async in 4-byte pieces, turned K-major; B by cp.async in 16-byte pieces; pipeline(2)"\]}\]' && n=$((n+1))
-rep --arch=sm_90a --report tests/gpu/kernels/layouts.tile | grep -q '^  @ at 380:47  *ffma; A loaded where used (no pipelined copy); B loaded where used (no pipelined copy)$' && n=$((n+1))
+rep --arch=sm_90a --report tests/gpu/kernels/store_align.tile | grep -A1 '^  @ at 72:38 ' | grep -c 'otherwise: mma.sync (not wgmma, which needs A and B copied by a pipelined loop); A loaded where used\|^  *where the launch is aligned: wgmma; A by TMA; B by TMA' | grep -q '^2$' && n=$((n+1))
+rep --arch=sm_90a --report=json examples/matmul_f32.tile | grep -q '"products": \[{"line": 22, "col": 37, "how": \["ffma (IEEE f32: tf32(a) @ tf32(b) runs on the tensor cores); A by cp.async in 4-byte pieces, turned K-major; B by cp.async in 16-byte pieces; pipeline(2)"\]}\]' && n=$((n+1))
+rep --arch=sm_90a --report tests/gpu/kernels/layouts.tile | grep -q '^  @ at 380:47  *ffma (IEEE f32: tf32(a) @ tf32(b) runs on the tensor cores); A loaded where used (no pipelined copy); B loaded where used (no pipelined copy)$' && n=$((n+1))
 if [ "$n" -eq 7 ]; then
 	pass "report: how each product was computed"
 else
