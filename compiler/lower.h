@@ -498,6 +498,9 @@ int mma_sync_swizzle(Lower *c, ElemType t, int side, int M, int N, int K);
 bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K, bool a_slab, bool b_trans);
 /* tf32 with B K-major (transposed): both operands from shared memory, not swapped (m64nNk8). */
 bool wgmma_shape_tf32_kmajor(Lower *c, int M, int N, int K);
+/* Why a 16-bit M x N x K product of this kernel takes no wgmma, in the report's words; NULL when
+ * its shape and block would take one (then the operands' layouts are why). */
+const char *wgmma_shape_why(Lower *c, int M, int N, int K);
 bool wgmma_promotes(ElemType t);            /* fp8: each product summed apart, then added */
 void lower_wgmma(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b);
 /* The same with A a value in registers (an `@` operand that is no window: the f16 of another

@@ -84,6 +84,22 @@ bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K, bool a_sl
     return b_trans ? K * es % SLAB64 == 0 : N * es % SLAB == 0;
 }
 
+const char *wgmma_shape_why(Lower *c, int M, int N, int K)
+{
+    int warps = c->threads / 32;
+    if (c->k && c->k->first_print)
+        return "a kernel that prints keeps mma.sync: ptxas serializes wgmma around its calls";
+    if (c->threads % WG_THREADS)
+        return arena_printf(c->a, "wgmma needs whole warpgroups of 128 threads, the block has %d", c->threads);
+    if (M % (16 * warps))
+        return arena_printf(c->a, "wgmma needs M a multiple of %d (16 rows a warp, %d warps): M = %d", 16 * warps, warps, M);
+    if (N % 8 || N > WG_MAX_N)
+        return arena_printf(c->a, "wgmma takes N a multiple of 8 up to %d: N = %d", WG_MAX_N, N);
+    if (K % WG_K)
+        return arena_printf(c->a, "wgmma takes K a multiple of %d: K = %d", WG_K, K);
+    return NULL;
+}
+
 bool wgmma_shape_tf32_kmajor(Lower *c, int M, int N, int K)
 {
     if (!wgmma_kernel(c))

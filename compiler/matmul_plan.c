@@ -290,9 +290,10 @@ const char *matmul_plan_why(Lower *c, const MatmulPlan *p)
         return arena_printf(c->a, "no tensor-core instruction takes a %d x %d x %d %s product over %d threads "
                                   "(16 x 8 tiles of the warps, K a multiple of its k step)",
                             p->M, p->N, p->K, type_name(p->type), c->threads);
-    if (p->row->path == MM_MMA_SYNC && c->target->wgmma && !p->tf32 && type_size(p->type) <= 2)
-        return arena_printf(c->a, "no wgmma takes a %d x %d x %d product over %d threads as its operands lie",
-                            p->M, p->N, p->K, c->threads);
+    if (p->row->path == MM_MMA_SYNC && c->target->wgmma && (p->type == TY_F16 || p->type == TY_BF16)) {
+        const char *why = wgmma_shape_why(c, p->M, p->N, p->K);
+        return why ? why : "no wgmma reads its operands as they lie";
+    }
     return NULL;
 }
 
