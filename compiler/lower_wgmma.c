@@ -62,6 +62,13 @@ static bool wgmma_kernel(Lower *c)
            !(c->k && c->k->first_print);
 }
 
+/* The rule a 16-bit M x N x K product of `warps` warps misses (0: none): 1 the rows (16 a warp),
+ * 2 the columns (a multiple of 8, up to WG_MAX_N), 3 the k steps. wgmma_shape_why says it. */
+static int shape16_miss(int warps, int M, int N, int K)
+{
+    return M % (16 * warps) ? 1 : N % 8 || N > WG_MAX_N ? 2 : K % WG_K ? 3 : 0;
+}
+
 bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K, bool a_slab, bool b_trans)
 {
     if (!wgmma_kernel(c))
@@ -74,9 +81,7 @@ bool wgmma_shape(Lower *c, ElemType t, bool tf32, int M, int N, int K, bool a_sl
     /* 8-bit operands are K-major only: B transposed, its N rows in slabs of K like A's */
     if (es == 1)
         return M % (16 * warps) == 0 && N % 64 == 0 && N <= WG_MAX_N && K % SLAB == 0;
-    if (t != TY_F16 && t != TY_BF16)
-        return false;
-    if (M % (16 * warps) || N % 8 || N > WG_MAX_N || K % WG_K)
+    if ((t != TY_F16 && t != TY_BF16) || shape16_miss(warps, M, N, K))
         return false;
     /* K-major rows: 128-byte slabs, or 64-byte ones (SWZ_SLAB64) where K * 2 is not 128's */
     if (a_slab && K * es % SLAB64)
@@ -91,12 +96,11 @@ const char *wgmma_shape_why(Lower *c, int M, int N, int K)
         return "a kernel that prints keeps mma.sync: ptxas serializes wgmma around its calls";
     if (c->threads % WG_THREADS)
         return arena_printf(c->a, "wgmma needs whole warpgroups of 128 threads, the block has %d", c->threads);
-    if (M % (16 * warps))
-        return arena_printf(c->a, "wgmma needs M a multiple of %d (16 rows a warp, %d warps): M = %d", 16 * warps, warps, M);
-    if (N % 8 || N > WG_MAX_N)
-        return arena_printf(c->a, "wgmma takes N a multiple of 8 up to %d: N = %d", WG_MAX_N, N);
-    if (K % WG_K)
-        return arena_printf(c->a, "wgmma takes K a multiple of %d: K = %d", WG_K, K);
+    switch (shape16_miss(warps, M, N, K)) {
+    case 1: return arena_printf(c->a, "wgmma needs M a multiple of %d (16 rows a warp, %d warps): M = %d", 16 * warps, warps, M);
+    case 2: return arena_printf(c->a, "wgmma takes N a multiple of 8 up to %d: N = %d", WG_MAX_N, N);
+    case 3: return arena_printf(c->a, "wgmma takes K a multiple of %d: K = %d", WG_K, K);
+    }
     return NULL;
 }
 
