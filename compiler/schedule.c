@@ -14,7 +14,24 @@
  *
  * What may move: pure arithmetic and register reads (ir_pure) without a guard whose results are
  * defined nowhere else; loads too, but only past pure instructions and other loads (never past a
- * store, atomic, barrier, async copy or anything this file does not know). */
+ * store, atomic, barrier, async copy or anything this file does not know).
+ *
+ * The second move is a tree's: an instruction and the pure instructions above it whose results
+ * only it and they read (the whole of `sigmoid(h)` or `erf(h)` for one element: a multiply, an
+ * ex2, an add, a reciprocal) go down together, in their order, to just before the first reader
+ * of the tree's result, when what the tree reads from outside is live there anyway. Elementwise
+ * expressions are lowered a tile at a time, so `h * sigmoid(h)` computed sigmoid for every
+ * element of h before the first product: 64 results live beside h's 64, which in a GEMM's
+ * epilogue cost the kernel its second block a multiprocessor (an `nn.Linear` with a GELU, 128 x
+ * 128 tiles: 0.66 of torch at 144 registers, one block). Moved, each element's tree runs just
+ * before its product, and the peak is h's registers and one tree's. The one exception to "never
+ * rises": the points inside the moved tree carry its own few temporaries on top of what was live
+ * before its reader (a tree is at most MAX_TREE instructions). Trees move only where the
+ * pressure at their root is near the function's peak (within an eighth) and TREE_PRESSURE or
+ * more: elsewhere a move cannot lower what the kernel needs, and ptxas schedules such code its
+ * own way whatever the order, so moves there only make the prediction drift from what it uses
+ * (softmax: predicted 25 -> 21 registers, ptxas 27 -> 31) or cost ptxas a spill (sm_80's
+ * attention backward at head dim 128: 240 -> 255 registers and 8 bytes). */
 #include <stdlib.h>
 #include <string.h>
 #include "tilec.h"
@@ -35,6 +52,8 @@ static int weight(RegClass rc) { return rc == RC_D ? 2 : rc == RC_P ? 0 : 1; }
 enum { HEAD_GAP = 1 << 30 };
 static const uint64_t FIRST_LABEL = (uint64_t)1 << 62;
 
+enum { MAX_TREE = 48, TREE_SPAN = 4096, TREE_PRESSURE = 96, MAX_ROUNDS = 6 };
+
 typedef struct {
     Func *f;
     int *ndefs;        /* definitions of each register in the function */
@@ -49,6 +68,17 @@ typedef struct {
     int block;
     int first_ldbar;   /* the first suffix node a load may not pass, -1 none */
     bool *narrow;      /* per register: 16-bit from memory, or widened from one by a chain link */
+    /* trees (block positions, and per register where tstamp == the block's number) */
+    bool *placed;      /* per position: already in the suffix (moved with a tree) */
+    bool *in_tree;     /* per position: a member of the tree being grown */
+    int *def_at;       /* per register: the position defining it in this block */
+    int *readers;      /* per register: its reads by the tree's members */
+    int *tstamp;
+    int *press;        /* per position of the function: the pressure before scheduling */
+    int first;         /* the block's first position in the function */
+    int tree_floor;    /* the least pressure at a tree's root that lets it move */
+    bool trees_only;   /* a later round: only trees move */
+    bool tree_moved;
 } Sched;
 
 /* A link of the chain that widens a 16-bit value read from memory (one result from one register
@@ -164,10 +194,159 @@ static void note_node(Sched *s, int x, const Ins *in)
 /* The earlier of the candidate c and q (q is never -1). */
 static int earlier(const Sched *s, int c, int q) { return c >= 0 && before(s, c, q) ? c : q; }
 
+static bool tree_member(const Ins *in) { return in->guard < 0 && in->ndst == 1 && ir_pure(in->op); }
+
+static void tree_touch(Sched *s, int reg)
+{
+    if (s->tstamp[reg] != s->block) {
+        s->tstamp[reg] = s->block;
+        s->def_at[reg] = -1;
+        s->readers[reg] = 0;
+    }
+}
+
+/* Grows the tree rooted at position i (not yet placed) into t[]: a member's source joins through
+ * its defining instruction when that is a pure, unguarded instruction above i in this block with
+ * one result defined nowhere else, and every read of the result is a member's. Returns the
+ * number of members, positions in the order found; *top gets the highest (smallest) position. */
+static int grow_tree(Sched *s, const Ins *code, int i, int *t, int *top)
+{
+    int n = 0;
+    t[n++] = i;
+    s->in_tree[i] = true;
+    *top = i;
+    for (int m = 0; m < n; m++) {
+        int u[24], nu = ir_uses(&code[t[m]], u);
+        for (int k = 0; k < nu; k++) {
+            int r = u[k];
+            tree_touch(s, r);
+            s->readers[r]++;
+            int d = s->def_at[r];
+            if (d < 0 || d >= i || s->placed[d] || s->in_tree[d] || s->readers[r] != s->nuses[r] ||
+                s->ndefs[r] != 1 || s->use_block[r] == -2 || !tree_member(&code[d]) || n == MAX_TREE)
+                continue;
+            t[n++] = d;
+            s->in_tree[d] = true;
+            if (d < *top)
+                *top = d;
+        }
+    }
+    return n;
+}
+
+static int cmp_int(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
+
+/* Tries the tree move of position i (see the head of the file); true if it placed the tree. */
+static bool sink_tree(Sched *s, const Ins *code, int i, int end, int len)
+{
+    int t[MAX_TREE], ext[MAX_TREE * 4], top, next = 0;
+    int n = grow_tree(s, code, i, t, &top);
+    bool moved = false;
+    if (n < 2 || i - top > TREE_SPAN || !tree_member(&code[i]) || s->press[s->first + i] < s->tree_floor)
+        goto done;
+    /* what the tree reads from outside, once each */
+    for (int m = 0; m < n; m++)
+        for (int k = 0; k < code[t[m]].nsrc; k++) {
+            const Opnd *o = &code[t[m]].src[k];
+            if (o->kind != O_REG)
+                continue;
+            int r = o->reg, dr = s->tstamp[r] == s->block ? s->def_at[r] : -1;
+            bool dup = dr >= 0 && s->in_tree[dr];   /* made inside the tree */
+            for (int e = 0; e < next && !dup; e++)
+                dup = ext[e] == r;
+            if (dup)
+                continue;
+            if (next == (int)(sizeof ext / sizeof *ext))
+                goto done;
+            ext[next++] = r;
+        }
+    /* the first suffix instruction the tree may not pass: a reader of its result, a writer of
+       what it reads; and between its members nothing may write what it reads */
+    int q = end < len ? len - 1 : s->tail;
+    q = earlier(s, reg_node(s, s->first_reader, code[i].dst[0]), q);
+    for (int e = 0; e < next; e++) {
+        int r = ext[e], dr = s->tstamp[r] == s->block ? s->def_at[r] : -1;
+        q = earlier(s, reg_node(s, s->first_writer, r), q);
+        if (dr > top && dr < i)
+            goto done;
+        if (s->ndefs[r] > 1)
+            for (int x = top + 1; x < i; x++)
+                if (!s->in_tree[x] && !s->placed[x])
+                    for (int d = 0; d < code[x].ndst; d++)
+                        if (code[x].dst[d] == r)
+                            goto done;
+    }
+    if (q == s->next[s->head])
+        goto done;
+    /* Below i, up to q: the root's result no longer lives there; what the tree reads and nothing
+       reads at or after q lives longer. */
+    int gain = weight(s->f->regs.v[code[i].dst[0]].rc);
+    for (int e = 0; e < next; e++) {
+        int r = ext[e], lr = reg_node(s, s->last_reader, r);
+        bool live = s->use_block[r] == -2 || (lr >= 0 && q != s->tail && !before(s, lr, q));
+        if (!live)
+            gain -= weight(s->f->regs.v[r].rc);
+    }
+    if (gain < 0)
+        goto done;
+    /* Above i, after each member: the tree's values made and still to be read there no longer
+       live; what it reads from outside, read by nothing below (in the suffix) and by no member
+       after that point, lives longer (a reader outside the tree above i is not looked for: the
+       count can only be too high). The move must raise no point and lower one. */
+    qsort(t, (size_t)n, sizeof *t, cmp_int);
+    bool lowers = gain > 0;
+    for (int m = 0; m + 1 < n; m++) {
+        int delta = 0;
+        for (int v = 0; v + 1 < n; v++) {   /* members' results, the root's excepted */
+            int reg = code[t[v]].dst[0], last = -1;
+            if (t[v] > t[m])
+                continue;
+            for (int w = v + 1; w < n; w++)
+                for (int k = 0; k < code[t[w]].nsrc; k++)
+                    if (code[t[w]].src[k].kind == O_REG && code[t[w]].src[k].reg == reg)
+                        last = t[w];
+            if (last > t[m])
+                delta -= weight(s->f->regs.v[reg].rc);
+        }
+        for (int e = 0; e < next; e++) {
+            int r = ext[e], last = -1;
+            if (s->use_block[r] == -2 || reg_node(s, s->last_reader, r) >= 0)
+                continue;
+            for (int w = 0; w < n; w++)
+                for (int k = 0; k < code[t[w]].nsrc; k++)
+                    if (code[t[w]].src[k].kind == O_REG && code[t[w]].src[k].reg == r)
+                        last = t[w];
+            if (last <= t[m])
+                delta += weight(s->f->regs.v[r].rc);
+        }
+        if (delta > 0)
+            goto done;
+        lowers |= delta < 0 && t[m + 1] > t[m] + 1;   /* a point outside the tree between them */
+    }
+    if (!lowers)
+        goto done;
+    for (int m = 0; m < n; m++) {
+        insert_after(s, s->prev[q], t[m]);
+        s->placed[t[m]] = true;
+    }
+    for (int m = 0; m < n; m++)
+        note_node(s, t[m], &code[t[m]]);
+    moved = s->tree_moved = true;
+done:
+    for (int m = 0; m < n; m++) {
+        s->in_tree[t[m]] = false;
+        int u[24], nu = ir_uses(&code[t[m]], u);   /* the read counts start again at the next root */
+        for (int k = 0; k < nu; k++)
+            s->readers[u[k]] = 0;
+    }
+    return moved;
+}
+
 static void sink_block(Sched *s, int first, int last, Ins *tmp)
 {
     Ins *code = s->f->code.v + first;
     int len = last - first + 1;
+    s->first = first;
     int end = ends_block(&code[len - 1]) ? len - 1 : len;   /* nothing passes the terminator */
     s->head = len;
     s->tail = len + 1;
@@ -178,6 +357,13 @@ static void sink_block(Sched *s, int first, int last, Ins *tmp)
     s->first_ldbar = -1;
     s->block++;
     int stop = end - 1 > 0 ? end - 1 : 0;
+    for (int x = 0; x < len; x++) {
+        s->placed[x] = false;
+        for (int d = 0; d < code[x].ndst; d++) {
+            tree_touch(s, code[x].dst[d]);
+            s->def_at[code[x].dst[d]] = x;
+        }
+    }
     for (int x = len - 1; x >= stop; x--) {
         insert_after(s, s->head, x);
         note_node(s, x, &code[x]);
@@ -185,7 +371,12 @@ static void sink_block(Sched *s, int first, int last, Ins *tmp)
     for (int i = end - 2; i >= 0; i--) {
         Ins *in = &code[i];
         int at = s->head;   /* insert after this node */
-        if (movable(s, in)) {
+        if (s->placed[i])
+            continue;
+        if (movable(s, in) && s->trees_only) {
+            if (in->op != OP_LD && sink_tree(s, code, i, end, len))
+                continue;
+        } else if (movable(s, in)) {
             /* the first suffix instruction the sink may not pass: a reader of a result, a
                writer of a source, for a load anything but pure work and loads; else the end */
             int q = end < len ? len - 1 : s->tail;
@@ -215,6 +406,8 @@ static void sink_block(Sched *s, int first, int last, Ins *tmp)
                 if (gain > 0 || (gain == 0 && chain_link(s, in)))
                     at = s->prev[q];
             }
+            if (at == s->head && in->op != OP_LD && sink_tree(s, code, i, end, len))
+                continue;
         }
         insert_after(s, at, i);
         note_node(s, i, in);
@@ -233,8 +426,18 @@ void schedule_pressure(Func *f)
                 malloc(sizeof(int) * ((size_t)n + 2)), malloc(sizeof(int) * ((size_t)n + 2)),
                 malloc(sizeof(uint64_t) * ((size_t)n + 2)), 0, 0,
                 malloc(sizeof(int) * ((size_t)nv + 1)), malloc(sizeof(int) * ((size_t)nv + 1)),
-                malloc(sizeof(int) * ((size_t)nv + 1)), calloc((size_t)nv + 1, sizeof(int)), 0, -1, NULL };
+                malloc(sizeof(int) * ((size_t)nv + 1)), calloc((size_t)nv + 1, sizeof(int)), 0, -1, NULL,
+                NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, false, false };
     Ins *tmp = malloc(sizeof(Ins) * ((size_t)n + 1));
+    s.placed = calloc((size_t)n + 2, sizeof(bool));
+    s.in_tree = calloc((size_t)n + 2, sizeof(bool));
+    s.def_at = malloc(sizeof(int) * ((size_t)nv + 1));
+    s.readers = calloc((size_t)nv + 1, sizeof(int));
+    s.tstamp = calloc((size_t)nv + 1, sizeof(int));
+    s.press = malloc(sizeof(int) * ((size_t)n + 1));
+    if (!s.placed || !s.in_tree || !s.def_at || !s.readers || !s.tstamp || !s.press)
+        die("out of memory");
+
     if (!s.ndefs || !s.nuses || !s.use_block || !s.next || !s.prev || !s.label ||
         !s.first_reader || !s.last_reader || !s.first_writer || !s.stamp || !tmp)
         die("out of memory");
@@ -277,13 +480,33 @@ void schedule_pressure(Func *f)
         if (regs == 1 && s.narrow[src])
             s.narrow[in->dst[0]] = true;
     }
-    for (int i = 0; i < n;) {
-        int j = i;
-        while (j < n && !(j > i && f->code.v[j].op == OP_LABEL) && !ends_block(&f->code.v[j]))
-            j++;
-        int last = j < n && ends_block(&f->code.v[j]) ? j : j - 1;
-        sink_block(&s, i, last, tmp);
-        i = last + 1;
+    /* Rounds: the first moves single instructions and trees; each later one only trees, near
+       the peak the moves before left (a tile-at-a-time GELU lowers its peak a sweep at a time),
+       while the round before moved one and the peak has not yet won a block a multiprocessor:
+       moves past that only reorder what ptxas schedules its own way (the erf GELU of a 128 x
+       128 epilogue: so ptxas 126 registers, two blocks; four rounds whatever the blocks, 116
+       predicted but ptxas 144, one block). */
+    int sm = f->sm_threads ? f->sm_threads : 2048, blocks = 0;
+    for (int round = 0; round < MAX_ROUNDS && (round == 0 || s.tree_moved); round++) {
+        Liveness lv;
+        liveness(f, &lv);
+        int peak = pressure(f, lv.demand, s.press, NULL);
+        liveness_free(&lv);
+        int b = reg_cap_blocks(peak, f->threads, sm);
+        if (round > 0 && b > blocks)
+            break;
+        blocks = b;
+        s.tree_floor = peak - peak / 8 > TREE_PRESSURE ? peak - peak / 8 : TREE_PRESSURE;
+        s.trees_only = round > 0;
+        s.tree_moved = false;
+        for (int i = 0; i < n;) {
+            int j = i;
+            while (j < n && !(j > i && f->code.v[j].op == OP_LABEL) && !ends_block(&f->code.v[j]))
+                j++;
+            int last = j < n && ends_block(&f->code.v[j]) ? j : j - 1;
+            sink_block(&s, i, last, tmp);
+            i = last + 1;
+        }
     }
     free(s.ndefs);
     free(s.nuses);
@@ -296,5 +519,11 @@ void schedule_pressure(Func *f)
     free(s.first_writer);
     free(s.stamp);
     free(s.narrow);
+    free(s.placed);
+    free(s.in_tree);
+    free(s.def_at);
+    free(s.readers);
+    free(s.tstamp);
+    free(s.press);
     free(tmp);
 }

@@ -49,6 +49,10 @@ static const Case cases[] = {
        launcher to split the loop (few tiles): the bound above with K = 2100, S = K / 4 is 0.26
        (bf16 and f16 outputs: their rounding too; tanh is approximate on the GPU, 2^-10) */
     { "user/user", "mlp", "M=67 K=2100 N=200", 1, 0x1p-7, 0.26 },
+    { "user/user", "linear_silu", "M=67 K=2100 N=200", 1, 0x1p-7, 0.26 },
+    { "user/user", "linear_gelu", "M=67 K=2100 N=200", 1, 0x1p-7, 0.26 },
+    /* one k step, two row blocks, N past the tiles: 2K 2^-23 S = 2.4e-4 (K = 64, S = 16) */
+    { "user/user", "linear_silu", "M=136 K=64 N=264", 1, 0x1p-7, 1e-3 },
     { "user/user", "rowscale", "M=67 K=2100 N=300", 1, 1e-5, 0.26 },
     { "user/user", "logits_max", "M=130 K=2100 N=200 NB=2", 1, 1e-5, 0.26 },
     { "user/user", "bmm_f16", "BATCH=3 M=67 K=300 N=200", 1, 0x1p-10, 0.006 },

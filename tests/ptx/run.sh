@@ -1154,6 +1154,49 @@ else
 	fail "report: how each product was computed" "$n of 8 lines as expected"
 fi
 
+# Epilogues that read a value twice (`h * sigmoid(h)`, GELU with erf or tanh) are lowered a
+# tile at a time; the schedule pass moves each element's tree of operations down to its use
+# (compiler/schedule.c, trees), so a 128 x 128 tile of 256 threads keeps two blocks a
+# multiprocessor: 115, 115 and 128 registers predicted, where moving single instructions only
+# gave 128, 128 and 200 (one block for the tanh GELU; 135 and 139 for silu and erf GELU written
+# with lets for the tile's corner, tests/gpu/kernels/user.tile).
+cat >"$tmp/epi.tile" <<'EOT'
+kernel silu(X: bf16[M, K], W: bf16[N, K], b: f32[N], Y: bf16[M, N]) grid(cdiv(M, 128), cdiv(N, 128)) threads(256)
+{
+    var acc: f32[128, 128] = 0;
+    for k in 0 .. K step 64 pipeline(3) {
+        acc += X[block.x * 128 +: 128, k +: 64] @ W[block.y * 128 +: 128, k +: 64].T;
+    }
+    let h = acc + b[block.y * 128 +: 128];
+    Y[block.x * 128 +: 128, block.y * 128 +: 128] = bf16(h * sigmoid(h));
+}
+kernel gelu(X: bf16[M, K], W: bf16[N, K], b: f32[N], Y: bf16[M, N]) grid(cdiv(M, 128), cdiv(N, 128)) threads(256)
+{
+    var acc: f32[128, 128] = 0;
+    for k in 0 .. K step 64 pipeline(3) {
+        acc += X[block.x * 128 +: 128, k +: 64] @ W[block.y * 128 +: 128, k +: 64].T;
+    }
+    let h = acc + b[block.y * 128 +: 128];
+    Y[block.x * 128 +: 128, block.y * 128 +: 128] = bf16(0.5 * h * (1.0 + erf(h * 0.70710678)));
+}
+kernel gelu_tanh(X: bf16[M, K], W: bf16[N, K], b: f32[N], Y: bf16[M, N]) grid(cdiv(M, 128), cdiv(N, 128)) threads(256)
+{
+    var acc: f32[128, 128] = 0;
+    for k in 0 .. K step 64 pipeline(3) {
+        acc += X[block.x * 128 +: 128, k +: 64] @ W[block.y * 128 +: 128, k +: 64].T;
+    }
+    let h = acc + b[block.y * 128 +: 128];
+    Y[block.x * 128 +: 128, block.y * 128 +: 128] = bf16(0.5 * h * (1.0 + tanh(h * 0.79788456 * (1.0 + 0.044715 * h * h))));
+}
+EOT
+preds() { rep --arch=sm_90a --report "$@" "$tmp/epi.tile" | awk '/^kernel /{k=$2} /^  registers .* predicted/{print k, $2}'; }
+n=$(preds | awk '($1 == "gelu_tanh" && $2 <= 128) || $2 <= 120' | wc -l)
+if [ "$n" -eq 3 ]; then
+	pass "schedule: activation epilogues element by element"
+else
+	fail "schedule: activation epilogues element by element" "$n of 3 predictions as expected"
+fi
+
 # A product's K loop split over blocks (compiler/lower_split.c): the kernel of one tile a block
 # takes the grid dimension after its own, three hidden parameters last (the workspace, the pair
 # words, the slice). On sm_80, after the loop the tree: the partial sums out, a release fence and
