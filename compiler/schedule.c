@@ -1,7 +1,8 @@
-/* schedule.c: contract: reorders instructions inside basic blocks so that no point's register
- * pressure rises and values live shorter; never changes what the code computes.
+/* schedule.c: contract: reorders instructions inside basic blocks so that values live shorter
+ * and no point's register pressure rises (but inside a moved tree, by its own few temporaries);
+ * never changes what the code computes.
  *
- * The one move it makes is a sink: an instruction goes down to just before the first instruction
+ * The first move it makes is a sink: an instruction goes down to just before the first instruction
  * of its block that reads one of its results, when the registers it defines weigh more than the
  * source registers whose life the move would lengthen. Between the old and the new place the
  * defined registers are then no longer live and at most lighter ones are, so pressure can only
