@@ -616,6 +616,8 @@ int tma_map(Lower *c, Expr *win, const char *dtype, int swizzle, int box_rows, i
 /* Whether any map can describe window win (rows `pitch` elements apart in shared memory), and
  * the registers of its box coordinates (row, column, then the outer indices in map order). */
 bool tma_window_ok(Lower *c, Expr *win, int pitch);
+/* The same but for the rows' alignment: what a map needs of the window's shape and strides. */
+bool tma_window_shape_ok(Expr *win);
 void tma_window_coords(Lower *c, Expr *win, int *row, int *col, int *outer);
 int tma_map_address(Lower *c, int tmap);
 

@@ -65,7 +65,7 @@ static const char *map_type(ElemType t)
  * batch, a head), no gather, at most 256 rows a box, unit inner stride, rows 16-byte aligned
  * (the map's base and pitch must be: the same facts that let cp.async move 16-byte pieces into
  * rows `pitch` elements apart). */
-bool tma_window_ok(Lower *c, Expr *win, int pitch)
+bool tma_window_shape_ok(Expr *win)
 {
     Sym *t = win->sym;
     if (win->kind != E_INDEX || index_gather_dim(win) >= 0 || !t || t->kind != SYM_TENSOR || t->rank < 2 ||
@@ -77,9 +77,12 @@ bool tma_window_ok(Lower *c, Expr *win, int pitch)
             return false;
     if (win->shape.dim[0] > TMA_BOX_MAX)
         return false;
-    if (!t->has_default_strides && (t->stride[r - 1].size || t->stride[r - 1].expr || t->stride[r - 1].cval != 1))
-        return false;
-    return async_piece_bytes(c, win, pitch) == 16;
+    return t->has_default_strides || (!t->stride[r - 1].size && !t->stride[r - 1].expr && t->stride[r - 1].cval == 1);
+}
+
+bool tma_window_ok(Lower *c, Expr *win, int pitch)
+{
+    return tma_window_shape_ok(win) && async_piece_bytes(c, win, pitch) == 16;
 }
 
 /* A window wgmma reads from a slab (tf32, f16, bf16, 8-bit), whole slabs of columns. */

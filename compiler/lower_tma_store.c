@@ -93,13 +93,25 @@ static int loops_around(const Stmt *s, const Expr *lhs, int loops)
     return -1;
 }
 
+/* The row stride of a 2-D tensor declared `strides(LD, 1)`: LD, else NULL. */
+static Sym *own_pitch(const Sym *t)
+{
+    return t && !t->has_default_strides && t->rank == 2 && t->stride[0].size && !t->stride[0].expr ? t->stride[0].size
+                                                                                                  : NULL;
+}
+
 /* The window: one a TMA map can describe (lower_tma.c), of an element type a store's map has,
- * whole 128-byte slabs of columns. */
+ * whole 128-byte slabs of columns. A view whose rows are a stride of their own apart
+ * (`strides(LD, 1)`) needs only that stride 16-byte aligned: the copy engine clips each row at
+ * the tensor's length, where 16-byte pieces from registers would need the length aligned too. */
 static bool window_ok(Lower *c, Expr *win)
 {
     if (win->kind != E_INDEX || !win->sym || !map_dtype(win->sym->type) || win->shape.rank != 2 ||
         win->shape.dim[1] % (SLAB / type_size(win->sym->type)))
         return false;
+    Sym *ld = own_pitch(win->sym);
+    if (ld)
+        return tma_window_shape_ok(win) && size_multiple(c, ld) % (16 / type_size(win->sym->type)) == 0;
     return tma_window_ok(c, win, (int)win->shape.dim[1]);
 }
 
@@ -182,15 +194,18 @@ static const Layout *read_layout(const Expr *e)
 }
 
 /* Whether the window would pass with its rows known 16-byte aligned, and if so the fact that
- * says so (in st): a size of the launch, default strides (so that the launcher's test of every
- * stride follows from the kernel's of that size), the window's own start a multiple. */
+ * says so (in st): a size of the launch whose multiples make every stride the launcher tests
+ * aligned -- with default strides the row length (the window's own start a multiple), for a view
+ * `strides(LD, 1)` LD. */
 static bool aligned_version(Lower *c, Expr *target, TmaStage *st)
 {
     Sym *t = target->sym;
-    if (!t || !map_dtype(t->type) || !t->has_default_strides)
+    if (!t || !map_dtype(t->type) || !(t->has_default_strides || own_pitch(t)))
         return false;
     int64_t n = 16 / type_size(t->type);
-    Sym *sz = window_row_size(c, target, n);
+    /* the launcher makes an if-aligned map where the pointer and the pitch are (runtime/args.c):
+       with default strides the pitch is the row length, with strides(LD, 1) it is LD */
+    Sym *sz = own_pitch(t) ? own_pitch(t) : window_row_size(c, target, n);
     if (!sz || !sz->lower || ((SymInfo *)sz->lower)->val.v[0].kind == O_IMM || size_multiple(c, sz) % n == 0)
         return false;
     AssumeMark m = assume_facts(c, sz, n);

@@ -1084,6 +1084,40 @@ else
 		"bulk stores $vb, st.global $vg, pointer tests $vt, shifted window $vs, if-aligned map $vm, C's alignment $va, report $vr"
 fi
 
+# A view whose rows are a stride of their own apart (`strides(LDC, 1)`) is stored by TMA too: the
+# copy engine clips each row at N, so only LDC (the map's pitch) and the pointer must be 16-byte
+# aligned, versioned on them where no assume states LDC's multiple, directly where one does.
+cat >"$tmp/tview.tile" <<'EOF'
+kernel mm_view(A: f16[M, K], B: f16[K, N], C: f16[M, N] strides(LDC, 1)) grid(cdiv(M, 128), cdiv(N, 128)) threads(256) {
+    assume(K % 8 == 0);
+    var acc: f32[128, 128] = 0;
+    for k in 0 .. K step 64 pipeline(3) {
+        acc += A[block.x * 128 +: 128, k +: 64] @ B[k +: 64, block.y * 128 +: 128];
+    }
+    C[block.x * 128 +: 128, block.y * 128 +: 128] = f16(acc);
+}
+kernel mm_view_ld(A: f16[M, K], B: f16[K, N], C: f16[M, N] strides(LDC, 1)) grid(cdiv(M, 128), cdiv(N, 128)) threads(256) {
+    assume(K % 8 == 0 && LDC % 8 == 0);
+    var acc: f32[128, 128] = 0;
+    for k in 0 .. K step 64 pipeline(3) {
+        acc += A[block.x * 128 +: 128, k +: 64] @ B[k +: 64, block.y * 128 +: 128];
+    }
+    C[block.x * 128 +: 128, block.y * 128 +: 128] = f16(acc);
+}
+EOF
+"$tilec" --no-ptxas -w --arch=sm_90a "$tmp/tview.tile" -o "$tmp/tview.ptx" 2>/dev/null
+wb=$(entry_body "$tmp/tview.ptx" mm_view | grep -c "$tstore")
+wl=$(entry_body "$tmp/tview.ptx" mm_view_ld | grep -c "$tstore")
+wm=$(awk '/^\/\/@kernel mm_view /,/^\/\/@end/' "$tmp/tview.ptx" | grep -c '^//@tmap a2 f16 128 128 64 if-aligned | a3 | a5 | a6$')
+"$tilec" --no-ptxas -w --arch=sm_90a --report "$tmp/tview.tile" -o /dev/null >"$tmp/tview.rep" 2>&1
+wr=$(grep -c '^  stored by TMA      C if aligned at launch ' "$tmp/tview.rep")
+wa=$(grep -c '^  stored by TMA      C (tiles' "$tmp/tview.rep")
+if [ "$wb" -eq 2 ] && [ "$wl" -eq 2 ] && [ "$wm" -eq 1 ] && [ "$wr" -eq 1 ] && [ "$wa" -eq 1 ]; then
+	pass "TMA store: a strided view, versioned on its stride"
+else
+	fail "TMA store: a strided view, versioned on its stride" "bulk stores $wb / $wl, map $wm, report $wr / $wa"
+fi
+
 # A stack frame under the register cap is ptxas keeping values in local memory without counting
 # them as spills: the cap is loosened as for a spill (compiler/regcap.c). softmax over rows known
 # 4-element aligned got 24 bytes at the 32 registers predicted.
