@@ -75,7 +75,7 @@ typedef struct {
     int *def_at;       /* per register: the position defining it in this block */
     int *readers;      /* per register: its reads by the tree's members */
     int *tstamp;
-    int *press;        /* per position of the function: the pressure before scheduling */
+    int *press;        /* per position of the function: the pressure as the round began */
     int first;         /* the block's first position in the function */
     int tree_floor;    /* the least pressure at a tree's root that lets it move */
     bool trees_only;   /* a later round: only trees move */
