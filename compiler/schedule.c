@@ -295,31 +295,32 @@ static bool sink_tree(Sched *s, const Ins *code, int i, int end, int len)
        after that point, lives longer (a reader outside the tree above i is not looked for: the
        count can only be too high). The move must raise no point and lower one. */
     qsort(t, (size_t)n, sizeof *t, cmp_int);
+    int last[MAX_TREE], xlast[MAX_TREE * 4];   /* the last member reading each result, each ext */
+    for (int v = 0; v < n; v++)
+        last[v] = -1;
+    for (int e = 0; e < next; e++)
+        xlast[e] = -1;
+    for (int w = 0; w < n; w++)
+        for (int k = 0; k < code[t[w]].nsrc; k++) {
+            if (code[t[w]].src[k].kind != O_REG)
+                continue;
+            int r = code[t[w]].src[k].reg;
+            for (int v = 0; v < w; v++)
+                if (code[t[v]].dst[0] == r)
+                    last[v] = t[w];
+            for (int e = 0; e < next; e++)
+                if (ext[e] == r)
+                    xlast[e] = t[w];
+        }
     bool lowers = gain > 0;
     for (int m = 0; m + 1 < n; m++) {
         int delta = 0;
-        for (int v = 0; v + 1 < n; v++) {   /* members' results, the root's excepted */
-            int reg = code[t[v]].dst[0], last = -1;
-            if (t[v] > t[m])
-                continue;
-            for (int w = v + 1; w < n; w++)
-                for (int k = 0; k < code[t[w]].nsrc; k++)
-                    if (code[t[w]].src[k].kind == O_REG && code[t[w]].src[k].reg == reg)
-                        last = t[w];
-            if (last > t[m])
-                delta -= weight(s->f->regs.v[reg].rc);
-        }
-        for (int e = 0; e < next; e++) {
-            int r = ext[e], last = -1;
-            if (s->use_block[r] == -2 || reg_node(s, s->last_reader, r) >= 0)
-                continue;
-            for (int w = 0; w < n; w++)
-                for (int k = 0; k < code[t[w]].nsrc; k++)
-                    if (code[t[w]].src[k].kind == O_REG && code[t[w]].src[k].reg == r)
-                        last = t[w];
-            if (last <= t[m])
-                delta += weight(s->f->regs.v[r].rc);
-        }
+        for (int v = 0; v <= m; v++)   /* members' results made by then (the root's is later) */
+            if (last[v] > t[m])
+                delta -= weight(s->f->regs.v[code[t[v]].dst[0]].rc);
+        for (int e = 0; e < next; e++)
+            if (s->use_block[ext[e]] != -2 && reg_node(s, s->last_reader, ext[e]) < 0 && xlast[e] <= t[m])
+                delta += weight(s->f->regs.v[ext[e]].rc);
         if (delta > 0)
             goto done;
         lowers |= delta < 0 && t[m + 1] > t[m] + 1;   /* a point outside the tree between them */
