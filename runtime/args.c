@@ -257,16 +257,17 @@ static void stand_in(const rt_tmap_meta *t, rt_tmap_desc *d)
     d->empty = true;
     d->dim[0] = d->dim[1] = 1;
     d->stride[0] = 16;
-    for (int j = 0; j < t->nouter; j++)     /* the rank the kernel's copies name */
+    int more = t->nouter + (t->rows8 ? 2 : 0);
+    for (int j = 0; j < more; j++)     /* the rank the kernel's copies name */
         d->dim[2 + j] = 1, d->stride[1 + j] = 16, d->box[2 + j] = 1;
-    d->rank = 2 + t->nouter;
+    d->rank = 2 + more;
 }
 
 /* Whether an if-aligned map can be built at this launch: the pointer and every stride 16-byte
  * aligned, the test the kernel makes before it uses the map (compiler/lower_tma_store.c). */
 static bool tmap_aligned(const rt_tmap_meta *t, CUdeviceptr base, const int64_t *ext, int64_t elem)
 {
-    bool ok = base % 16 == 0 && ext[2] * elem % 16 == 0;
+    bool ok = base % 16 == 0 && ext[2] * elem % 16 == 0 && (!t->rows8 || ext[0] % 8 == 0);
     for (int j = 0; j < t->nouter; j++)
         ok &= ext[4 + 2 * j] * elem % 16 == 0;
     return ok;
@@ -327,9 +328,23 @@ static tilert_status plan_tmap(const rt_kernel_meta *k, int i, const tilert_arg 
                  (unsigned long long)base);
         return tmap_refused(k, i, vals, problem);
     }
+    if (t->rows8 && rows % 8) {
+        snprintf(problem, sizeof problem, "%lld rows are not whole groups of 8", (long long)rows);
+        return tmap_refused(k, i, vals, problem);
+    }
     d->base = base;
     d->dim[0] = (cuuint64_t)cols, d->dim[1] = (cuuint64_t)rows;
     d->stride[0] = (cuuint64_t)(pitch * elem);
+    /* rows8: row 4 h + l + 8 g is (h, l, g), so that a box's rows land h fastest */
+    int o = 0;
+    if (t->rows8) {
+        d->dim[1] = 2, d->dim[2] = 4, d->dim[3] = (cuuint64_t)(rows / 8);
+        d->stride[0] = (cuuint64_t)(4 * pitch * elem);
+        d->stride[1] = (cuuint64_t)(pitch * elem);
+        d->stride[2] = (cuuint64_t)(8 * pitch * elem);
+        d->box[1] = 2, d->box[2] = 4, d->box[3] = (cuuint32_t)(t->box_rows / 8);
+        o = 2;
+    }
     for (int j = 0; j < t->nouter; j++) {
         int64_t stride = ext[4 + 2 * j] * elem;
         if (stride % 16 || stride >= (int64_t)1 << 40) {
@@ -337,11 +352,11 @@ static tilert_status plan_tmap(const rt_kernel_meta *k, int i, const tilert_arg 
                      "under 2^40 as TMA requires", j + 3, (long long)stride);
             return tmap_refused(k, i, vals, problem);
         }
-        d->dim[2 + j] = (cuuint64_t)ext[3 + 2 * j];
-        d->stride[1 + j] = (cuuint64_t)stride;
-        d->box[2 + j] = 1;
+        d->dim[2 + o + j] = (cuuint64_t)ext[3 + 2 * j];
+        d->stride[1 + o + j] = (cuuint64_t)stride;
+        d->box[2 + o + j] = 1;
     }
-    d->rank = 2 + t->nouter;
+    d->rank = 2 + o + t->nouter;
     return TILERT_OK;
 }
 

@@ -6,7 +6,7 @@
  *   //@arg NAME ptr|size|scalar TYPE ALIGN
  *   //@grid RPN
  *   //@assume RPN | TEXT
- *   //@tmap aP f32|tf32|f16|bf16|u8 SWIZZLE BOXROWS BOXCOLS [if-aligned] | ROWS_RPN | COLS_RPN | PITCH_RPN
+ *   //@tmap aP f32|tf32|f16|bf16|u8 SWIZZLE BOXROWS BOXCOLS [if-aligned] [rows8] | ROWS_RPN | COLS_RPN | PITCH_RPN
  *           [| EXTENT_RPN | STRIDE_RPN]...   (up to 3 outer dimensions, innermost first)
  *   //@cluster N
  *   //@split D BYTES STEP [cluster N] | TRIPS_RPN
@@ -19,7 +19,10 @@
  * PITCH elements apart, copied by TMA in boxes of BOXROWS x BOXCOLS elements. The kernel takes
  * one hidden CUtensorMap parameter per //@tmap line, in line order, after its arguments. A map
  * marked if-aligned is made only where the launch's pointer and strides are 16-byte aligned; the
- * kernel tests the same alignment before it uses the map (a store versioned on it). //@split
+ * kernel tests the same alignment before it uses the map (a store versioned on it). `rows8`
+ * lands each 8 rows of a box in shared memory in the order 0 4 1 5 2 6 3 7: the map has two more
+ * dimensions (column, row / 4 % 2, row % 4, row / 8, outer...), so BOXROWS and, at launch, ROWS
+ * must be multiples of 8 (an if-aligned map is otherwise the stand-in). //@split
  * says the kernel's K loop may be split over grid dimension D (1 or 2, one past those //@grid
  * names): each block writes BYTES of partial sums to a workspace, the loop steps by STEP and runs
  * TRIPS_RPN iterations; the kernel takes two more hidden parameters after the maps, the
@@ -370,6 +373,8 @@ static tilert_status tmap_box(Parser *P, char *const w[3], rt_tmap_meta *t)
         return bad(P, "tensor map swizzle must be 0, 32, 64 or 128");
     if (!parse_int(w[1], 1, 256, &rows) || !parse_int(w[2], 1, 256, &cols))
         return bad(P, "tensor map box dimensions must be 1..256");
+    if (t->rows8 && rows % 8)
+        return bad(P, "a rows8 tensor map's box rows must be a multiple of 8");
     int64_t row_bytes = cols * rt_tmap_elem_size(t->type);
     if (row_bytes % 16)
         return bad(P, "tensor map box row is not a multiple of 16 bytes");
@@ -382,18 +387,24 @@ static tilert_status tmap_box(Parser *P, char *const w[3], rt_tmap_meta *t)
 static tilert_status tmap_line(Parser *P, char *rest)
 {
     rt_kernel_meta *k = P->cur;
-    char *part[4 + 2 * RT_TMAP_MAX_OUTER], *w[6];
+    char *part[4 + 2 * RT_TMAP_MAX_OUTER], *w[7];
     int nparts = split_bars(rest, part, 4 + 2 * RT_TMAP_MAX_OUTER);
-    int nw = nparts >= 4 ? split(part[0], w, 6) : 0;
-    if (nparts < 4 || nparts > 4 + 2 * RT_TMAP_MAX_OUTER || nparts % 2 || nw < 5 || nw > 6 ||
-        (nw == 6 && strcmp(w[5], "if-aligned") != 0))
-        return bad(P, "expected //@tmap aP TYPE SWIZZLE BOXROWS BOXCOLS [if-aligned] | ROWS | COLS | "
-                      "PITCH [| EXTENT | STRIDE] (at most 3 outer dimensions)");
-    if (k->ntmaps == RT_MAX_TMAPS)
-        return bad(P, "more than 8 tensor maps");
+    int nw = nparts >= 4 ? split(part[0], w, 7) : 0;
     rt_tmap_meta t;
     memset(&t, 0, sizeof t);
-    t.if_aligned = nw == 6;
+    int at = 5;
+    if (nw > at && !strcmp(w[at], "if-aligned"))
+        t.if_aligned = true, at++;
+    if (nw > at && !strcmp(w[at], "rows8"))
+        t.rows8 = true, at++;
+    if (nparts < 4 || nparts > 4 + 2 * RT_TMAP_MAX_OUTER || nparts % 2 || nw != at)
+        return bad(P, "expected //@tmap aP TYPE SWIZZLE BOXROWS BOXCOLS [if-aligned] [rows8] | ROWS | COLS | "
+                      "PITCH [| EXTENT | STRIDE] (at most 3 outer dimensions)");
+    /* TMA's rank is at most 5, and a rows8 map's rows take three */
+    if (t.rows8 && nparts > 4 + 2)
+        return bad(P, "a rows8 tensor map has at most 1 outer dimension");
+    if (k->ntmaps == RT_MAX_TMAPS)
+        return bad(P, "more than 8 tensor maps");
     tilert_status s;
     if ((s = tmap_pointer(P, w[0], &t.arg)) ||
         (s = tmap_type(P, w[1], k->args[t.arg].type, &t.type)) || (s = tmap_box(P, w + 2, &t)) ||

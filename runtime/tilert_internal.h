@@ -84,6 +84,9 @@ typedef struct {
     /* `if-aligned`: built only where the pointer and the strides are as TMA needs them, and
        otherwise passed as the empty map's stand-in, which the kernel tests for and never uses */
     bool if_aligned;
+    /* `rows8`: each 8 rows land in the order 0 4 1 5 2 6 3 7, the rows taken as three dimensions
+       (row / 4 % 2, row % 4, row / 8); rows must be a multiple of 8 */
+    bool rows8;
 } rt_tmap_meta;
 
 typedef struct {
@@ -137,9 +140,9 @@ typedef struct {
     CUtensorMapDataType type;
     CUtensorMapSwizzle swizzle;
     int rank;              /* 2 + the outer dimensions */
-    cuuint64_t dim[5];     /* elements: {cols, rows, outer...} */
-    cuuint64_t stride[4];  /* bytes from one row to the next, then along each outer dimension */
-    cuuint32_t box[5];     /* elements: {box_cols, box_rows, 1...} */
+    cuuint64_t dim[5];     /* elements: {cols, rows, outer...}; rows8: {cols, 2, 4, rows / 8, outer...} */
+    cuuint64_t stride[4];  /* bytes along each dimension but the first */
+    cuuint32_t box[5];     /* elements: {box_cols, box_rows, 1...}; rows8: {box_cols, 2, 4, box_rows / 8, 1...} */
     bool empty;            /* rows or cols is 0 */
 } rt_tmap_desc;
 

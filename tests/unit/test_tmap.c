@@ -186,7 +186,7 @@ static void parse_malformed(void)
     malformed("box row of 256 bytes, swizzle 128",
               KERNEL "//@tmap a0 tf32 128 8 64 | a2 | a2 | a2\n" END, "wider than its swizzle");
     malformed("one extent missing", KERNEL "//@tmap a0 f32 0 8 8 | a2 | a2\n" END,
-              "line 5: expected //@tmap aP TYPE SWIZZLE BOXROWS BOXCOLS [if-aligned] | ROWS | COLS | PITCH");
+              "line 5: expected //@tmap aP TYPE SWIZZLE BOXROWS BOXCOLS [if-aligned] [rows8] | ROWS | COLS | PITCH");
     malformed("no extents", KERNEL "//@tmap a0 f32 0 8 8\n" END, "expected //@tmap");
     malformed("a fourth extent", KERNEL "//@tmap a0 f32 0 8 8 | a2 | a2 | a2 | a2\n" END,
               "expected //@tmap");
@@ -435,6 +435,61 @@ static void plan_if_aligned(void)
     rt_meta_free(&one);
 }
 
+/* rows8 (the swapped tf32 product's B, compiler/lower_tma.c): each 8 rows as (row / 4 % 2,
+ * row % 4, row / 8), so that a box lands them in the order 0 4 1 5 2 6 3 7; rows a multiple of 8
+ * or the map is refused (if-aligned: the stand-in, of the same rank). */
+static void plan_rows8(void)
+{
+    rt_meta one;
+    tilert_status s = rt_meta_parse("//@kernel k threads 32 smem 0 regs 8\n//@arg B ptr f32 16\n"
+                                    "//@arg K size i32 4\n//@arg N size i32 4\n//@arg L size i32 4\n"
+                                    "//@tmap a0 tf32 128 32 32 rows8 | a1 | a2 | a2\n"
+                                    "//@tmap a0 tf32 128 32 32 if-aligned rows8 | a1 | a2 | a2 | a3 | a1 a2 *\n"
+                                    "//@end\n", &one);
+    if (!unit_check(s == TILERT_OK && one.k[0].ntmaps == 2 && one.k[0].tmaps[0].rows8 &&
+                        !one.k[0].tmaps[0].if_aligned && one.k[0].tmaps[1].rows8 && one.k[0].tmaps[1].if_aligned,
+                    "tmap rows8 parses, after if-aligned or alone", "%s", s ? tilert_last_error() : ""))
+        return;
+    const rt_kernel_meta *k = &one.k[0];
+    rt_tmap_desc d[2];
+    tilert_arg a[4] = {tilert_ptr(0x20000), tilert_i32(64), tilert_i32(100), tilert_i32(3)};
+    s = rt_plan_tmaps(k, a, 4, d);
+    unit_check(s == TILERT_OK && d[0].rank == 4 && d[0].dim[0] == 100 && d[0].dim[1] == 2 && d[0].dim[2] == 4 &&
+                   d[0].dim[3] == 8 && d[0].stride[0] == 1600 && d[0].stride[1] == 400 && d[0].stride[2] == 3200 &&
+                   d[0].box[0] == 32 && d[0].box[1] == 2 && d[0].box[2] == 4 && d[0].box[3] == 4 &&
+                   d[0].swizzle == CU_TENSOR_MAP_SWIZZLE_128B && !d[0].empty,
+               "plan rows8, K = 64, N = 100: {N, 2, 4, K / 8}, strides {4 N, N, 8 N} elements, box {32, 2, 4, 4}",
+               "%s rank %d dim {%llu, %llu, %llu, %llu} stride {%llu, %llu, %llu} box {%u, %u, %u, %u}",
+               s ? tilert_last_error() : "", d[0].rank, (unsigned long long)d[0].dim[0],
+               (unsigned long long)d[0].dim[1], (unsigned long long)d[0].dim[2], (unsigned long long)d[0].dim[3],
+               (unsigned long long)d[0].stride[0], (unsigned long long)d[0].stride[1],
+               (unsigned long long)d[0].stride[2], d[0].box[0], d[0].box[1], d[0].box[2], d[0].box[3]);
+    unit_check(s == TILERT_OK && d[1].rank == 5 && d[1].dim[4] == 3 && d[1].stride[3] == 64 * 100 * 4 &&
+                   d[1].box[4] == 1 && !d[1].empty,
+               "plan rows8 with an outer dimension: rank 5, the batch last", "%s rank %d dim[4] %llu stride[3] %llu",
+               s ? tilert_last_error() : "", d[1].rank, (unsigned long long)d[1].dim[4],
+               (unsigned long long)d[1].stride[3]);
+    a[1] = tilert_i32(60);
+    rt_kernel_meta second = *k;
+    second.tmaps = &one.k[0].tmaps[1];
+    second.ntmaps = 1;
+    s = rt_plan_tmaps(&second, a, 4, d);
+    unit_check(s == TILERT_OK && d[0].empty && d[0].rank == 5, "plan if-aligned rows8, K = 60: the stand-in, rank 5",
+               "%s empty %d rank %d", s ? tilert_last_error() : "", (int)d[0].empty, d[0].rank);
+    expect("plan rows8, K = 60: refused", rt_plan_tmaps(k, a, 4, d), TILERT_ERR_BAD_ARGS,
+           "60 rows are not whole groups of 8");
+    malformed("rows8 before if-aligned", "//@kernel k threads 32 smem 0 regs 8\n//@arg B ptr f32 16\n"
+              "//@arg K size i32 4\n//@tmap a0 tf32 128 32 32 rows8 if-aligned | a1 | a1 | a1\n//@end\n",
+              "expected //@tmap");
+    malformed("rows8 with two outer dimensions", "//@kernel k threads 32 smem 0 regs 8\n//@arg B ptr f32 16\n"
+              "//@arg K size i32 4\n//@tmap a0 tf32 128 32 32 rows8 | a1 | a1 | a1 | a1 | a1 | a1 | a1\n//@end\n",
+              "at most 1 outer dimension");
+    malformed("rows8 box rows 12", "//@kernel k threads 32 smem 0 regs 8\n//@arg B ptr f32 16\n"
+              "//@arg K size i32 4\n//@tmap a0 tf32 128 12 32 rows8 | a1 | a1 | a1\n//@end\n",
+              "multiple of 8");
+    rt_meta_free(&one);
+}
+
 static void plan_refused(void)
 {
     const rt_kernel_meta *k = &meta.k[0];
@@ -506,6 +561,7 @@ int main(void)
     plan_matmul();
     plan_empty();
     plan_if_aligned();
+    plan_rows8();
     plan_refused();
     rt_meta_free(&meta);
     return unit_exit();
