@@ -540,9 +540,11 @@ void mma_sync(Lower *c, PType ta, PType tb, Tile *acc, const int *cs, const int 
 /* SWZ_TURN is no swizzle but the tile turned around by its copies: its columns are the stage's
  * rows, padded by 16 bytes (the FFMA path's f32 A and B^T, read as A^T and B: matmul_plan.c,
  * ffma_turns, says why). */
-enum { SWZ_NONE, SWZ_LDMATRIX, SWZ_QUAD, SWZ_SLAB, SWZ_BLK4, SWZ_SLAB64, SWZ_TURN };
+/* SWZ_SLAB_K8: SWZ_SLAB with each 8 rows stored in the order 0 4 1 5 2 6 3 7 (the swapped tf32
+ * product's B, brought by TMA: swizzle.c says why). */
+enum { SWZ_NONE, SWZ_LDMATRIX, SWZ_QUAD, SWZ_SLAB, SWZ_BLK4, SWZ_SLAB64, SWZ_TURN, SWZ_SLAB_K8 };
 bool swz_applies(int kind, int row_bytes);
-/* The row bytes of a wgmma slab layout (SWZ_SLAB 128, SWZ_SLAB64 64), 0 for the other kinds. */
+/* The row bytes of a slab layout (SWZ_SLAB and SWZ_SLAB_K8 128, SWZ_SLAB64 64), 0 for the other kinds. */
 int swz_slab_bytes(int kind);
 int64_t swz_offset(int kind, int row_bytes, int rows, int64_t row, int64_t byte_col);
 int swz_offset_ir(Lower *c, int kind, int row, int byte_col, bool col_aligned16, int row_bytes, int rows);
@@ -613,6 +615,10 @@ int tma_barrier_ring(Lower *c, const PipeLoop *pl, const char *name, int count);
  * generic address in the kernel. if_aligned: made only where the launch is aligned, the kernel
  * testing that before it uses the map (tilec.h, TensorMapMeta). */
 int tma_map(Lower *c, Expr *win, const char *dtype, int swizzle, int box_rows, int box_cols, bool if_aligned);
+/* The same, rows8: each 8 rows land in shared memory in the order 0 4 1 5 2 6 3 7
+ * (TensorMapMeta.rows8, SWZ_SLAB_K8). */
+int tma_map_rows(Lower *c, Expr *win, const char *dtype, int swizzle, int box_rows, int box_cols, bool if_aligned,
+                 bool rows8);
 /* Whether any map can describe window win (rows `pitch` elements apart in shared memory), and
  * the registers of its box coordinates (row, column, then the outer indices in map order). */
 bool tma_window_ok(Lower *c, Expr *win, int pitch);
@@ -667,8 +673,9 @@ void lower_budget_after(Lower *c, Stmt *s);
 const char *extent_rpn(Lower *c, Extent e);
 /* lower_pipeline.c */
 bool lower_pipelined_loop(Lower *c, Stmt *loop);
-/* The windows pipelined loop `loop` would copy (a transposed operand's twin), at most cap. */
-int pipe_windows(Lower *c, Stmt *loop, Expr **out, int cap);
+/* The windows pipelined loop `loop` would copy (a transposed operand's twin), at most cap, and
+ * the multiple of its rows each one's TMA map would need (SWZ_SLAB_K8's 8; else 1). */
+int pipe_windows(Lower *c, Stmt *loop, Expr **out, int *rows_mult, int cap);
 /* lower_version.c: a pipelined loop lowered twice, with and without the facts that make its
  * windows' rows 16-byte aligned, behind a test of them at launch (false: not needed) */
 bool lower_versioned_loop(Lower *c, Stmt *loop);

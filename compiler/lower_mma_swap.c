@@ -30,8 +30,8 @@
  * fragment per warp is wgmma's, so the layout stands either way.
  *
  * Bank conflicts. A warp's B^T loads read rows k + q (q < 4) at 8 consecutive columns: with
- * SWZ_QUAD (rows' 16-byte units xor 2 q) or mma_pitch's 8 (mod 32) words of padding, 32 distinct
- * banks. mma.sync's A^T loads read rows 8 j + g at column k + q: mma_pitch's rows of an odd
+ * SWZ_QUAD (rows' 16-byte units xor 2 q), SWZ_SLAB_K8 (TMA's slabs, rows stored so that their
+ * keys are 2 q: swizzle.c) or mma_pitch's 8 (mod 32) words of padding, 32 distinct banks. mma.sync's A^T loads read rows 8 j + g at column k + q: mma_pitch's rows of an odd
  * number of 16-byte units put them in distinct banks too. */
 #include <stdlib.h>
 #include <string.h>
@@ -61,10 +61,11 @@ Layout layout_mma_swapped(int M, int N, int threads)
     return L;
 }
 
-/* Where a thread's B^T fragments are: lane = the shared address of B[q][8 w + g]. */
+/* Where a thread's B^T fragments are: lane[0] = the shared address of B[q][8 w + g], lane[1] of
+ * B[q + 4][8 w + g] (SWZ_SLAB_K8's rows 4 further are no constant offset away). */
 typedef struct {
-    int lane;
-    int swz;               /* SWZ_QUAD or SWZ_NONE (rows `row_bytes` apart) */
+    int lane[2];
+    int swz;               /* SWZ_QUAD, SWZ_SLAB_K8 or SWZ_NONE (rows `row_bytes` apart) */
     int64_t row_bytes;
     int rows, warps;
     bool even;             /* wgmma's rounding (ties to even), else mma.sync's (lower_mma.c) */
@@ -78,11 +79,14 @@ static void load_bt(Lower *c, const BtFrags *F, int k, int j, const int *a)
 {
     for (int i = 0; i < 4; i++) {
         int64_t rd = k + 4 * (i >> 1), cdb = (int64_t)(2 * j + (i & 1)) * 8 * F->warps * 4, off;
+        int lane = F->lane[0];
+        if (F->swz == SWZ_SLAB_K8)
+            lane = F->lane[i >> 1], rd = k;
         if (F->swz == SWZ_NONE)
             off = rd * F->row_bytes + cdb;
         else if (!swz_delta(F->swz, (int)F->row_bytes, F->rows, rd, cdb, &off))
             die("lower_mma_swapped: no constant fragment offset");
-        int w = smem_ld_b32(c, F->lane, off);
+        int w = smem_ld_b32(c, lane, off);
         if (F->even)
             round_tf32_even_to(c, a[i], w);
         else
@@ -209,8 +213,8 @@ void lower_mma_swapped(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b, bool wgm
     int tall = N / (16 * warps);
     if (a.type != TY_F32 || b.type != TY_F32 || a.cols % K_STEP || b.rows != a.cols || tall < 1 ||
         N % (16 * warps) || L->O[1] != 2 * tall || L->T[0] != 4 || L->V[0] != 2 || L->T[1] != 8 * warps ||
-        (a.swz != SWZ_SLAB && a.swz != SWZ_NONE) || (b.swz != SWZ_QUAD && b.swz != SWZ_NONE) ||
-        (b.swz == SWZ_QUAD && b.pitch != b.cols) || (a.swz == SWZ_SLAB && a.pitch != a.cols))
+        (a.swz != SWZ_SLAB && a.swz != SWZ_NONE) || (b.swz != SWZ_QUAD && b.swz != SWZ_SLAB_K8 && b.swz != SWZ_NONE) ||
+        (b.swz != SWZ_NONE && b.pitch != b.cols) || (a.swz == SWZ_SLAB && a.pitch != a.cols))
         die("lower_mma_swapped: operands or accumulator not in the swapped layouts");
     if (wgmma != (a.swz == SWZ_SLAB))
         die("lower_mma_swapped: the plan's path and A's layout disagree");
@@ -219,12 +223,16 @@ void lower_mma_swapped(Lower *c, Tile *acc, SmemMatrix a, SmemMatrix b, bool wgm
     const char *saved = f->cur_what;
     f->cur_what = "mma fragment address";
     /* B[q][8 w + g]: row tid & 3, column tid >> 2, i.e. byte column tid & ~3 */
-    BtFrags F = { -1, b.swz, (int64_t)b.pitch * 4, b.rows, warps, a.swz == SWZ_SLAB };
+    BtFrags F = { { -1, -1 }, b.swz, (int64_t)b.pitch * 4, b.rows, warps, a.swz == SWZ_SLAB };
     int q = ir_bin(f, OP_BAND, PT_B32, R(c->tid), IMM(3));
     int col = ir_bin(f, OP_BAND, PT_B32, R(c->tid), IMM(~(int64_t)3));
-    int off = b.swz == SWZ_QUAD ? swz_offset_ir(c, SWZ_QUAD, q, col, false, b.pitch * 4, b.rows)
+    int off = b.swz != SWZ_NONE ? swz_offset_ir(c, b.swz, q, col, false, b.pitch * 4, b.rows)
                                 : ir_tern(f, OP_MAD, PT_U32, R(q), IMM(F.row_bytes), R(col));
-    F.lane = ir_bin(f, OP_ADD, PT_U32, R(b.base), R(off));
+    F.lane[0] = ir_bin(f, OP_ADD, PT_U32, R(b.base), R(off));
+    if (b.swz == SWZ_SLAB_K8) {
+        int q4 = ir_bin(f, OP_ADD, PT_U32, R(q), IMM(4));
+        F.lane[1] = ir_bin(f, OP_ADD, PT_U32, R(b.base), R(swz_offset_ir(c, b.swz, q4, col, false, b.pitch * 4, b.rows)));
+    }
     f->cur_what = "mma fragment";
     if (wgmma)
         swapped_wgmma(c, acc, a, &F, tall);

@@ -502,7 +502,7 @@ static void keep_group(Lower *c, PipeLoop *pl)
     }
 }
 
-int pipe_windows(Lower *c, Stmt *s, Expr **out, int cap)
+int pipe_windows(Lower *c, Stmt *s, Expr **out, int *rows_mult, int cap)
 {
     Sym *inner[256];
     int ninner = 0, n = 0;
@@ -513,7 +513,7 @@ int pipe_windows(Lower *c, Stmt *s, Expr **out, int cap)
         if (st->kind == S_ASSIGN && st->op == '=' && st->lhs->kind == E_NAME && st->lhs->sym->is_shared &&
             pipelinable_window(st->rhs, inner, ninner)) {
             if (n < cap)
-                out[n++] = st->rhs;
+                rows_mult[n] = 1, out[n++] = st->rhs;
             continue;
         }
         Expr *mm = st->kind == S_ASSIGN ? st->rhs : st->kind == S_LET || st->kind == S_VAR ? st->init : NULL;
@@ -526,8 +526,10 @@ int pipe_windows(Lower *c, Stmt *s, Expr **out, int cap)
             Expr *x = matmul_operand(side[j], &tf32);
             if (!pipelinable_window(x, inner, ninner) || (plan->trans[j] && !matmul_reads_trans(plan, j)))
                 continue;
-            if (n < cap)
+            if (n < cap) {
+                rows_mult[n] = matmul_swizzle(c, plan, j, x->type) == SWZ_SLAB_K8 ? 8 : 1;
                 out[n++] = plan->trans[j] ? x->twin : x;
+            }
         }
     }
     return n;

@@ -85,19 +85,35 @@ bool tma_window_ok(Lower *c, Expr *win, int pitch)
     return tma_window_shape_ok(win) && async_piece_bytes(c, win, pitch) == 16;
 }
 
+/* SWZ_SLAB_K8's map views each 8 rows as 4 x 2 (lower_tma.c's header): the window's rows come in
+ * whole groups of 8 of the tensor (its start and row count multiples of 8: a group past the last
+ * rows would read past the tensor), and the map's rank (two more) within TMA's five. */
+static bool rows8_ok(Lower *c, Expr *win)
+{
+    Sym *t = win->sym;
+    int r = t->rank;
+    Extent n = t->dim[r - 2];
+    int64_t mult = n.expr ? 1 : n.size ? size_multiple(c, n.size) : n.cval;
+    return r - 2 <= 1 && mult % 8 == 0 && win->shape.dim[0] % 8 == 0 &&
+           known_multiple(c, win->idx[r - 2].start) % 8 == 0;
+}
+
 /* A window wgmma reads from a slab (tf32, f16, bf16, 8-bit), whole slabs of columns. */
 static bool window_ok(Lower *c, const PipeOperand *p)
 {
     Expr *win = p->window;
-    /* a loop lowered in two versions copies by TMA only in the aligned one (lower_version.c), and
-       only windows of tensors whose outer strides follow from the row length the test covers */
-    if (!c->target->tma || (c->versioning && !c->version_aligned) || p->held || !p->plan ||
+    /* a loop lowered in two versions copies by TMA in the other one only what the facts as they
+       stand align (lower_version.c), and in the aligned one only windows of tensors whose outer
+       strides follow from the row length the test covers */
+    if (!c->target->tma || p->held || !p->plan ||
         !matmul_side(p->plan->row->tma, p->side) || !swz_slab_bytes(p->swz) || win->kind != E_INDEX ||
         (c->version_aligned && win->sym && win->sym->rank > 2 && !win->sym->has_default_strides))
         return false;
     bool tf32 = win->type == TY_F32 && p->plan->tf32;
     if (!win->sym || win->sym->type != win->type ||
         !(tf32 || win->type == TY_F16 || win->type == TY_BF16 || type_size(win->type) == 1))
+        return false;
+    if (p->swz == SWZ_SLAB_K8 && !rows8_ok(c, win))
         return false;
     return win->shape.dim[1] % slab_cols(p) == 0 && p->pitch == win->shape.dim[1] && tma_window_ok(c, win, p->pitch);
 }
@@ -118,7 +134,8 @@ static bool same_map(const TensorMapMeta *a, const TensorMapMeta *b)
     bool same = a->arg == b->arg && !strcmp(a->dtype, b->dtype) && a->swizzle == b->swizzle &&
                 a->box_rows == b->box_rows && a->box_cols == b->box_cols &&
                 !strcmp(a->rows_rpn, b->rows_rpn) && !strcmp(a->cols_rpn, b->cols_rpn) &&
-                !strcmp(a->pitch_rpn, b->pitch_rpn) && a->nouter == b->nouter && a->if_aligned == b->if_aligned;
+                !strcmp(a->pitch_rpn, b->pitch_rpn) && a->nouter == b->nouter && a->if_aligned == b->if_aligned &&
+                a->rows8 == b->rows8;
     for (int j = 0; same && j < a->nouter; j++)
         same = !strcmp(a->outer_rpn[j], b->outer_rpn[j]) && !strcmp(a->outer_stride_rpn[j], b->outer_stride_rpn[j]);
     return same;
@@ -141,12 +158,19 @@ static const char *stride_rpn(Lower *c, const Sym *t, int d)
  * many bytes (128 or 64): its index, -1 when the kernel has as many as the launcher takes. */
 int tma_map(Lower *c, Expr *win, const char *dtype, int swizzle, int box_rows, int box_cols, bool if_aligned)
 {
+    return tma_map_rows(c, win, dtype, swizzle, box_rows, box_cols, if_aligned, false);
+}
+
+int tma_map_rows(Lower *c, Expr *win, const char *dtype, int swizzle, int box_rows, int box_cols, bool if_aligned,
+                 bool rows8)
+{
     KernelMeta *m = c->meta;
     Sym *t = win->sym;
     int r = t->rank;
     TensorMapMeta tm = {
         t->param_index, dtype, swizzle, box_rows, box_cols,
         extent_rpn(c, t->dim[r - 2]), extent_rpn(c, t->dim[r - 1]), stride_rpn(c, t, r - 2), r - 2, { 0 }, { 0 }, if_aligned,
+        rows8,
     };
     for (int j = 0; j < r - 2; j++) {
         tm.outer_rpn[j] = extent_rpn(c, t->dim[r - 3 - j]);
@@ -171,18 +195,23 @@ int tma_map(Lower *c, Expr *win, const char *dtype, int swizzle, int box_rows, i
 
 static int register_map(Lower *c, const PipeOperand *p)
 {
-    return tma_map(c, p->window, map_type(p->type), slab_bytes(p), (int)p->window->shape.dim[0], slab_cols(p),
-                   c->version_aligned);
+    return tma_map_rows(c, p->window, map_type(p->type), slab_bytes(p), (int)p->window->shape.dim[0], slab_cols(p),
+                        c->version_aligned, p->swz == SWZ_SLAB_K8);
 }
 
 bool tma_choose(Lower *c, PipeLoop *pl)
 {
     bool any = false;
-    for (int i = 0; i < pl->nops; i++)
-        if (window_ok(c, &pl->ops[i])) {
-            pl->ops[i].tmap = register_map(c, &pl->ops[i]);
-            any |= pl->ops[i].tmap >= 0;
+    for (int i = 0; i < pl->nops; i++) {
+        PipeOperand *p = &pl->ops[i];
+        if (window_ok(c, p)) {
+            p->tmap = register_map(c, p);
+            any |= p->tmap >= 0;
         }
+        /* SWZ_SLAB_K8 is TMA's alone: cp.async's pieces would go to 4 slabs in one bank group */
+        if (p->swz == SWZ_SLAB_K8 && p->tmap < 0)
+            p->swz = SWZ_QUAD;
+    }
     return any;
 }
 
@@ -294,11 +323,21 @@ void tma_issue(Lower *c, const PipeLoop *pl, PipeOperand *p, int base, int bar, 
         for (int q = 0; q < 2; q++)
             mine[q] = ir_bin(f, OP_BAND, PT_PRED, R(go), R(p->mc_mine[q]));
     }
+    /* SWZ_SLAB_K8's map: (column, row / 4 % 2, row % 4, row / 8, outer...), the box at row 0 of
+       each of the first two within the group of 8 the window starts at */
+    int nouter = r - 2, *os = outer, k8[2 + TMAP_MAX_OUTER];
+    if (p->swz == SWZ_SLAB_K8) {
+        k8[0] = ir_mov(f, PT_S32, IMM(0));
+        k8[1] = ir_bin(f, OP_SHR, PT_S32, R(row), IMM(3));
+        for (int q = 0; q < nouter; q++)
+            k8[2 + q] = outer[q];
+        row = k8[0], os = k8, nouter += 2;
+    }
     for (int j = 0; j < cols / sc; j++) {
         int cj = j ? ir_bin(f, OP_ADD, PT_S32, R(col), IMM(j * sc)) : col;
-        issue_box(c, p, base, bar, j, rows, row, cj, outer, r - 2, solo, -1);
+        issue_box(c, p, base, bar, j, rows, row, cj, os, nouter, solo, -1);
         if (p->mc)
-            issue_box(c, p, base, bar, j, rows, row, cj, outer, r - 2, mine[j % 2], both);
+            issue_box(c, p, base, bar, j, rows, row, cj, os, nouter, mine[j % 2], both);
     }
 }
 

@@ -76,15 +76,34 @@ int window_row_facts(Lower *c, Expr *w, int64_t n, Sym **out)
     return k;
 }
 
+/* A window whose TMA map takes its rows in groups of 8 (SWZ_SLAB_K8: the swapped tf32
+ * product's B), copied by cp.async where its tensor's row count is not a multiple of 8: that
+ * count, when a size no fact makes such a multiple. */
+static Sym *rows8_size(Lower *c, Expr *w, int rows_mult)
+{
+    Sym *t = w->sym;
+    if (rows_mult < 8 || !t || w->kind != E_INDEX || !tma_window_shape_ok(w) ||
+        known_multiple(c, w->idx[w->nidx - 2].start) % rows_mult)
+        return NULL;
+    Extent n = t->dim[t->rank - 2];
+    return n.size && !n.expr && size_multiple(c, n.size) % rows_mult ? n.size : NULL;
+}
+
 static int version_facts(Lower *c, Stmt *s, Fact *facts)
 {
     Expr *w[32];
-    int nw = pipe_windows(c, s, w, 32), nf = 0;
+    int rows_mult[32];
+    int nw = pipe_windows(c, s, w, rows_mult, 32), nf = 0;
     for (int i = 0; i < nw; i++) {
-        int64_t n = 16 / type_size(w[i]->type);
-        Sym *szs[2];
+        int64_t n = 16 / type_size(w[i]->type), mults[3];
+        Sym *szs[3];
         int nq = window_row_facts(c, w[i], n, szs);
+        for (int q = 0; q < nq; q++)
+            mults[q] = n;
+        if ((szs[nq] = rows8_size(c, w[i], rows_mult[i])))
+            mults[nq++] = rows_mult[i];
         for (int q = 0; q < nq; q++) {
+            n = mults[q];
             int j = 0;
             while (j < nf && facts[j].size != szs[q])
                 j++;
@@ -235,6 +254,7 @@ bool lower_versioned_loop(Lower *c, Stmt *s)
     State before = state_of(c);
     c->versioning = true;
     lower_for(c, s);
+    smem_retire_mbarriers(c, before.nmbar_live);
     ir_bra(f, done, -1, false);
     State slow = state_of(c);
     state_set(c, &before);

@@ -183,11 +183,15 @@ static int swizzle_wgmma_xb(Lower *c, const MatmulPlan *p, ElemType t, int side)
     return side == 1 ? SWZ_BLK4 : swizzle_mma_sync(c, p, t, 0);
 }
 
-/* A in slabs for the tensor cores; B^T read into registers four n8 tiles at a time */
+/* A in slabs for the tensor cores; B^T read into registers four n8 tiles at a time, from slabs
+ * whose rows TMA lays in the order the fragment loads want (lower_tma.c gives a B it cannot
+ * bring SWZ_QUAD instead) */
 static int swizzle_swapped(Lower *c, const MatmulPlan *p, ElemType t, int side)
 {
-    (void)c, (void)p, (void)t;
-    return side == 0 ? SWZ_SLAB : SWZ_QUAD;
+    (void)t;
+    if (side == 0)
+        return SWZ_SLAB;
+    return p->row->path == MM_WGMMA_TF32 && c->target->tma ? SWZ_SLAB_K8 : SWZ_QUAD;
 }
 
 /* Row pitch in elements of an unswizzled operand: a 16-byte pad keeps rows 16-byte aligned and
@@ -226,10 +230,10 @@ static const MatmulPathRow rows[] = {
       layout_wgmma, swizzle_wgmma_xb, mma_pitch, SIDE_B, MM_MMA_SYNC, 0, SIDE_B, 0, SIDE_B, true, false,
       trans_mma_sync, emit_wgmma },
     /* tf32 on sm_90a: C^T = B^T A^T, A by cp.async or TMA into slabs the tensor cores read as tf32
-       (rounded in place after cp.async; TMA rounds on the way), its group in flight across
-       iterations (lower_mma_swap.c) */
+       (rounded in place after cp.async; TMA rounds on the way), B by TMA or cp.async for the
+       fragment loads, its group in flight across iterations (lower_mma_swap.c) */
     { MM_WGMMA_TF32, "wgmma tf32 (swapped)", fits_wgmma_tf32, layout_swapped, swizzle_swapped, mma_pitch,
-      SIDE_A, MM_MMA_SWAPPED, SIDE_A, SIDE_A, SIDE_A, 0, true, true, NULL, emit_swapped },
+      SIDE_A, MM_MMA_SWAPPED, SIDE_A | SIDE_B, SIDE_A, SIDE_A, 0, true, true, NULL, emit_swapped },
     /* f16/bf16 (and 8-bit) on sm_90a: both operands in slabs as stored, K- or MN-major
        (lower_wgmma.c), by TMA where they can */
     { MM_WGMMA, "wgmma", fits_wgmma, layout_wgmma, swizzle_wgmma, mma_pitch,

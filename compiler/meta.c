@@ -84,9 +84,9 @@ void meta_write(Buf *out, KernelMeta *k)
     }
     for (int i = 0; i < k->ntmaps; i++) {
         TensorMapMeta *t = &k->tmaps[i];
-        buf_printf(out, "//@tmap a%d %s %d %d %d%s | %s | %s | %s", t->arg, t->dtype, t->swizzle,
-                   t->box_rows, t->box_cols, t->if_aligned ? " if-aligned" : "", t->rows_rpn,
-                   t->cols_rpn, t->pitch_rpn);
+        buf_printf(out, "//@tmap a%d %s %d %d %d%s%s | %s | %s | %s", t->arg, t->dtype, t->swizzle,
+                   t->box_rows, t->box_cols, t->if_aligned ? " if-aligned" : "", t->rows8 ? " rows8" : "",
+                   t->rows_rpn, t->cols_rpn, t->pitch_rpn);
         for (int j = 0; j < t->nouter; j++)
             buf_printf(out, " | %s | %s", t->outer_rpn[j], t->outer_stride_rpn[j]);
         buf_puts(out, "\n");

@@ -29,7 +29,15 @@
  * 16-bit columns per 1024 bytes; A, read K-major: its rows). SWZ_SLAB64 is the 64-byte swizzle
  * for K-major rows of 64 bytes (a 16-bit k step of 32): slabs 64 bytes wide, row r at r * 64, its
  * chunk c at c ^ (r / 2 % 4) -- the XOR of address bits 4-5 with bits 7-8, so slabs start
- * 512-byte aligned. */
+ * 512-byte aligned.
+ *
+ * SWZ_SLAB_K8 is SWZ_SLAB with each 8 rows r0 + 4 h + l (h < 2, l < 4) stored at position
+ * r0 + 2 l + h: the swapped tf32 product's B (lower_mma_swap.c), read into registers by warps
+ * whose quarter reads rows k + q (q < 4) at 8 consecutive columns, the 16-byte chunks 2 j and
+ * 2 j + 1. In SWZ_SLAB those rows' keys k % 8 + q pair up (q and q ^ 1 xor the chunk pair onto
+ * itself: 2-way bank conflicts); here their keys are 2 q (+ 1), four distinct pairs, 32 banks.
+ * TMA brings it in 128-byte rows, the rows viewed as three dimensions (lower_tma.c); cp.async
+ * never fills it. */
 #include "lower.h"
 
 static int log2i(int x)
@@ -42,10 +50,13 @@ static int log2i(int x)
 
 static int rows_per_line(int row_bytes) { return row_bytes >= 128 ? 1 : 128 / row_bytes; }
 
-int swz_slab_bytes(int kind) { return kind == SWZ_SLAB ? 128 : kind == SWZ_SLAB64 ? 64 : 0; }
+int swz_slab_bytes(int kind) { return kind == SWZ_SLAB || kind == SWZ_SLAB_K8 ? 128 : kind == SWZ_SLAB64 ? 64 : 0; }
+
+/* The position of row r in its slab: r itself but in SWZ_SLAB_K8 */
+static int64_t slab_row(int kind, int64_t r) { return kind == SWZ_SLAB_K8 ? (r & ~7) | (r >> 2 & 1) | (r & 3) << 1 : r; }
 
 /* The slab row's key: its 16-byte chunk c lies at c ^ key. */
-static int64_t slab_key(int kind, int64_t row) { return kind == SWZ_SLAB ? row % 8 : row / 2 % 4; }
+static int64_t slab_key(int kind, int64_t pos) { return kind == SWZ_SLAB64 ? pos / 2 % 4 : pos % 8; }
 
 bool swz_applies(int kind, int row_bytes)
 {
@@ -59,8 +70,8 @@ int64_t swz_offset(int kind, int row_bytes, int rows, int64_t row, int64_t byte_
 {
     int w = swz_slab_bytes(kind);
     if (w) {
-        int64_t in = byte_col % w;
-        return byte_col / w * rows * w + row * w + 16 * ((in / 16) ^ slab_key(kind, row)) + in % 16;
+        int64_t in = byte_col % w, pos = slab_row(kind, row);
+        return byte_col / w * rows * w + pos * w + 16 * ((in / 16) ^ slab_key(kind, pos)) + in % 16;
     }
     int q = rows_per_line(row_bytes);
     int64_t key = kind == SWZ_QUAD ? 2 * row % 8 : kind == SWZ_BLK4 ? row / 4 % 8 : (row / q) % (8 / q);
@@ -93,6 +104,12 @@ int swz_offset_ir(Lower *c, int kind, int row, int byte_col, bool col_aligned16,
     int w = swz_slab_bytes(kind);
     if (w) {
         int r = row, lw = w == 128 ? 7 : 6;
+        if (kind == SWZ_SLAB_K8) {
+            int h = ir_bin(f, OP_BAND, PT_B32, R(ir_bin(f, OP_SHR, PT_U32, R(row), IMM(2))), IMM(1));
+            int l2 = ir_bin(f, OP_BAND, PT_B32, R(ir_bin(f, OP_SHL, PT_B32, R(row), IMM(1))), IMM(6));
+            r = ir_bin(f, OP_BOR, PT_B32, R(ir_bin(f, OP_BAND, PT_B32, R(row), IMM(~(int64_t)7))),
+                       R(ir_bin(f, OP_BOR, PT_B32, R(h), R(l2))));
+        }
         int slab = ir_bin(f, OP_MUL, PT_U32, R(ir_bin(f, OP_SHR, PT_U32, R(byte_col), IMM(lw))), IMM((int64_t)rows * w));
         int chunk = ir_bin(f, OP_BAND, PT_B32, R(ir_bin(f, OP_SHR, PT_U32, R(byte_col), IMM(4))), IMM(w / 16 - 1));
         int key = w == 128 ? ir_bin(f, OP_BAND, PT_B32, R(r), IMM(7))

@@ -407,6 +407,10 @@ typedef struct {
     int nouter;
     const char *outer_rpn[TMAP_MAX_OUTER], *outer_stride_rpn[TMAP_MAX_OUTER];
     bool if_aligned;
+    /* each 8 rows r0 + 4 h + l (h < 2, l < 4) land in shared memory at r0 + 2 l + h: the map has
+       two more dimensions, (column, row / 4 % 2, row % 4, row / 8, outer...), its box (box_cols,
+       2, 4, box_rows / 8, 1...); rows a multiple of 8 (lower_tma.c, SWZ_SLAB_K8) */
+    bool rows8;
 } TensorMapMeta;
 enum { MAX_TMAPS = TILERT_MAX_TMAPS, MAX_PRODUCT_NOTES = 16 };
 
@@ -456,7 +460,7 @@ typedef struct {
  *   //@arg NAME ptr|size|scalar TYPE ALIGN
  *   //@grid RPN                (one line per grid dimension)
  *   //@assume RPN | TEXT
- *   //@tmap aP DTYPE SWIZZLE BOXROWS BOXCOLS [if-aligned] | ROWS_RPN | COLS_RPN | PITCH_RPN
+ *   //@tmap aP DTYPE SWIZZLE BOXROWS BOXCOLS [if-aligned] [rows8] | ROWS_RPN | COLS_RPN | PITCH_RPN
  *           [| EXTENT_RPN | STRIDE_RPN]...   (TensorMapMeta: its outer dimensions, innermost first)
  *   //@cluster N               (KernelMeta.cluster, when not 0)
  *   //@split D BYTES STEP [cluster] | TRIPS_RPN   (KernelMeta.split_*, when split_dim is not 0)

@@ -1118,6 +1118,28 @@ else
 	fail "TMA store: a strided view, versioned on its stride" "bulk stores $wb / $wl, map $wm, report $wr / $wa"
 fi
 
+# The swapped tf32 product's B comes by TMA in slabs whose rows land 0 4 1 5 2 6 3 7 in each 8
+# (a rows8 map, one 4-D copy a slab), which its fragment loads read without bank conflicts; the
+# map needs K a multiple of 8: known, one version; K % 4 only (the example), the loop versioned
+# on K % 8, the other version keeping A by TMA and B by cp.async.
+sed 's/assume(K % 4 == 0);/assume(K % 8 == 0);/' examples/matmul_tf32.tile >"$tmp/tf32k8.tile"
+"$tilec" --no-ptxas -w --arch=sm_90a --report "$tmp/tf32k8.tile" -o "$tmp/tf32k8.ptx" >"$tmp/tf32k8.rep" 2>&1
+k8m=$(grep -c '^//@tmap a1 tf32 128 32 32 rows8 | a4 | a5 | a5$' "$tmp/tf32k8.ptx")
+k8c=$(grep -c 'cp.async.bulk.tensor.4d' "$tmp/tf32k8.ptx")
+k8r=$(grep -c 'wgmma tf32 (swapped); A by TMA; B by TMA; pipeline(3)' "$tmp/tf32k8.rep")
+k8v=$(grep -c 'otherwise:' "$tmp/tf32k8.rep")
+"$tilec" --no-ptxas -w --arch=sm_90a --report examples/matmul_tf32.tile -o "$tmp/tf32k4.ptx" >"$tmp/tf32k4.rep" 2>&1
+k4m=$(grep -c '^//@tmap a1 tf32 128 32 32 if-aligned rows8 | a4 | a5 | a5$' "$tmp/tf32k4.ptx")
+k4a=$(grep -c '^//@tmap a0 tf32 128 256 32 | a3 | a4 | a4$' "$tmp/tf32k4.ptx")
+k4o=$(grep -c 'otherwise: wgmma tf32 (swapped); A by TMA; B by cp.async in 16-byte pieces' "$tmp/tf32k4.rep")
+k4t=$(grep -c 'where the launch is aligned: wgmma tf32 (swapped); A by TMA; B by TMA' "$tmp/tf32k4.rep")
+if [ "$k8m" -eq 1 ] && [ "$k8c" -ge 4 ] && [ "$k8r" -eq 1 ] && [ "$k8v" -eq 0 ] && [ "$k4m" -eq 1 ] &&
+   [ "$k4a" -eq 1 ] && [ "$k4o" -eq 1 ] && [ "$k4t" -eq 1 ]; then
+	pass "tf32: B by TMA in row-paired slabs, versioned on K % 8"
+else
+	fail "tf32: B by TMA in row-paired slabs, versioned on K % 8" "K % 8: map $k8m, copies $k8c, report $k8r, versions $k8v; K % 4: maps $k4m / $k4a, report $k4o / $k4t"
+fi
+
 # A stack frame under the register cap is ptxas keeping values in local memory without counting
 # them as spills: the cap is loosened as for a spill (compiler/regcap.c). softmax over rows known
 # 4-element aligned got 24 bytes at the 32 registers predicted.

@@ -644,6 +644,48 @@ static void case_slabs(void)
         }
 }
 
+/* SWZ_SLAB_K8 (the swapped tf32 product's B, brought by TMA): the 128-byte slab of row
+ * position p = 8 (r / 8) + 2 (r % 4) + r / 4 % 2 as the hardware swizzles it (TMA's rows8 map
+ * lands row r there); the fragment loads of lower_mma_swap.c -- a warp reads rows k + q and
+ * k + 4 + q (q < 4) at 8 consecutive columns, 2 q + g / 4 16-byte chunks of one slab -- hit 32
+ * distinct banks; 8 rows or a slab further is swz_delta's constant, 4 rows none. */
+static void case_slab_k8(void)
+{
+    enum { ROWS = 32, RB = 512 };
+    int bad_perm = 0, bad_hw = 0, bad_read = 0, bad_delta = 0;
+    char *hit = calloc(ROWS * RB / 16, 1);
+    for (int r = 0; r < ROWS; r++)
+        for (int cb = 0; cb < RB; cb += 16) {
+            int64_t o = swz_offset(SWZ_SLAB_K8, RB, ROWS, r, cb);
+            if (o < 0 || o >= ROWS * RB || o % 16 || hit[o / 16]++)
+                bad_perm++;
+            int64_t pos = (r & ~7) | (r & 3) << 1 | (r >> 2 & 1);
+            int64_t plain = cb / 128 * ROWS * 128 + pos * 128 + cb % 128;
+            bad_hw += o != (plain ^ (((plain >> 7) & 7) << 4));
+            int64_t d;
+            if (r + 8 < ROWS && (!swz_delta(SWZ_SLAB_K8, RB, ROWS, 8, 128, &d) ||
+                                 (cb + 128 < RB && swz_offset(SWZ_SLAB_K8, RB, ROWS, r + 8, cb + 128) != o + d)))
+                bad_delta++;
+        }
+    int64_t none;
+    bad_delta += swz_delta(SWZ_SLAB_K8, RB, ROWS, 4, 0, &none);
+    for (int k = 0; k < ROWS; k += 4)
+        for (int c0 = 0; c0 < RB / 4; c0 += 8) {
+            unsigned banks = 0;
+            for (int lane = 0; lane < 32; lane++) {
+                int q = lane % 4, g = lane / 4;
+                int bank = (int)(swz_offset(SWZ_SLAB_K8, RB, ROWS, k + q, (c0 + g) * 4) / 4 % 32);
+                bad_read += (banks >> bank) & 1;
+                banks |= 1u << bank;
+            }
+        }
+    free(hit);
+    unit_check(!bad_perm, "swizzle slab k8: a permutation", "%d bad", bad_perm);
+    unit_check(!bad_hw, "swizzle slab k8: the hardware's swizzle of each row's position", "%d bad", bad_hw);
+    unit_check(!bad_read, "swizzle slab k8: the B^T fragment loads conflict-free", "%d conflicts", bad_read);
+    unit_check(!bad_delta, "swizzle slab k8: 8 rows and a slab further constant, 4 rows not", "%d bad", bad_delta);
+}
+
 /* The row of each slot of layout L for thread t, by the Layout formula (lower.h) inverted. */
 static int row_of(const Layout *L, int t, int o0, int i0)
 {
@@ -790,6 +832,7 @@ int main(void)
 {
     case_refusals();
     case_swizzle();
+    case_slab_k8();
     /* row widths of 16 to 1024 bytes through the swizzled fragment loads */
     case_mma(TY_F16, 128, 128, 128, 64);
     case_mma(TY_F16, 256, 128, 256, 64);
