@@ -71,10 +71,12 @@ static bool run_schedule(PassCtx *x) { schedule_pressure(x->f); return true; }
 
 static bool run_regalloc(PassCtx *x)
 {
-    int budget = x->opt->max_regs ? x->opt->max_regs : reg_budget(x->f->threads);
+    int budget = x->opt->max_regs ? x->opt->max_regs : x->f->reg_limit ? x->f->reg_limit : reg_budget(x->f->threads);
     bool ok = regalloc(x->f, budget);
     if (!x->opt->reg_cap)
         x->f->maxnreg = 0;
+    if (x->f->reg_limit)      /* setmaxnreg takes effect only from a known count at entry */
+        x->f->maxnreg = reg_budget(x->f->threads);
     return ok;
 }
 

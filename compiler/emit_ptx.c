@@ -391,6 +391,10 @@ static void emit_ins_text(Buf *out, Func *f, Ins *in)
         buf_puts(out, "]");
         break;
     case OP_CLUSTERSYNC: buf_puts(out, "barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire"); break;
+    /* a warpgroup's registers a thread, count: given back to the block's pool or taken from it
+       (a producer warpgroup's to its consumers: lower_warpspec.c) */
+    case OP_REGINC: buf_printf(out, "setmaxnreg.inc.sync.aligned.u32 %d", (int)in->count); break;
+    case OP_REGDEC: buf_printf(out, "setmaxnreg.dec.sync.aligned.u32 %d", (int)in->count); break;
     case OP_WGMMA: {
         /* the accumulators are the WGACC instructions that follow */
         bool tf32 = in->ty2 == PT_B32, b16 = in->ty2 == PT_F16 || in->ty2 == PT_BF16;

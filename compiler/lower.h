@@ -177,6 +177,9 @@ typedef struct PipeLoop {
        empty barriers, and the predicate of each consumer warp's lane 0 that arrives on them */
     bool ws;
     int empty, lane0;
+    /* the producer's threads: a warp, or a warpgroup whose registers go to the consumers
+       (setmaxnreg: consumers that need more than a warp's share leaves them) */
+    int producer, consumer_regs;
     /* ... in a cluster of two blocks that may share operand windows (lower_warpspec.c): the
        block whose empty barriers a consumer warp also arrives on (the other block's when they
        share any, else its own) */
@@ -646,10 +649,14 @@ bool tma_store(Lower *c, Expr *target, Tile v, const TmaStage *st);
  * barriers and grows the block by the producer warp; ws_producer, before the loop (lo: the loop's
  * first value), emits the producer's loop and leaves the consumers' code to follow; ws_release,
  * after the body's wgmma wait, hands the previous iteration's stage back. */
-bool ws_choose(Lower *c, const PipeLoop *pl);
+bool ws_choose(Lower *c, PipeLoop *pl);
 void ws_setup(Lower *c, PipeLoop *pl);
 void ws_producer(Lower *c, PipeLoop *pl, int lo, int64_t step);
 void ws_release(Lower *c, const PipeLoop *pl);
+/* At the start of a versioned loop's other version (lower_version.c), when the first took a
+ * producer: its threads (tid >= consumers) leave, as they do after the producer's loop, and a
+ * producer warpgroup's registers go to the consumers here too. */
+void ws_other_version(Lower *c, int consumers);
 /* after the loop's last wgmma wait: in a cluster, the two blocks' word that each has all the
  * other sent it */
 void ws_finish(Lower *c, const PipeLoop *pl);

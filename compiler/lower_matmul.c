@@ -153,7 +153,7 @@ static void note_product(Lower *c, const MatmulPlan *plan, Expr *mm, MatmulSourc
     const char *pipe = "";
     if (c->pipe)
         pipe = arena_printf(c->a, "; pipeline(%d)%s%s", c->pipe->S, c->pipe->refill ? ", one stage refilled" : "",
-                            c->pipe->ws ? ", a producer warp" : "");
+                            !c->pipe->ws ? "" : c->pipe->producer == 128 ? ", a producer warpgroup" : ", a producer warp");
     const char *version = !c->versioning ? "" : c->version_aligned ? "where the launch is aligned: " : "otherwise: ";
     const char *why = matmul_plan_why(c, plan);
     const char *how = arena_printf(c->a, "%s%s%s%s%s; A %s; B %s%s", version, plan->row->name, why ? " (" : "",
@@ -175,6 +175,12 @@ static void note_product(Lower *c, const MatmulPlan *plan, Expr *mm, MatmulSourc
             return;
     if (m->products[i].nhow < 2)
         m->products[i].how[m->products[i].nhow++] = how;
+    /* a versioned loop's aligned version is lowered first (lower_version.c) but reads second */
+    if (m->products[i].nhow == 2 && !c->version_aligned && c->versioning) {
+        const char *t = m->products[i].how[0];
+        m->products[i].how[0] = m->products[i].how[1];
+        m->products[i].how[1] = t;
+    }
 }
 
 /* acc (+)= mm, for the `@` expression mm. */

@@ -261,6 +261,12 @@ static void publish_stage(Lower *c, int n)
            empty barriers, not a block barrier, order the stage's reuse (lower_warpspec.c) */
         for (int i = 0; i < pl->nops; i++)
             tma_wait(c, pipe_array_get(c->f, pl->ops[i].bars, R(pl->stage)), pl->phase);
+        /* the swapped tf32 product's last group reads the fragment registers this iteration's
+           loads overwrite (lower_mma_swap.c): done first (which also finishes its stage) */
+        if (pl->inflight && pl->inflight->n) {
+            emit_ins(c->f, OP_WGWAIT, PT_B32)->inflight = 0;
+            wg_hold(c->f, pl->inflight->regs, pl->inflight->n);
+        }
         return;
     }
     cp_wait(c->f, n);
@@ -449,8 +455,9 @@ enum { DEEP_RESERVE = 16 * 1024 };
 
 /* The body is one `acc += a @ b` on the wgmma path, both operands in slabs: its group may stay in
  * flight into the next iteration, given a stage it does not read (keeps_group) or a producer
- * warp's empty barriers (lower_warpspec.c). */
-static bool one_product(Stmt *body, const PipeOperand *ops, int nops, int S)
+ * warp's empty barriers (lower_warpspec.c). swapped: or on the swapped tf32 path, which a
+ * producer may feed (its group waited for at the top of the next iteration: publish_stage). */
+static bool one_product_of(Stmt *body, const PipeOperand *ops, int nops, int S, bool swapped)
 {
     if (S < 2 || body->nbody != 1)
         return false;
@@ -459,9 +466,15 @@ static bool one_product(Stmt *body, const PipeOperand *ops, int nops, int S)
         st->rhs->op != OP_MATMUL)
         return false;
     for (int i = 0; i < nops; i++)
-        if (ops[i].var || !ops[i].plan || ops[i].plan->row->path != MM_WGMMA)
+        if (ops[i].var || !ops[i].plan ||
+            (ops[i].plan->row->path != MM_WGMMA && !(swapped && ops[i].plan->row->path == MM_WGMMA_TF32)))
             return false;
     return true;
+}
+
+static bool one_product(Stmt *body, const PipeOperand *ops, int nops, int S)
+{
+    return one_product_of(body, ops, nops, S, false);
 }
 
 static bool keeps_group(Lower *c, Stmt *body, const PipeOperand *ops, int nops, int S)
@@ -789,7 +802,7 @@ bool lower_pipelined_loop(Lower *c, Stmt *s)
     }
     if (tma)
         tma_setup(c, &pl);
-    pl.ws = tma && one_product(body, ops, nops, S) && ws_choose(c, &pl);
+    pl.ws = tma && one_product_of(body, ops, nops, S, true) && ws_choose(c, &pl);
     if (pl.ws) {
         /* the empty barriers guard the stage the group in flight reads: no spare stage needed */
         keep_group(c, &pl);

@@ -17,9 +17,15 @@
  * operands by TMA: its maps are made `if-aligned` (tilec.h, TensorMapMeta), which the launcher
  * builds only where the pointer and strides are 16-byte aligned and the test here implies
  * (the facts cover the row lengths, the pointers are tested or checked at launch, and an outer
- * stride is a multiple of its row length: default strides); and its mbarriers are invalidated on
- * its own path before the join, the other never having made them. A loop after mbarriers
- * released by an earlier one is not versioned: their invalidation would fall inside one path. */
+ * stride is a multiple of its row length: default strides); the other version brings by TMA
+ * only windows the facts as written align, through plain maps. Each version's mbarriers are
+ * invalidated on its own path before the join. A loop after mbarriers released by an earlier one
+ * is not versioned: their invalidation would fall inside one path.
+ *
+ * The aligned version is lowered first: a producer warp it takes (lower_warpspec.c) grows the
+ * block, and the other version, lowered knowing that, starts by sending those threads away (and
+ * handing over a producer warpgroup's registers as the first does: ws_other_version), its
+ * barriers counting the consumers alone. Its report lines still read first. */
 #include <string.h>
 #include "lower.h"
 
@@ -240,8 +246,10 @@ bool lower_versioned_loop(Lower *c, Stmt *s)
     f->cur_what = "loop version test";
     int holds = facts_hold(c, facts, nf);
     f->cur_what = saved_what;
-    int aligned = new_label(f), done = new_label(f);
-    ir_bra(f, aligned, holds, false);
+    /* the aligned version first: a producer warp it takes joins the block (lower_warpspec.c),
+       whose extra threads the other version must send away before its code */
+    int other = new_label(f), done = new_label(f);
+    ir_bra(f, other, holds, true);
     /* the plans' rows as chosen: a version whose operands cannot come asynchronously moves its
        products to their fallbacks (matmul_set_sources), which the other must not inherit */
     int nplans = 0;
@@ -252,15 +260,8 @@ bool lower_versioned_loop(Lower *c, Stmt *s)
     for (MatmulPlan *p = c->plans; p; p = p->next)
         rows[i++] = p->row;
     State before = state_of(c);
+    int threads = f->threads;
     c->versioning = true;
-    lower_for(c, s);
-    smem_retire_mbarriers(c, before.nmbar_live);
-    ir_bra(f, done, -1, false);
-    State slow = state_of(c);
-    state_set(c, &before);
-    i = 0;
-    for (MatmulPlan *p = c->plans; p && i < nplans; p = p->next)
-        p->row = rows[i++];
     /* the facts, for this version only; and the vector reads it makes ask nothing of the launch */
     AssumeMark mark = { k->assumes, k->nassumes };
     for (int j = 0; j < nf; j++)
@@ -268,22 +269,32 @@ bool lower_versioned_loop(Lower *c, Stmt *s)
     bool *vec = arena_alloc(c->a, sizeof *vec * (size_t)(k->nparams + 1));
     for (int j = 0; j < k->nparams; j++)
         vec[j] = k->params[j].sym->lower && ((SymInfo *)k->params[j].sym->lower)->vec_ok;
-    ir_label(f, aligned);
     c->version_aligned = true;
     lower_for(c, s);
     c->version_aligned = false;
     smem_retire_mbarriers(c, before.nmbar_live);
-    ir_label(f, done);
     assume_restore(c, mark);
     for (int j = 0; j < k->nparams; j++)
         if (k->params[j].sym->lower)
             ((SymInfo *)k->params[j].sym->lower)->vec_ok = vec[j];
+    ir_bra(f, done, -1, false);
+    State aligned = state_of(c);
+    state_set(c, &before);
+    i = 0;
+    for (MatmulPlan *p = c->plans; p && i < nplans; p = p->next)
+        p->row = rows[i++];
+    ir_label(f, other);
+    if (f->threads > threads)
+        ws_other_version(c, threads);
+    lower_for(c, s);
+    smem_retire_mbarriers(c, before.nmbar_live);
+    ir_label(f, done);
     c->versioning = false;
     /* after the join: either version's released memory may be reused, and either may have
        left the scratch read */
-    c->reuse_lo = c->reuse_lo < slow.reuse_lo ? c->reuse_lo : slow.reuse_lo;
-    c->reuse_hi = c->reuse_hi > slow.reuse_hi ? c->reuse_hi : slow.reuse_hi;
-    c->reuse_bar |= slow.reuse_bar;
-    c->scratch_read |= slow.scratch_read;
+    c->reuse_lo = c->reuse_lo < aligned.reuse_lo ? c->reuse_lo : aligned.reuse_lo;
+    c->reuse_hi = c->reuse_hi > aligned.reuse_hi ? c->reuse_hi : aligned.reuse_hi;
+    c->reuse_bar |= aligned.reuse_bar;
+    c->scratch_read |= aligned.scratch_read;
     return true;
 }

@@ -18,20 +18,30 @@
  *
  * When. The loop's body is one `acc += a @ b` on the wgmma path (lower_pipeline.c, one_product),
  * whose group then stays in flight into the next iteration without a spare stage (the empty
- * barriers keep the stage it reads from being refilled), every operand comes by TMA, and
+ * barriers keep the stage it reads from being refilled), or on the swapped tf32 path (its group
+ * waited for at the top of the next iteration, before the fragment loads reuse its registers:
+ * lower_pipeline.c, publish_stage), every operand comes by TMA, and
  * everything the kernel does before the loop is scalar arithmetic and register initialisation:
  * the producer warp runs that code too (it needs the loop's bounds and the tiles' coordinates),
  * and a load or store spread over the threads would send its 32 extra threads outside the tile.
  * An fp8 product's partial sums (lower_wgmma.c, wgmma_promotes) count twice the accumulator's
  * registers; a kernel whose registers do not fit beside the extra warp (9 warps: 168 a thread,
  * regalloc.c's reg_budget) is compiled again without it (compile.c). Only with
- * -fwarp-specialize: measured neither faster nor slower than the plain loop on the examples
- * (docs/performance.md, "A producer warp"), it is the ground a cluster's multicast copies need (a
- * copy into both blocks waits for both blocks' consumers: their empty barriers).
+ * -fwarp-specialize: measured neither faster nor slower than the plain loop on the 16-bit
+ * examples (docs/performance.md, "A producer warp"), 0.95-0.99 of cuBLAS against 0.83-0.88 on
+ * matmul_tf32 (with a warpgroup, below); it is the ground a cluster's multicast copies need (a
+ * copy into both blocks waits for both blocks' consumers: their empty barriers). It is not the
+ * default for tf32 because a kernel that takes it is not split over K (lower_split.c: the
+ * slices' sums meet at cluster barriers the producer's threads, gone, would never reach).
  *
  * The block. The user's threads(T) stay the consumers, with every layout as before; the producer
  * is warp T / 32 (threads T .. T + 31), launched as part of the block (KernelMeta.threads, and
- * .maxntid, are T + 32). Its thread T issues; the others leave at once. After the split the
+ * .maxntid, are T + 32). Where the consumers need more registers than 9 warps leave them (the
+ * swapped tf32 product of 256 threads: its wgmma serialized by ptxas at 168), the producer is a
+ * warpgroup instead (T + 128 threads, 168 a thread at entry for 256 consumers: .maxnreg says so,
+ * Func.reg_limit), whose warps give all but PRODUCER_REGS back (setmaxnreg.dec) for the
+ * consumers to take (setmaxnreg.inc, waiting until the pool has them). Its thread T issues; the
+ * others leave at once. After the split the
  * producer never reaches a block barrier again, so the consumers' barriers count T threads
  * (Func.bar_threads). The producer exits after its last copies; the consumers wait for every
  * copy it issued (the full barriers), so when they leave the loop no copy is pending and the
@@ -92,9 +102,20 @@ static bool prologue_ok(Lower *c, Stmt *loop)
     return false;
 }
 
-bool ws_choose(Lower *c, const PipeLoop *pl)
+/* The registers a consumer thread may take from a producer warpgroup's: the launch's count at
+ * entry for T + 128 threads, less the producer's PRODUCER_REGS, shared by the T consumers (in
+ * allocation units of 8; setmaxnreg's most is 256). */
+enum { PRODUCER_REGS = 40 };
+static int consumer_regs(int T)
+{
+    int r = (reg_budget(T + 128) * (T + 128) - PRODUCER_REGS * 128) / T & ~7;
+    return r > 256 ? 256 : r;
+}
+
+bool ws_choose(Lower *c, PipeLoop *pl)
 {
     int T = c->threads;
+    pl->producer = 0;
     if (!c->opt || !c->opt->warp_spec)
         return false;
     if (!c->target->tma || c->ws_done || pl->S < 2 || T % 32 || T + 32 > 1024 ||
@@ -102,15 +123,29 @@ bool ws_choose(Lower *c, const PipeLoop *pl)
         return false;
     for (int i = 0; i < pl->nops; i++) {
         const PipeOperand *p = &pl->ops[i];
-        if (p->tmap < 0 || p->held || p->xpose || p->var || !p->plan || p->plan->row->path != MM_WGMMA)
+        if (p->tmap < 0 || p->held || p->xpose || p->var || !p->plan ||
+            (p->plan->row->path != MM_WGMMA && p->plan->row->path != MM_WGMMA_TF32))
             return false;
     }
     /* the accumulator (and an fp8 product's partial sums beside it), and what the loop and its
-       addresses need, in the registers a thread of T + 32 may have: a guess; a kernel that does
-       not fit after all is compiled again without the producer (compile.c) */
+       addresses need (the swapped tf32 product's fragments and their roundings besides), in the
+       registers a thread of T + 32 may have: a guess; a kernel that does not fit after all is
+       compiled again without the producer (compile.c). Where they do not fit, a producer
+       warpgroup hands the consumers its registers: the swapped tf32 product of 256 threads
+       under 168 registers had its wgmma serialized by ptxas (C7512), at 0.86 of cuBLAS, and
+       at 232 ran at 0.98-1.00 (H200, docs/performance.md). */
     const MatmulPlan *mp = pl->ops[0].plan;
-    int acc = layout_slots(&mp->acc) * (wgmma_promotes(mp->type) ? 2 : 1);
-    return acc + 24 <= reg_budget(T + 32);
+    int need = layout_slots(&mp->acc) * (wgmma_promotes(mp->type) ? 2 : 1) +
+               (mp->row->path == MM_WGMMA_TF32 ? 48 : 24);
+    if (need <= reg_budget(T + 32)) {
+        pl->producer = 32;
+        return true;
+    }
+    if (T % 128 || T + 128 > 1024 || need > consumer_regs(T) || consumer_regs(T) <= reg_budget(T + 32))
+        return false;
+    pl->producer = 128;
+    pl->consumer_regs = consumer_regs(T);
+    return true;
 }
 
 /* e is the loop variable plus or minus values the loop does not change, or one of those: two
@@ -164,8 +199,10 @@ void ws_setup(Lower *c, PipeLoop *pl)
     f->cur_what = "consumer warp's lane 0";
     int lane = ir_bin(f, OP_BAND, PT_B32, R(c->tid), IMM(31));
     pl->lane0 = ir_setp(f, CMP_EQ, PT_U32, R(lane), IMM(0));
-    /* the block as launched: the consumers and the producer warp */
-    f->threads = c->meta->threads = c->threads + 32;
+    /* the block as launched: the consumers and the producer warp (or warpgroup) */
+    f->threads = c->meta->threads = c->threads + pl->producer;
+    if (pl->producer == 128)
+        f->reg_limit = pl->consumer_regs;
     c->ws_done = true;
     f->cur_what = "temporary";
 }
@@ -271,6 +308,9 @@ void ws_producer(Lower *c, PipeLoop *pl, int lo, int64_t step)
     /* warp-uniform (T is a multiple of 32) */
     int producer = ir_setp(f, CMP_GE, PT_U32, R(c->tid), IMM(T));
     ir_bra(f, consumers, producer, true);
+    /* a producer warpgroup gives back all but what its loop needs, every warp of it at once */
+    if (pl->producer == 128)
+        emit_ins(f, OP_REGDEC, PT_B32)->count = PRODUCER_REGS;
     int issuer = ir_setp(f, CMP_EQ, PT_U32, R(c->tid), IMM(T));
     ir_bra(f, out, issuer, true);
     f->code.v[f->code.n - 1].divergent = true;
@@ -296,8 +336,27 @@ void ws_producer(Lower *c, PipeLoop *pl, int lo, int64_t step)
     ir_label(f, out);
     emit_ins(f, OP_RET, PT_B32);
     ir_label(f, consumers);
+    if (pl->producer == 128)        /* ... which the consumers take (waiting until it has) */
+        emit_ins(f, OP_REGINC, PT_B32)->count = (uint16_t)pl->consumer_regs;
     f->bar_threads = T;
     f->cur_what = "temporary";
+}
+
+void ws_other_version(Lower *c, int consumers)
+{
+    Func *f = c->f;
+    const char *saved = f->cur_what;
+    f->cur_what = "producer warp";
+    int extra = ir_setp(f, CMP_GE, PT_U32, R(c->tid), IMM(consumers));     /* whole warps */
+    int stay = new_label(f);
+    ir_bra(f, stay, extra, true);
+    if (f->reg_limit)
+        emit_ins(f, OP_REGDEC, PT_B32)->count = PRODUCER_REGS;
+    emit_ins(f, OP_RET, PT_B32);
+    ir_label(f, stay);
+    if (f->reg_limit)
+        emit_ins(f, OP_REGINC, PT_B32)->count = (uint16_t)f->reg_limit;
+    f->cur_what = saved;
 }
 
 void ws_release(Lower *c, const PipeLoop *pl)

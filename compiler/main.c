@@ -56,8 +56,8 @@ static void usage(FILE *out)
             "                     whose grid is short of the GPU splits it: docs/language.md)\n"
             "  -fno-reg-cap       let ptxas use any number of registers (no .maxnreg at the occupancy\n"
             "                     boundary the predicted demand allows)\n"
-            "  -fwarp-specialize  a producer warp issues a pipelined product's TMA copies (sm_90a;\n"
-            "                     docs/language.md, \"Warp specialization\")\n"
+            "  -fwarp-specialize  a producer warp (or warpgroup) issues a pipelined product's TMA\n"
+            "                     copies (sm_90a; docs/language.md, \"Warp specialization\")\n"
             "  -fcluster          ... and pairs of blocks sharing an operand's copies (TMA multicast)\n"
             "  --version, --help\n"
             "usage: tilec --run[=KERNEL] [options] FILE.tile: run a kernel on the CPU (interpreter)\n"
@@ -355,7 +355,7 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
             fprintf(o, "{\"kernel\": \"%s\", \"arch\": \"%s\", \"threads\": %d, \"smem_bytes\": %d, "
                        "\"predicted_regs\": %d, \"peak_demand\": %d, \"reg_cap\": %d, \"peak_line\": %d, \"budget\": %d",
                     m->name, arch, m->threads, m->smem_bytes, m->pred_regs, f->peak_regs, f->maxnreg, f->peak_line,
-                    reg_budget(m->threads));
+                    f->reg_limit ? f->reg_limit : reg_budget(m->threads));
             fprintf(o, ", \"in_shared_memory\": [");
             for (int j = 0; j < m->ndemoted; j++)
                 fprintf(o, "%s\"%s\"", j ? ", " : "", m->demoted[j]);
@@ -394,7 +394,11 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
             continue;
         }
         fprintf(o, "kernel %s (%s)\n", m->name, arch);
-        if (m->threads != f->k->threads)   /* lower_warpspec.c */
+        if (m->threads != f->k->threads && f->reg_limit)   /* lower_warpspec.c */
+            fprintf(o, "  threads            %d (%d and a producer warpgroup that issues the copies and gives "
+                       "the others its registers: %d a thread from %d)\n", m->threads, f->k->threads, f->reg_limit,
+                    reg_budget(m->threads));
+        else if (m->threads != f->k->threads)
             fprintf(o, "  threads            %d (%d and a producer warp that issues the copies)\n", m->threads,
                     f->k->threads);
         else
@@ -414,7 +418,7 @@ static void print_report(FILE *o, ArchOutput *ao, const char *arch, bool json, b
                        "%lld bytes a block, added %s)\n", "xyz"[m->split_dim], (long long)m->split_bytes,
                     m->split_cluster ? "in a cluster of a tile's slices" : "in a tree of block pairs");
         fprintf(o, "  registers          %d predicted (peak at line %d; budget %d", m->pred_regs, f->peak_line,
-                reg_budget(m->threads));
+                f->reg_limit ? f->reg_limit : reg_budget(m->threads));
         if (f->maxnreg > 0)
             fprintf(o, "; ptxas capped at %d", f->maxnreg);
         fprintf(o, ")\n");

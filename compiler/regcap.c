@@ -177,7 +177,7 @@ bool regcap_fit(ArchOutput *out, const Options *opt,
             Func *f = out->funcs[i];
             KernelMeta *m = &out->metas[i];
             next[i] = false;
-            if (redo[i]) {
+            if (redo[i] && !f->reg_limit) {     /* (setmaxnreg's count at entry stays) */
                 int budget = opt->max_regs ? opt->max_regs : reg_budget(f->threads);
                 bool spills = m->ptxas_spill_stores + m->ptxas_spill_loads > 0 ||
                               (m->ptxas_stack > 0 && !uses_local(f));

@@ -734,6 +734,10 @@ typedef struct {
     struct { const char *what; int regs; } top[5];   /* values live at the peak, largest first */
     int ntop;
     int maxnreg;           /* regalloc: the cap emitted as .maxnreg (0: none) */
+    /* > 0: a producer warpgroup gives its registers to the consumers (setmaxnreg,
+       lower_warpspec.c), whose code may use this many; .maxnreg is then the launch's own count
+       (reg_budget(threads)), which the hardware needs to know at entry, and no cap moves it */
+    int reg_limit;
     int sm_threads;        /* threads a multiprocessor holds on the target arch (occupancy) */
     int reg_boundary;      /* the most registers that keep the occupancy the demand allows */
     /* ir_verify: the order of barriers and shared accesses in the code race_check saw */

@@ -808,6 +808,24 @@ ptxas_clean() {
 	fi
 }
 ptxas_clean "warp specialization: ptxas, no stack, spill or lost wgmma path" "$tmp/ws.ptx" matmul_f16
+# The swapped tf32 product's consumers need more registers than a ninth warp leaves them (168):
+# its producer is a warpgroup that gives them its own (setmaxnreg: 40 for it, 232 for them, the
+# launch's 168 at entry in .maxnreg); the example's loop is versioned on K % 8, and its other
+# version sends the producer's threads away and hands over the registers the same way. ptxas
+# then keeps the wgmma path (a ninth warp alone had it serialized, C7512).
+"$tilec" --arch=sm_90a -fwarp-specialize examples/matmul_tf32.tile -o "$tmp/wsg.ptx" 2>"$tmp/wsg.err"
+"$tilec" --arch=sm_90a -fwarp-specialize --report examples/matmul_tf32.tile -o /dev/null >"$tmp/wsg.rep" 2>&1
+if grep -q '^//@kernel matmul_tf32 threads 384 ' "$tmp/wsg.ptx" && grep -q '^\.maxntid 384, 1, 1' "$tmp/wsg.ptx" &&
+   grep -q '^\.maxnreg 168$' "$tmp/wsg.ptx" && [ "$(grep -c 'setmaxnreg\.dec\.sync\.aligned\.u32 40;' "$tmp/wsg.ptx")" -eq 2 ] &&
+   [ "$(grep -c 'setmaxnreg\.inc\.sync\.aligned\.u32 232;' "$tmp/wsg.ptx")" -eq 2 ] && ! grep -q 'bar\.sync 0, 288' "$tmp/wsg.ptx" &&
+   grep -q 'producer warpgroup that issues the copies and gives the others its registers: 232 a thread from 168' "$tmp/wsg.rep" &&
+   grep -q 'A by TMA; B by TMA; pipeline(3), a producer warpgroup' "$tmp/wsg.rep" && ! grep -q 'serializes' "$tmp/wsg.err"; then
+	pass "warp specialization: matmul_tf32's producer warpgroup gives its registers to the consumers"
+else
+	fail "warp specialization: matmul_tf32's producer warpgroup gives its registers to the consumers" \
+		"$(grep '^//@kernel\|maxntid\|maxnreg\|setmaxnreg' "$tmp/wsg.ptx" | tr '\n' ' ') $(cat "$tmp/wsg.err")"
+fi
+ptxas_clean "warp specialization: matmul_tf32 through ptxas, no stack, spill or lost wgmma path" "$tmp/wsg.ptx" matmul_tf32
 # fp8: the partial sums stay in flight with the group (lower_pipeline.c, keep_group), added
 # after the next iteration's wait, and ptxas keeps them without a spill
 "$tilec" --arch=sm_90a -fwarp-specialize examples/matmul_fp8.tile -o "$tmp/ws8.ptx" 2>/dev/null
