@@ -297,8 +297,9 @@ bool compile_arch(Arena *a, Program *p, const Options *options, ArchOutput *out)
             diag.capture = NULL;
             /* a producer warp's extra threads leave each fewer registers (lower_warpspec.c): a
                kernel they put over the budget is compiled without one, as if never tried */
-            if (f && !kok && !drop && f->over_budget && f->threads != k->threads && kopt.warp_spec) {
+            if (f && !kok && !drop && f->over_budget && f->threads != k->threads && !kopt.no_warp_spec) {
                 kopt.warp_spec = false;
+                kopt.no_warp_spec = true;
                 forget_try(k, f, &cur, &before);
                 attempt--;
                 continue;

@@ -67,6 +67,7 @@ Func *lower_kernel(Arena *a, Program *p, Kernel *k, Options *opt, KernelMeta *me
     if (c->ws_cluster)
         meta->cluster = 2;
     emit_ins(c->f, OP_RET, PT_B32);
+    ws_tail_emit(c);
     c->loc = k->loc;   /* the scratch serves the whole kernel */
     /* ... above every buffer, released ones included: no reuse code after the return */
     c->smem_top = c->smem_peak;

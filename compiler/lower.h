@@ -234,6 +234,10 @@ typedef struct Lower {
     bool versioning, version_aligned;
     /* a loop of this kernel has a producer warp (lower_warpspec.c): only one can */
     bool ws_done;
+    /* ... whose threads, in a kernel split over K, leave through ws_tail (label) instead of
+       returning: the slices' cluster barriers after code index ws_from wait for them too */
+    bool ws_tail_on;
+    int ws_tail, ws_from;
     /* ... and it runs in clusters: every thread meets the other block before it leaves */
     bool ws_cluster;
     /* the loop split over blocks (lower_split.c; NULL: none), its accumulators, the grid
@@ -657,6 +661,8 @@ void ws_release(Lower *c, const PipeLoop *pl);
  * producer: its threads (tid >= consumers) leave, as they do after the producer's loop, and a
  * producer warpgroup's registers go to the consumers here too. */
 void ws_other_version(Lower *c, int consumers);
+/* After the kernel's last return: the producer's threads' way out of a kernel split over K. */
+void ws_tail_emit(Lower *c);
 /* after the loop's last wgmma wait: in a cluster, the two blocks' word that each has all the
  * other sent it */
 void ws_finish(Lower *c, const PipeLoop *pl);

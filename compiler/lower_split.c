@@ -169,9 +169,9 @@ void split_plan(Lower *c)
     c->split_loop = NULL;
     c->split_exit = -1;
     int dim = k->ngrid;
-    /* not with a producer warp (-fwarp-specialize, -fcluster): the split was not run on the GPU
-       with one (its consumers alone would meet at the sum's barriers) */
-    if (c->opt->no_split_k || c->opt->warp_spec || c->opt->cluster || dim < 1 || dim >= MAX_GRID ||
+    /* not with -fcluster's pairs (their launch is a cluster of two already); a producer's threads
+       meet the sum's cluster barriers on their way out (lower_warpspec.c, ws_tail_emit) */
+    if (c->opt->no_split_k || c->opt->cluster || dim < 1 || dim >= MAX_GRID ||
         k->first_print || stmt_uses_block(k->body, dim))
         return;
     Sym *acc[SPLIT_MAX_ACC];

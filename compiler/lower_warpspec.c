@@ -26,13 +26,14 @@
  * and a load or store spread over the threads would send its 32 extra threads outside the tile.
  * An fp8 product's partial sums (lower_wgmma.c, wgmma_promotes) count twice the accumulator's
  * registers; a kernel whose registers do not fit beside the extra warp (9 warps: 168 a thread,
- * regalloc.c's reg_budget) is compiled again without it (compile.c). Only with
- * -fwarp-specialize: measured neither faster nor slower than the plain loop on the 16-bit
- * examples (docs/performance.md, "A producer warp"), 0.95-0.99 of cuBLAS against 0.83-0.88 on
- * matmul_tf32 (with a warpgroup, below); it is the ground a cluster's multicast copies need (a
- * copy into both blocks waits for both blocks' consumers: their empty barriers). It is not the
- * default for tf32 because a kernel that takes it is not split over K (lower_split.c: the
- * slices' sums meet at cluster barriers the producer's threads, gone, would never reach).
+ * regalloc.c's reg_budget) is compiled again without it (compile.c). With -fwarp-specialize:
+ * measured neither faster nor slower than the plain loop on the 16-bit examples
+ * (docs/performance.md, "A producer warp"); it is the ground a cluster's multicast copies need
+ * (a copy into both blocks waits for both blocks' consumers: their empty barriers). By default
+ * (unless -fno-warp-specialize) for the swapped tf32 product with a warpgroup (below): 0.94-0.98
+ * of cuBLAS against 0.83-0.88 on matmul_tf32. In a kernel split over K (lower_split.c) the
+ * producer's threads do not return but leave through a tail after the kernel's return
+ * (ws_tail_emit) that meets the slices' cluster barriers, which wait for every thread.
  *
  * The block. The user's threads(T) stay the consumers, with every layout as before; the producer
  * is warp T / 32 (threads T .. T + 31), launched as part of the block (KernelMeta.threads, and
@@ -116,7 +117,7 @@ bool ws_choose(Lower *c, PipeLoop *pl)
 {
     int T = c->threads;
     pl->producer = 0;
-    if (!c->opt || !c->opt->warp_spec)
+    if (!c->opt || c->opt->no_warp_spec)
         return false;
     if (!c->target->tma || c->ws_done || pl->S < 2 || T % 32 || T + 32 > 1024 ||
         !prologue_ok(c, pl->loop))
@@ -139,9 +140,13 @@ bool ws_choose(Lower *c, PipeLoop *pl)
                (mp->row->path == MM_WGMMA_TF32 ? 48 : 24);
     if (need <= reg_budget(T + 32)) {
         pl->producer = 32;
-        return true;
+        return c->opt->warp_spec;
     }
     if (T % 128 || T + 128 > 1024 || need > consumer_regs(T) || consumer_regs(T) <= reg_budget(T + 32))
+        return false;
+    /* the default for the swapped tf32 product, whose consumers the warpgroup's registers free
+       from ptxas serializing their wgmma; elsewhere only when asked */
+    if (!c->opt->warp_spec && mp->row->path != MM_WGMMA_TF32)
         return false;
     pl->producer = 128;
     pl->consumer_regs = consumer_regs(T);
@@ -297,6 +302,22 @@ static void ws_exchange(Lower *c, PipeLoop *pl, int lo)
     f->cur_what = "temporary";
 }
 
+/* The producer's threads are done: they return, or in a kernel split over K go to the tail
+ * (ws_tail_emit) that meets the slices' cluster barriers with them. */
+static void ws_leave(Lower *c)
+{
+    Func *f = c->f;
+    if (!c->split_loop) {
+        emit_ins(f, OP_RET, PT_B32);
+        return;
+    }
+    if (!c->ws_tail_on) {
+        c->ws_tail_on = true;
+        c->ws_tail = new_label(f);
+    }
+    ir_bra(f, c->ws_tail, -1, false);
+}
+
 void ws_producer(Lower *c, PipeLoop *pl, int lo, int64_t step)
 {
     Func *f = c->f;
@@ -334,12 +355,37 @@ void ws_producer(Lower *c, PipeLoop *pl, int lo, int64_t step)
     ir_bin_to(f, OP_ADD, PT_S32, it, R(it), IMM(step));
     ir_bra(f, head, -1, false);
     ir_label(f, out);
-    emit_ins(f, OP_RET, PT_B32);
+    ws_leave(c);
     ir_label(f, consumers);
+    c->ws_from = f->code.n;
     if (pl->producer == 128)        /* ... which the consumers take (waiting until it has) */
         emit_ins(f, OP_REGINC, PT_B32)->count = (uint16_t)pl->consumer_regs;
     f->bar_threads = T;
     f->cur_what = "temporary";
+}
+
+void ws_tail_emit(Lower *c)
+{
+    Func *f = c->f;
+    if (!c->ws_tail_on)
+        return;
+    /* every cluster barrier the consumers meet after the loop is the slices' sum's
+       (lower_split.c, cluster_sum), each met once by every thread of a split launch */
+    int n = 0;
+    for (int i = c->ws_from; i < f->code.n; i++)
+        n += f->code.v[i].op == OP_CLUSTERSYNC;
+    static const char *const nct[3] = { "%nctaid.x", "%nctaid.y", "%nctaid.z" };
+    f->cur_what = "producer warp";
+    ir_label(f, c->ws_tail);
+    if (n) {
+        int skip = new_label(f);
+        int split = ir_setp(f, CMP_GT, PT_U32, R(ir_movsym(f, PT_U32, nct[c->split_dim])), IMM(1));
+        ir_bra(f, skip, split, true);
+        for (int i = 0; i < n; i++)
+            emit_ins(f, OP_CLUSTERSYNC, PT_B32);
+        ir_label(f, skip);
+    }
+    emit_ins(f, OP_RET, PT_B32);
 }
 
 void ws_other_version(Lower *c, int consumers)
@@ -352,7 +398,7 @@ void ws_other_version(Lower *c, int consumers)
     ir_bra(f, stay, extra, true);
     if (f->reg_limit)
         emit_ins(f, OP_REGDEC, PT_B32)->count = PRODUCER_REGS;
-    emit_ins(f, OP_RET, PT_B32);
+    ws_leave(c);
     ir_label(f, stay);
     if (f->reg_limit)
         emit_ins(f, OP_REGINC, PT_B32)->count = (uint16_t)f->reg_limit;

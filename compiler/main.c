@@ -57,7 +57,8 @@ static void usage(FILE *out)
             "  -fno-reg-cap       let ptxas use any number of registers (no .maxnreg at the occupancy\n"
             "                     boundary the predicted demand allows)\n"
             "  -fwarp-specialize  a producer warp (or warpgroup) issues a pipelined product's TMA\n"
-            "                     copies (sm_90a; docs/language.md, \"Warp specialization\")\n"
+            "                     copies (sm_90a; the default for tf32 products, -fno- to refuse it;\n"
+            "                     docs/language.md, \"Warp specialization\")\n"
             "  -fcluster          ... and pairs of blocks sharing an operand's copies (TMA multicast)\n"
             "  --version, --help\n"
             "usage: tilec --run[=KERNEL] [options] FILE.tile: run a kernel on the CPU (interpreter)\n"
@@ -179,8 +180,10 @@ static int parse_args(Cli *cli, int argc, char **argv)
             cli->opt.reg_cap = false;
         } else if (!strcmp(a, "-fwarp-specialize")) {
             cli->opt.warp_spec = true;
+            cli->opt.no_warp_spec = false;
         } else if (!strcmp(a, "-fno-warp-specialize")) {
             cli->opt.warp_spec = false;
+            cli->opt.no_warp_spec = true;
         } else if (!strcmp(a, "-fcluster")) {
             cli->opt.cluster = true;
         } else if (!strcmp(a, "-fno-mask-split")) {

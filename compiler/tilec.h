@@ -801,6 +801,7 @@ typedef struct {
     bool verify_ir;        /* ir_verify after lowering and every pass (--verify-ir, TILEC_VERIFY_IR=1) */
     bool print_all_blocks; /* print() in every block, not only block (0, 0, 0) (--print-all-blocks) */
     bool warp_spec;        /* a producer warp for a pipelined loop's TMA copies (-fwarp-specialize) */
+    bool no_warp_spec;     /* ... not even where it is the default (-fno-warp-specialize) */
     bool cluster;          /* ... in 2-block clusters that share operand windows (-fcluster) */
     bool wgmma_wait;       /* wgmma waits moved to the first use (-fno-wgmma-wait keeps them) */
     bool no_tma_store;     /* store product tiles from registers, never by TMA (-fno-tma-store) */
