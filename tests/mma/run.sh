@@ -28,13 +28,16 @@
 #              no fence.proxy.async (nothing the generic proxy wrote is read by the tensor cores);
 #              the loop's exit waits too
 #   tma        A comes by TMA (lower_tma.c): a //@tmap line (tf32, 128-byte swizzle, 256 x 32 box),
-#              the map as the kernel's last parameter, one expect_tx and one bulk tensor copy per
-#              iteration in the k loop, the barriers initialised before it
+#              the map as a parameter after the arguments, and B too (a rows8 map, four 4-D
+#              copies a stage); two expect_tx and their copies per iteration in the k loop, the
+#              barriers initialised before it
 #   tf32       every word the k loop loads from shared memory (B's fragments) is rounded with
 #              cvt.rn.tf32.f32, and nothing is stored back (TMA rounds A on the copy)
-# At 1, 2 and 4 stages A still comes by TMA; without alignment facts (tf32_inplace.tile) the loop
-# is compiled twice: by TMA through if-aligned maps where the launch is aligned, and (the first
-# loop) by cp.async in 4-byte pieces, rounded in place (st.shared) with cvt.rn.tf32.f32.
+# At 1, 2 and 4 stages A still comes by TMA (and B: its loop versioned on K % 8, the aligned
+# version first), checked without the producer warpgroup the default adds; without alignment
+# facts (tf32_inplace.tile) the loop is compiled twice: by TMA through if-aligned maps where the
+# launch is aligned, and (the second loop) by cp.async in 4-byte pieces, rounded in place
+# (st.shared) with cvt.rn.tf32.f32.
 # and the other way round: matmul_f32 (IEEE f32) has no mma and no ldmatrix; shapes the scheme
 # cannot do (-D BM=8, -D BK=8 for f16) fall back to FFMA and still compile; one accumulator fed
 # by f16, tf32 and IEEE f32 products (tests/mma/mixed_acc.tile) compiles to all three, unspilled.
@@ -57,12 +60,13 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/tilec-mma.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
 # The k loop: from the label that the first mma.sync's loop branches back to (the nearest label
-# before the mma with a bra.uni to it after the mma) to that branch.
-kloop() {   # file [pattern of the loop's tensor-core instruction]
-	awk -v pat="${2:-mma\\.sync}" '
+# before the mma with a bra.uni to it after the mma) to that branch; `last`: the last one's (a
+# versioned loop's second version, the one for launches the facts do not align).
+kloop() {   # file [pattern of the loop's tensor-core instruction] [last]
+	awk -v pat="${2:-mma\\.sync}" -v last="${3:-}" '
 	{ line[NR] = $0 }
 	/^\$L[0-9]+:/ { at[substr($1, 1, length($1) - 1)] = NR }
-	$0 ~ pat && !m { m = NR }
+	$0 ~ pat && (!m || last) { m = NR }
 	/bra\.uni/ { t = $NF; sub(/;$/, "", t); back[NR] = t }
 	END {
 		if (!m) exit
@@ -127,7 +131,11 @@ check_not_deep() {
 check_wgmma_tf32() {
 	t="matmul_tf32 sm_90a"
 	ptx=$tmp/tf32.wg.ptx
-	compile "$t" sm_90a matmul_tf32 "$ptx" || return
+	# the loop as every thread runs it (no producer warpgroup, the default's)
+	if ! "$tilec" --arch=sm_90a -fno-warp-specialize -o "$ptx" examples/matmul_tf32.tile 2>"$tmp/err"; then
+		bad "$t compile" "$(head -n 3 "$tmp/err")"
+		return
+	fi
 	if grep -q 'wgmma\.mma_async\.sync\.aligned\.m64n256k8\.f32\.tf32\.tf32 {.*}, {%r[0-9]*, %r[0-9]*, %r[0-9]*, %r[0-9]*}, %rd' "$ptx" &&
 	   ! grep -q 'mma\.sync\|ldmatrix' "$ptx"; then ok; else
 		bad "$t wgmma" "no wgmma.mma_async m64n256k8 tf32 with A from registers, or mma.sync/ldmatrix left"; fi
@@ -147,14 +155,16 @@ check_wgmma_tf32() {
 		bad "$t tf32" "$rounded of $words words rounded (cvt.rn.tf32.f32) in the k loop, or something stored back"; fi
 }
 
-check_tma() {   # name ptx kloop: A of the tf32 wgmma by TMA
+check_tma() {   # name ptx kloop: A (one 2-D box) and B (four rows8 slabs) of the tf32 wgmma by TMA
 	if grep -q '^//@tmap a0 tf32 128 256 32 | a3 | a4 | a4$' "$2" &&
+	   grep -q '^//@tmap a1 tf32 128 32 32 if-aligned rows8 | a4 | a5 | a5$' "$2" &&
 	   grep -q '\.param \.align 64 \.b8 matmul_tf32_param_6\[128\]' "$2" &&
-	   [ "$(grep -c 'mbarrier\.arrive\.expect_tx' "$3")" -eq 1 ] &&
+	   [ "$(grep -c 'mbarrier\.arrive\.expect_tx' "$3")" -eq 2 ] &&
 	   [ "$(grep -c 'cp\.async\.bulk\.tensor\.2d\..*mbarrier::complete_tx::bytes' "$3")" -eq 1 ] &&
+	   [ "$(grep -c 'cp\.async\.bulk\.tensor\.4d\..*mbarrier::complete_tx::bytes' "$3")" -eq 4 ] &&
 	   awk '/mbarrier\.init/ { i = 1 } /fence\.mbarrier_init/ { f = i } /^\$L[0-9]+:/ { exit !f } END { exit !f }' "$2"
 	then ok; else
-		bad "$1 tma" "no //@tmap line and map parameter, or not one expect_tx and one TMA copy per iteration, or no barrier initialised before the loop"; fi
+		bad "$1 tma" "no //@tmap lines and map parameter, or not two expect_tx and 1 + 4 TMA copies per iteration, or no barrier initialised before the loop"; fi
 }
 
 check_example() {   # name arch shape types mmas_per_kloop k_steps
@@ -207,7 +217,7 @@ check_not_deep
 # the tf32 wgmma at other stage counts: A still by TMA
 for st in 1 2 4; do
 	t="matmul_tf32 sm_90a STAGES=$st"
-	if "$tilec" --arch=sm_90a -D STAGES=$st -o "$tmp/st.ptx" examples/matmul_tf32.tile 2>"$tmp/err"; then
+	if "$tilec" --arch=sm_90a -fno-warp-specialize -D STAGES=$st -o "$tmp/st.ptx" examples/matmul_tf32.tile 2>"$tmp/err"; then
 		kloop "$tmp/st.ptx" 'wgmma\\.mma_async' >"$tmp/loop"
 		if grep -q 'wgmma\.mma_async' "$tmp/loop" && ! grep -q 'st\.shared' "$tmp/loop"; then ok; else
 			bad "$t" "no wgmma, or something stored to shared memory, in the k loop"; fi
@@ -221,7 +231,7 @@ done
 # unaligned launches; the maps only the other version uses are if-aligned
 t="tf32_inplace sm_90a"
 if "$tilec" --arch=sm_90a -o "$tmp/inplace.ptx" tests/mma/tf32_inplace.tile 2>"$tmp/err"; then
-	kloop "$tmp/inplace.ptx" 'wgmma\\.mma_async' >"$tmp/loop"
+	kloop "$tmp/inplace.ptx" 'wgmma\\.mma_async' last >"$tmp/loop"
 	stored=$(grep -c 'st\.shared' "$tmp/loop")
 	rounded=$(grep -c 'cvt\.rn\.tf32\.f32' "$tmp/loop")
 	maps=$(grep -c '^//@tmap' "$tmp/inplace.ptx") ifal=$(grep -c '^//@tmap .* if-aligned ' "$tmp/inplace.ptx")
