@@ -235,9 +235,10 @@ typedef struct Lower {
     /* a loop of this kernel has a producer warp (lower_warpspec.c): only one can */
     bool ws_done;
     /* ... whose threads, in a kernel split over K, leave through ws_tail (label) instead of
-       returning: the slices' cluster barriers after code index ws_from wait for them too */
+       returning: the slices' cluster barriers (split_syncs of them, lower_split.c, each met once
+       by every thread of a split launch) wait for them too */
     bool ws_tail_on;
-    int ws_tail, ws_from;
+    int ws_tail, split_syncs;
     /* ... and it runs in clusters: every thread meets the other block before it leaves */
     bool ws_cluster;
     /* the loop split over blocks (lower_split.c; NULL: none), its accumulators, the grid
@@ -582,6 +583,8 @@ void split_exit(Lower *c);
  * (split_unsplit_test: p and S = 1, p -1 for none), and that version's instructions
  * [from, to) (split_unsplit_range), which keep their stores as they are. */
 bool split_in_tail(const Lower *c);
+/* the launch's slices of a tile (the split dimension's %nctaid: 1 unsplit), a register */
+int split_slices(Lower *c);
 int split_unsplit_test(Lower *c, int p);
 void split_unsplit_range(Lower *c, int from, int to);
 /* lower_transpose.c: an f32 tile copied as it lies into SWZ_BLK4 staging (in its copies' layout:
@@ -626,6 +629,8 @@ int tma_map(Lower *c, Expr *win, const char *dtype, int swizzle, int box_rows, i
  * (TensorMapMeta.rows8, SWZ_SLAB_K8). */
 int tma_map_rows(Lower *c, Expr *win, const char *dtype, int swizzle, int box_rows, int box_cols, bool if_aligned,
                  bool rows8);
+/* May window win come by such a map, given its tensor's row count a multiple of 8? */
+bool tma_rows8_window(Lower *c, Expr *win);
 /* Whether any map can describe window win (rows `pitch` elements apart in shared memory), and
  * the registers of its box coordinates (row, column, then the outer indices in map order). */
 bool tma_window_ok(Lower *c, Expr *win, int pitch);

@@ -474,6 +474,20 @@ static void divergent_bra(Func *f, int label, int guard, bool neg)
  * ((writer - owner) mod S - 1) * ceil(warps / S) + w / S, a warp's sums, piece g of its lane at
  * g * 512 + lane * 16 (the words after the pieces, lane * 4 apart); after a second the owning
  * warp adds its slots in turn from its own shared memory. */
+/* A barrier of the tile's slices' cluster, counted: a producer's threads meet as many on their
+ * way out (lower_warpspec.c, ws_tail_emit) */
+static void cluster_barrier(Lower *c)
+{
+    emit_ins(c->f, OP_CLUSTERSYNC, PT_B32);
+    c->split_syncs++;
+}
+
+int split_slices(Lower *c)
+{
+    static const char *const nct[3] = { "%nctaid.x", "%nctaid.y", "%nctaid.z" };
+    return ir_movsym(c->f, PT_U32, nct[c->split_dim]);
+}
+
 static void dsmem_sum(Lower *c, const SumPlan *p, int done)
 {
     Func *f = c->f;
@@ -485,7 +499,7 @@ static void dsmem_sum(Lower *c, const SumPlan *p, int done)
     int64_t words_at = (int64_t)p->groups * 512;
     /* slot k's address for this lane's pieces (words_at further, lane * 4: its words) */
     #define SLOT(k) ir_tern(f, OP_MAD, PT_U32, R(ir_tern(f, OP_MAD, PT_U32, R(k), R(nq), R(q))), IMM(p->frag), R(base))
-    emit_ins(f, OP_CLUSTERSYNC, PT_B32);
+    cluster_barrier(c);
     int skip = new_label(f);
     divergent_bra(f, skip, p->own, false);
     int owner = ir_bin(f, OP_REM, PT_U32, R(warp), R(p->S));
@@ -507,7 +521,7 @@ static void dsmem_sum(Lower *c, const SumPlan *p, int done)
         i += in->vec;
     }
     ir_label(f, skip);
-    emit_ins(f, OP_CLUSTERSYNC, PT_B32);
+    cluster_barrier(c);
     divergent_bra(f, done, p->own, true);
     int j = ir_mov(f, PT_U32, IMM(0)), head = new_label(f);
     ir_label(f, head);
@@ -552,7 +566,7 @@ static void cluster_sum(Lower *c, const SumPlan *p, int done)
                       R(ir_bin(f, OP_MULWIDE, PT_U32, R(ir_bin(f, OP_ADD, PT_U32, R(base), R(p->slice))), IMM(p->bytes))));
     each_group(c, mine, p->regs, p->types, p->n, false);
     ir_label(f, skip);
-    emit_ins(f, OP_CLUSTERSYNC, PT_B32);
+    cluster_barrier(c);
     divergent_bra(f, done, p->own, true);
     /* the owners: the slices after this one, in turn */
     int j = ir_mov(f, PT_U32, IMM(1)), head = new_label(f);
@@ -594,7 +608,6 @@ void split_fixup(Lower *c, const Stmt *s)
     int64_t bytes = (int64_t)(n / 4) * T * 16 + (int64_t)(n % 4) * T * 4;
     c->meta->split_dim = c->split_dim;
     c->meta->split_bytes = bytes;
-    static const char *const nct[3] = { "%nctaid.x", "%nctaid.y", "%nctaid.z" };
     static const char *const ct[3] = { "%ctaid.x", "%ctaid.y", "%ctaid.z" };
     /* The sum goes through shared memory where the block has it free (the loop's buffers are
        released), in chunks that raise no peak: the groups of four of one type; the rest by loads.
@@ -621,7 +634,7 @@ void split_fixup(Lower *c, const Stmt *s)
     int buf = chunk > 0 ? smem_alloc(c, chunk * T * 16) : 0;
     if (c->smem_over)
         chunk = 0;
-    int S = ir_movsym(f, PT_U32, nct[c->split_dim]);
+    int S = split_slices(c);
     /* the cluster's form: warp w's rows are block w % S's (every warp's where S = 1) */
     int own = -1;
     if (c->split_cluster) {
@@ -635,7 +648,7 @@ void split_fixup(Lower *c, const Stmt *s)
        grid's mapping is the same in every slice, but the raw ones need no care) */
     int tile = ir_movsym(f, PT_U32, ct[0]);
     if (c->split_dim == 2)
-        tile = ir_tern(f, OP_MAD, PT_U32, R(ir_movsym(f, PT_U32, ct[1])), R(ir_movsym(f, PT_U32, nct[0])), R(tile));
+        tile = ir_tern(f, OP_MAD, PT_U32, R(ir_movsym(f, PT_U32, ct[1])), R(ir_movsym(f, PT_U32, "%nctaid.x")), R(tile));
     int slice = c->ctaid[c->split_dim];
     /* the partial sums' workspace and the tiles' pair words: apart, so that no launch's sums
        land where a later launch with more tiles keeps its words */
@@ -771,8 +784,7 @@ bool split_in_tail(const Lower *c)
 int split_unsplit_test(Lower *c, int p)
 {
     Func *f = c->f;
-    static const char *const nct[3] = { "%nctaid.x", "%nctaid.y", "%nctaid.z" };
-    int q = ir_setp(f, CMP_LE, PT_U32, R(ir_movsym(f, PT_U32, nct[c->split_dim])), IMM(1));
+    int q = ir_setp(f, CMP_LE, PT_U32, R(split_slices(c)), IMM(1));
     return p < 0 ? q : ir_bin(f, OP_BAND, PT_PRED, R(p), R(q));
 }
 

@@ -86,16 +86,20 @@ bool tma_window_ok(Lower *c, Expr *win, int pitch)
 }
 
 /* SWZ_SLAB_K8's map views each 8 rows as 4 x 2 (lower_tma.c's header): the window's rows come in
- * whole groups of 8 of the tensor (its start and row count multiples of 8: a group past the last
- * rows would read past the tensor), and the map's rank (two more) within TMA's five. */
+ * whole groups of 8 of the tensor (its start and row count multiples of 8), and the map's rank
+ * (two more) within TMA's five. The tensor's row count must be one too (a group past the last
+ * rows would read past the tensor): rows8_ok, or a loop versioned on it (lower_version.c). */
+bool tma_rows8_window(Lower *c, Expr *win)
+{
+    return tma_window_shape_ok(win) && win->sym->rank - 2 <= 1 && win->shape.dim[0] % 8 == 0 &&
+           known_multiple(c, win->idx[win->nidx - 2].start) % 8 == 0;
+}
+
 static bool rows8_ok(Lower *c, Expr *win)
 {
-    Sym *t = win->sym;
-    int r = t->rank;
-    Extent n = t->dim[r - 2];
+    Extent n = win->sym->dim[win->sym->rank - 2];
     int64_t mult = n.expr ? 1 : n.size ? size_multiple(c, n.size) : n.cval;
-    return r - 2 <= 1 && mult % 8 == 0 && win->shape.dim[0] % 8 == 0 &&
-           known_multiple(c, win->idx[r - 2].start) % 8 == 0;
+    return tma_rows8_window(c, win) && mult % 8 == 0;
 }
 
 /* A window wgmma reads from a slab (tf32, f16, bf16, 8-bit), whole slabs of columns. */

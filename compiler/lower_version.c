@@ -88,8 +88,7 @@ int window_row_facts(Lower *c, Expr *w, int64_t n, Sym **out)
 static Sym *rows8_size(Lower *c, Expr *w, int rows_mult)
 {
     Sym *t = w->sym;
-    if (rows_mult < 8 || !t || w->kind != E_INDEX || !tma_window_shape_ok(w) ||
-        known_multiple(c, w->idx[w->nidx - 2].start) % rows_mult)
+    if (rows_mult < 8 || !t || w->kind != E_INDEX || !tma_rows8_window(c, w))
         return NULL;
     Extent n = t->dim[t->rank - 2];
     return n.size && !n.expr && size_multiple(c, n.size) % rows_mult ? n.size : NULL;

@@ -357,7 +357,6 @@ void ws_producer(Lower *c, PipeLoop *pl, int lo, int64_t step)
     ir_label(f, out);
     ws_leave(c);
     ir_label(f, consumers);
-    c->ws_from = f->code.n;
     if (pl->producer == 128)        /* ... which the consumers take (waiting until it has) */
         emit_ins(f, OP_REGINC, PT_B32)->count = (uint16_t)pl->consumer_regs;
     f->bar_threads = T;
@@ -369,17 +368,14 @@ void ws_tail_emit(Lower *c)
     Func *f = c->f;
     if (!c->ws_tail_on)
         return;
-    /* every cluster barrier the consumers meet after the loop is the slices' sum's
-       (lower_split.c, cluster_sum), each met once by every thread of a split launch */
-    int n = 0;
-    for (int i = c->ws_from; i < f->code.n; i++)
-        n += f->code.v[i].op == OP_CLUSTERSYNC;
-    static const char *const nct[3] = { "%nctaid.x", "%nctaid.y", "%nctaid.z" };
+    /* the slices' sum's cluster barriers (lower_split.c), each met once by every consumer
+       thread of a split launch */
+    int n = c->split_syncs;
     f->cur_what = "producer warp";
     ir_label(f, c->ws_tail);
     if (n) {
         int skip = new_label(f);
-        int split = ir_setp(f, CMP_GT, PT_U32, R(ir_movsym(f, PT_U32, nct[c->split_dim])), IMM(1));
+        int split = ir_setp(f, CMP_GT, PT_U32, R(split_slices(c)), IMM(1));
         ir_bra(f, skip, split, true);
         for (int i = 0; i < n; i++)
             emit_ins(f, OP_CLUSTERSYNC, PT_B32);
